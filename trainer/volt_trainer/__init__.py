@@ -1,0 +1,1 @@
+"""Volt trainer: model loading, OpenAI-compatible inference server, GRPO/PPO LoRA update."""
