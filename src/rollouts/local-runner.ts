@@ -1,0 +1,128 @@
+import { mkdir, open, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseFrozen } from '../config/errors.js';
+import type { RolloutOutcome } from '../contracts/rollout.js';
+import { keys } from '../storage/keys.js';
+import { localAgentEnv } from './agent-env.js';
+import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
+import { Semaphore } from './semaphore.js';
+import {
+  RolloutCancelledError, agentTaskJson, rolloutSpecSchema,
+  type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunOptions, type RunnerResult,
+} from './spec.js';
+
+export interface LocalRunnerOptions {
+  /** Attempts live under `<root>/<run>/<iteration>/<rollout>/attempt-N`, e.g. `<dataDir>/rollouts`. */
+  root: string;
+  logs: LogSink;
+  /** Most agents this runner instance runs at once. */
+  concurrency?: number;
+  killGraceMs?: number;
+  drainMs?: number;
+  headBytes?: number;
+  tailBytes?: number;
+  /** Most bytes of VOLT_OUTPUT_FILE put into the result. */
+  maxOutputBytes?: number;
+  /** The worker environment allow-listed variables are copied from. */
+  parentEnv?: NodeJS.ProcessEnv;
+}
+
+/** The embedded runner: each attempt is a local process group in a fresh directory. */
+export class LocalRunner implements RolloutRunner {
+  private readonly slots: Semaphore;
+  private readonly o: Required<Omit<LocalRunnerOptions, 'root' | 'logs'>> & Pick<LocalRunnerOptions, 'root' | 'logs'>;
+
+  constructor(options: LocalRunnerOptions) {
+    this.o = {
+      concurrency: 4, killGraceMs: 5000, drainMs: 2000, headBytes: 64 * 1024, tailBytes: 64 * 1024,
+      maxOutputBytes: 64 * 1024, parentEnv: process.env, ...options,
+    };
+    this.slots = new Semaphore(this.o.concurrency);
+  }
+
+  async run(input: RolloutSpecInput, signal: AbortSignal, options: RunOptions = {}): Promise<RunnerResult> {
+    const spec = parseFrozen(rolloutSpecSchema, input, 'rollout spec');
+    let release: () => void;
+    try {
+      release = await this.slots.acquire(signal);
+    } catch (e) {
+      throw new RolloutCancelledError(spec.ref, signal.reason ?? e);
+    }
+    try {
+      return await this.attempt(spec, signal, options);
+    } finally {
+      release();
+    }
+  }
+
+  private async attempt(spec: RolloutSpec, signal: AbortSignal, options: RunOptions): Promise<RunnerResult> {
+    const { ref } = spec;
+    const base = path.join(this.o.root, ref.runId, String(ref.iteration).padStart(6, '0'), ref.rolloutId, `attempt-${ref.attempt}`);
+    const workdir = path.join(base, 'work');
+    const files = { taskFile: path.join(base, 'task.json'), outputFile: path.join(base, 'output.txt') };
+    const result = (outcome: RolloutOutcome, p: Partial<AgentProcessResult>, detail: string | null, outputText: string | null) => ({
+      ref, taskId: spec.taskId, groupId: spec.groupId, mode: spec.mode, outcome,
+      exitCode: p.exitCode ?? null, signal: p.signal ?? null, durationMs: p.durationMs ?? 0, outputText,
+      stdoutKey: keys.rolloutLog(ref, 'stdout'), stderrKey: keys.rolloutLog(ref, 'stderr'), detail,
+      workdir: spec.keepWorkdir ? workdir : null,
+    });
+
+    try {
+      // A re-run of the same attempt (worker crash) starts clean too.
+      await rm(base, { recursive: true, force: true });
+      await mkdir(workdir, { recursive: true });
+      await writeFile(files.taskFile, agentTaskJson(spec));
+      await options.prepareWorkdir?.(workdir, spec);
+    } catch (e) {
+      await this.cleanup(spec, base);
+      return result('infra_failed', {}, `preparing workdir failed: ${(e as Error).message}`, null);
+    }
+    if (signal.aborted) {
+      await this.cleanup(spec, base);
+      throw new RolloutCancelledError(ref, signal.reason);
+    }
+    const proc = await runAgentProcess({
+      command: spec.agent.command, cwd: spec.agent.cwd ?? workdir, env: localAgentEnv(spec, this.o.parentEnv, files),
+      timeoutMs: spec.timeoutMs, killGraceMs: this.o.killGraceMs, drainMs: this.o.drainMs, signal,
+      headBytes: this.o.headBytes, tailBytes: this.o.tailBytes,
+    });
+    const outputText = await readBounded(files.outputFile, this.o.maxOutputBytes);
+    let uploadError: Error | null = null;
+    try {
+      await Promise.all([
+        this.o.logs.put(keys.rolloutLog(ref, 'stdout'), proc.stdout),
+        this.o.logs.put(keys.rolloutLog(ref, 'stderr'), proc.stderr),
+      ]);
+    } catch (e) {
+      uploadError = e as Error;
+    }
+    await this.cleanup(spec, base);
+    if (proc.aborted) throw new RolloutCancelledError(ref, signal.reason);
+    if (proc.spawnError) return result('infra_failed', proc, `spawn ${spec.agent.command[0]} failed: ${proc.spawnError.message}`, null);
+    if (uploadError) return result('infra_failed', proc, `log upload failed: ${uploadError.message}`, outputText);
+    if (proc.timedOut) return result('timed_out', proc, `timed out after ${spec.timeoutMs} ms`, outputText);
+    if (proc.exitCode === 0) return result('succeeded', proc, null, outputText);
+    return result('agent_failed', proc, proc.signal ? `agent killed by ${proc.signal}` : `agent exited with ${proc.exitCode}`, outputText);
+  }
+
+  private async cleanup(spec: RolloutSpec, base: string): Promise<void> {
+    if (!spec.keepWorkdir) await rm(base, { recursive: true, force: true });
+  }
+}
+
+/** The first `max` bytes of a file as UTF-8, or null if the agent did not write it. */
+async function readBounded(file: string, max: number): Promise<string | null> {
+  let handle;
+  try {
+    handle = await open(file, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const buf = Buffer.alloc(max);
+    const { bytesRead } = await handle.read(buf, 0, max, 0);
+    return buf.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import type { RolloutResult } from '../contracts/rollout.js';
+import { assertId, type RolloutRef } from '../storage/keys.js';
+
+const safeId = (kind: string) =>
+  z.string().refine((v) => {
+    try {
+      assertId(kind, v);
+      return true;
+    } catch {
+      return false;
+    }
+  }, `unsafe ${kind} id: use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'`);
+
+const envName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')
+  // Operator secrets live under VOLT_*; no allow-list may pass them to an agent.
+  .refine((n) => !n.startsWith('VOLT_'), 'VOLT_* variables are never passed to agents');
+
+/** Variables an agent gets from the worker's environment unless the spec names its own list. */
+export const DEFAULT_ENV_ALLOW_LIST: readonly string[] = Object.freeze([
+  'PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'TERM', 'USER', 'LOGNAME', 'SHELL',
+]);
+
+/** One rollout attempt, as the rollout activity hands it to a runner. Serialisable (goes through Temporal). */
+export const rolloutSpecSchema = z.object({
+  ref: z.object({
+    runId: safeId('run'),
+    iteration: z.number().int().min(0),
+    rolloutId: safeId('rollout'),
+    attempt: z.number().int().min(0),
+  }),
+  taskId: z.string().min(1),
+  groupId: z.string().min(1),
+  mode: z.enum(['train', 'eval']),
+  /** The task's `input`; the agent sees `{ id: taskId, input }` as VOLT_TASK and in VOLT_TASK_FILE. */
+  taskInput: z.record(z.string(), z.unknown()),
+  agent: z.object({
+    command: z.array(z.string().min(1)).min(1),
+    /** Working directory of the agent process; the fresh per-attempt workdir when absent. */
+    cwd: z.string().min(1).optional(),
+  }),
+  gateway: z.object({
+    /** `<gateway>/r/<token>/v1`, becomes OPENAI_BASE_URL. */
+    baseUrl: z.url(),
+    token: z.string().min(1),
+  }),
+  timeoutMs: z.number().int().positive(),
+  envAllowList: z.array(envName).optional(),
+  /** Keep the workdir after the attempt and return its path (rewards that inspect files need it). */
+  keepWorkdir: z.boolean().default(false),
+});
+
+export type RolloutSpecInput = z.input<typeof rolloutSpecSchema>;
+export type RolloutSpec = z.output<typeof rolloutSpecSchema>;
+
+/** A runner's report: the contract result plus the kept workdir (null when not kept or not local). */
+export interface RunnerResult extends RolloutResult {
+  workdir: string | null;
+}
+
+/** Called with the fresh workdir before the agent starts, e.g. so a reward can snapshot files. */
+export type PrepareWorkdir = (workdir: string, spec: RolloutSpec) => Promise<void>;
+
+export interface RunOptions {
+  prepareWorkdir?: PrepareWorkdir;
+}
+
+/** Where rollout logs go; the object store in production (`putBytes`). */
+export interface LogSink {
+  put(key: string, bytes: Uint8Array): Promise<void>;
+}
+
+/** Runs one attempt. Resolves with an outcome for everything but cancellation, which rejects after cleanup. */
+export interface RolloutRunner {
+  run(spec: RolloutSpecInput, signal: AbortSignal, options?: RunOptions): Promise<RunnerResult>;
+}
+
+/** The rejection of `run` when its signal was aborted; the agent was stopped before it was raised. */
+export class RolloutCancelledError extends Error {
+  constructor(ref: RolloutRef, reason: unknown) {
+    super(`rollout ${ref.runId}/${ref.iteration}/${ref.rolloutId}/attempt-${ref.attempt} cancelled: ${String(reason)}`);
+    this.name = 'AbortError';
+  }
+}
+
+/** The VOLT_TASK document an agent receives: only the id and the input, never the reference. */
+export const agentTaskJson = (spec: RolloutSpec): string => JSON.stringify({ id: spec.taskId, input: spec.taskInput });

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { access, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ConfigError } from '../../src/config/errors.js';
+import { LocalRunner } from '../../src/rollouts/local-runner.js';
+import { DirLogSink, agent, specFor, tempDir } from './fixtures.js';
+
+describe('LocalRunner', () => {
+  let root: string;
+  let logs: DirLogSink;
+  before(async () => {
+    root = await tempDir('rollouts');
+    logs = new DirLogSink(await tempDir('logs'));
+  });
+
+  it('runs an OpenAI SDK agent against OPENAI_BASE_URL with the token, returns its output, removes the workdir', async () => {
+    const seen: { url?: string; auth?: string; body?: { messages: { content: string }[] } } = {};
+    const server = createServer((req: IncomingMessage, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c));
+      req.on('end', () => {
+        Object.assign(seen, { url: req.url, auth: req.headers.authorization, body: JSON.parse(raw) });
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({
+          id: 'c1', object: 'chat.completion', created: 1, model: 'policy',
+          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: '4' } }],
+        }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    after(() => server.close());
+    const { port } = server.address() as AddressInfo;
+    const runner = new LocalRunner({ root, logs });
+    const spec = specFor([process.execPath, agent('call-gateway.mjs')], {
+      gateway: { baseUrl: `http://127.0.0.1:${port}/r/tok-a/v1`, token: 'tok-a' },
+    });
+    const result = await runner.run(spec, new AbortController().signal);
+    assert.equal(result.outcome, 'succeeded', result.detail ?? '');
+    assert.equal(result.exitCode, 0);
+    assert.equal(result.outputText, '4');
+    assert.equal(seen.url, '/r/tok-a/v1/chat/completions');
+    assert.equal(seen.auth, 'Bearer tok-a');
+    assert.equal(seen.body?.messages[0]?.content, 'What is 2+2?');
+    assert.match((await logs.read(result.stdoutKey)).toString(), /answered task-7: 4/);
+    assert.equal(result.stdoutKey, 'runs/run-1/iterations/000000/rollouts/r-1/attempt-000/stdout.log');
+    assert.equal(result.workdir, null);
+    await assert.rejects(access(path.join(root, 'run-1', '000000', 'r-1', 'attempt-0')), { code: 'ENOENT' });
+  });
+
+  it('reports a non-zero exit as agent_failed with the exit code and the stderr log', async () => {
+    const runner = new LocalRunner({ root, logs });
+    const result = await runner.run(specFor([agent('exit-3.sh')]), new AbortController().signal);
+    assert.equal(result.outcome, 'agent_failed');
+    assert.equal(result.exitCode, 3);
+    assert.equal((await logs.read(result.stderrKey)).toString(), 'agent gave up\n');
+  });
+
+  it('passes only allow-listed variables and the contract, never operator secrets', async () => {
+    const parentEnv = {
+      ...process.env, VOLT_GATEWAY_ADMIN_KEY: 'admin-secret-1', VOLT_S3_SECRET_KEY: 's3-secret-1',
+      VOLT_S3_ACCESS_KEY: 's3-access', AWS_SECRET_ACCESS_KEY: 'aws-secret', LANG: 'C.UTF-8',
+    };
+    const runner = new LocalRunner({ root, logs, parentEnv });
+    const result = await runner.run(specFor([agent('print-env.sh')], { keepWorkdir: true }), new AbortController().signal);
+    assert.equal(result.outcome, 'succeeded');
+    const text = (await logs.read(result.stdoutKey)).toString();
+    assert.doesNotMatch(text, /admin-secret-1|s3-secret-1|s3-access|aws-secret/);
+    const env = new Map(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    // The shell itself adds PWD (and some shells SHLVL, _); everything else must be ours.
+    const names = [...env.keys()].filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n)).sort();
+    const allowed = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'TERM', 'USER', 'LOGNAME', 'SHELL']
+      .filter((n) => parentEnv[n] !== undefined);
+    const contract = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'VOLT_OUTPUT_FILE', 'VOLT_TASK', 'VOLT_TASK_FILE'];
+    assert.deepEqual(names, [...allowed, ...contract].sort());
+    assert.equal(env.get('VOLT_TASK'), JSON.stringify({ id: 'task-7', input: { question: 'What is 2+2?' } }));
+    assert.equal(env.get('OPENAI_API_KEY'), 'tok-0');
+    assert.equal(env.get('PWD'), result.workdir);
+  });
+
+  it('refuses an allow-list naming VOLT_* secrets, naming the field', async () => {
+    const runner = new LocalRunner({ root, logs });
+    const spec = specFor(['/bin/true'], { envAllowList: ['PATH', 'VOLT_S3_SECRET_KEY'] });
+    await assert.rejects(runner.run(spec, new AbortController().signal), (e: unknown) =>
+      e instanceof ConfigError && e.issues.some((i) => i.path === 'envAllowList.1'));
+  });
+
+  it('calls prepareWorkdir before the agent, and a failing hook is infra_failed', async () => {
+    const runner = new LocalRunner({ root, logs });
+    const ok = await runner.run(specFor(['/bin/cat', 'seed.txt']), new AbortController().signal, {
+      prepareWorkdir: async (dir) => {
+        await writeFile(path.join(dir, 'seed.txt'), 'seeded before start');
+      },
+    });
+    assert.equal(ok.outcome, 'succeeded');
+    assert.equal((await logs.read(ok.stdoutKey)).toString(), 'seeded before start');
+    const bad = await runner.run(specFor(['/bin/true']), new AbortController().signal, {
+      prepareWorkdir: async () => {
+        throw new Error('snapshot disk full');
+      },
+    });
+    assert.equal(bad.outcome, 'infra_failed');
+    assert.match(bad.detail ?? '', /snapshot disk full/);
+  });
+
+  it('never runs more agents at once than its concurrency', async () => {
+    const shared = await tempDir('shared');
+    const runner = new LocalRunner({ root, logs, concurrency: 2 });
+    const script = 'touch "running.$$"; ls running.* | wc -l >> counts; sleep 0.3; rm "running.$$"';
+    const results = await Promise.all([0, 1, 2, 3, 4, 5].map((i) =>
+      runner.run(specFor([], {
+        ref: { runId: 'run-1', iteration: 0, rolloutId: `c-${i}`, attempt: 0 },
+        agent: { command: ['/bin/sh', '-c', script], cwd: shared },
+      }), new AbortController().signal)));
+    assert.deepEqual(results.map((r) => r.outcome), Array(6).fill('succeeded'));
+    const counts = (await readFile(path.join(shared, 'counts'), 'utf8')).trim().split('\n').map(Number);
+    assert.equal(counts.length, 6);
+    assert.ok(Math.max(...counts) <= 2, `saw ${Math.max(...counts)} agents at once`);
+  });
+});
