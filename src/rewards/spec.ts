@@ -3,15 +3,112 @@ import { z } from 'zod';
 /** Where a reward reads the agent's answer from. */
 export const answerSourceSchema = z.enum(['output_file', 'last_assistant_message']);
 
-export const numericMatchSchema = z.object({
-  kind: z.literal('numeric_match'),
+/** Shared by the answer-reading kinds: the source text, and an optional regex over it. */
+const answerFields = {
   source: answerSourceSchema.default('output_file'),
   /** Optional regex over the source text; its first capture group (or the whole match) is the answer. */
   pattern: z.string().optional(),
+  /** Key of task.reference holding the expected answer. */
+  referenceKey: z.string().min(1).default('answer'),
+};
+
+export const numericMatchSchema = z.object({
+  kind: z.literal('numeric_match'),
+  ...answerFields,
   tolerance: z.number().nonnegative().default(1e-6),
   weight: z.number().default(1),
 });
 
-/** A reward spec in a run config. Extended by src/rewards with every reward kind. */
-export const rewardSpecSchema = z.discriminatedUnion('kind', [numericMatchSchema]);
+export const stringMatchSchema = z.object({
+  kind: z.literal('string_match'),
+  ...answerFields,
+  /** `normalised`: case-folded, trimmed, inner whitespace collapsed, trailing punctuation dropped. */
+  mode: z.enum(['exact', 'normalised']).default('normalised'),
+  weight: z.number().default(1),
+});
+
+export const commandSchema = z.object({
+  kind: z.literal('command'),
+  /** argv, run in the rollout's workdir without a shell. */
+  command: z.array(z.string().min(1)).min(1),
+  timeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+  /** Without it, exit code 0 scores 1 and anything else 0. With it: passed/total from its named groups. */
+  passPattern: z.string().optional(),
+  /** Globs (relative to the workdir) the agent must not change; hashed before the rollout. */
+  protectedFiles: z.array(z.string().min(1)).default([]),
+  tamperPenalty: z.number().default(-1),
+  weight: z.number().default(1),
+});
+
+export const sqliteStateSchema = z.object({
+  kind: z.literal('sqlite_state'),
+  /** Database path relative to the rollout's workdir. */
+  database: z.string().min(1),
+  /** name → SELECT statement; each result is compared with task.reference[referenceKey][name]. */
+  queries: z.record(z.string().min(1), z.string().min(1)),
+  referenceKey: z.string().min(1).default('expectedRows'),
+  /** Compare rows as a multiset (order-free) or as a list. */
+  ordered: z.boolean().default(false),
+  timeoutMs: z.number().int().positive().max(600_000).default(30_000),
+  weight: z.number().default(1),
+});
+
+export const llmJudgeSchema = z.object({
+  kind: z.literal('llm_judge'),
+  /** OpenAI-compatible base URL (…/v1). Judge calls go direct, never through the gateway. */
+  baseUrl: z.url(),
+  model: z.string().min(1),
+  /** Name of the env var holding the judge's API key, if it needs one. */
+  apiKeyEnv: z.string().optional(),
+  rubric: z.string().min(1),
+  source: answerSourceSchema.default('last_assistant_message'),
+  /** The judge must answer with this regex; capture group 1 is the score. */
+  scorePattern: z.string().default('SCORE:\\s*(-?\\d+(?:\\.\\d+)?)'),
+  maxScore: z.number().positive().default(10),
+  timeoutMs: z.number().int().positive().max(600_000).default(60_000),
+  weight: z.number().default(1),
+});
+
+export const agentEmittedSchema = z.object({
+  kind: z.literal('agent_emitted'),
+  /** Only rewards posted under this name; all when absent. */
+  name: z.string().optional(),
+  aggregate: z.enum(['last', 'sum', 'mean', 'max']).default('last'),
+  /** Value when the agent posted nothing. */
+  missingValue: z.number().default(0),
+  weight: z.number().default(1),
+});
+
+/** Every kind that scores on its own; weighted_sum combines these. */
+export const leafRewardSpecSchema = z.discriminatedUnion('kind', [
+  numericMatchSchema,
+  stringMatchSchema,
+  commandSchema,
+  sqliteStateSchema,
+  llmJudgeSchema,
+  agentEmittedSchema,
+]);
+
+export const weightedSumSchema = z.object({
+  kind: z.literal('weighted_sum'),
+  /** Part name → spec; each part's value is multiplied by its own `weight`. */
+  parts: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/), leafRewardSpecSchema).refine((p) => Object.keys(p).length > 0, 'needs at least one part'),
+  penalties: z
+    .object({ perCompletionToken: z.number().nonnegative().default(0), perTurn: z.number().nonnegative().default(0) })
+    .default({ perCompletionToken: 0, perTurn: 0 }),
+});
+
+/** A reward spec in a run config. */
+export const rewardSpecSchema = z.discriminatedUnion('kind', [
+  numericMatchSchema,
+  stringMatchSchema,
+  commandSchema,
+  sqliteStateSchema,
+  llmJudgeSchema,
+  agentEmittedSchema,
+  weightedSumSchema,
+]);
 export type RewardSpec = z.output<typeof rewardSpecSchema>;
+export type LeafRewardSpec = z.output<typeof leafRewardSpecSchema>;
+export type RewardKind = RewardSpec['kind'];
+export type SpecOf<K extends RewardKind> = Extract<RewardSpec, { kind: K }>;

@@ -1,0 +1,18 @@
+import { z } from 'zod';
+
+/** How a batch is built from rewarded rollouts; part of a run config. */
+export const batchConfigSchema = z.object({
+  estimator: z.enum(['grpo', 'dr_grpo', 'rloo']).default('grpo'),
+  /** Added to the std in grpo so a near-constant group does not explode. */
+  eps: z.number().positive().default(1e-6),
+  /** Groups with fewer scored rollouts than this are dropped (infra failures do not count). */
+  minGroupSize: z.number().int().min(2).default(2),
+  /** Drop groups whose rewards are all equal: their advantages are zero and only cost compute. */
+  dropZeroVariance: z.boolean().default(true),
+  /** Longest prompt + response a sample may have. */
+  maxTokens: z.number().int().positive().default(4096),
+  /** Over-long samples: cut the response to fit, or drop the sample. */
+  overLength: z.enum(['truncate', 'drop']).default('truncate'),
+});
+
+export type BatchConfig = z.output<typeof batchConfigSchema>;

@@ -1,0 +1,57 @@
+import type { RolloutResult } from '../contracts/rollout.js';
+import { groupAdvantages } from './advantages.js';
+import type { BatchConfig } from './config.js';
+
+/** A rollout attempt and its scalar reward; null when the reward itself failed for infra reasons. */
+export interface ScoredRollout {
+  result: RolloutResult;
+  reward: number | null;
+}
+
+/** A rollout that made it into the batch, with the advantage every one of its samples gets. */
+export interface PlannedRollout {
+  result: RolloutResult;
+  reward: number;
+  advantage: number;
+}
+
+export type RolloutDropReason = 'infra_failed' | 'reward_infra_failed' | 'eval_rollout' | 'group_too_small' | 'zero_variance';
+
+export interface GroupPlan {
+  rollouts: PlannedRollout[];
+  groups: { total: number; used: number };
+  /** Rollouts left out, by reason (infra failures are excluded, never scored zero). */
+  droppedRollouts: Partial<Record<RolloutDropReason, number>>;
+  droppedGroups: Partial<Record<'group_too_small' | 'zero_variance', number>>;
+}
+
+const bump = <K extends string>(m: Partial<Record<K, number>>, k: K, by = 1) => { m[k] = (m[k] ?? 0) + by; };
+
+/** Group rollouts by groupId and compute each group's advantages; groups keep first-seen order. */
+export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig): GroupPlan {
+  const plan: GroupPlan = { rollouts: [], groups: { total: 0, used: 0 }, droppedRollouts: {}, droppedGroups: {} };
+  const byGroup = new Map<string, { result: RolloutResult; reward: number }[]>();
+  for (const s of scored) {
+    if (!byGroup.has(s.result.groupId)) byGroup.set(s.result.groupId, []);
+    if (s.result.mode !== 'train') { bump(plan.droppedRollouts, 'eval_rollout'); continue; }
+    if (s.result.outcome === 'infra_failed') { bump(plan.droppedRollouts, 'infra_failed'); continue; }
+    if (s.reward === null || !Number.isFinite(s.reward)) { bump(plan.droppedRollouts, 'reward_infra_failed'); continue; }
+    byGroup.get(s.result.groupId)!.push({ result: s.result, reward: s.reward });
+  }
+  plan.groups.total = byGroup.size;
+  for (const members of byGroup.values()) {
+    const rewards = members.map((m) => m.reward);
+    let drop: 'group_too_small' | 'zero_variance' | null = null;
+    if (members.length < config.minGroupSize) drop = 'group_too_small';
+    else if (config.dropZeroVariance && rewards.every((r) => r === rewards[0])) drop = 'zero_variance';
+    if (drop) {
+      bump(plan.droppedGroups, drop);
+      if (members.length > 0) bump(plan.droppedRollouts, drop, members.length);
+      continue;
+    }
+    const advantages = groupAdvantages(rewards, config.estimator, config.eps);
+    members.forEach((m, i) => plan.rollouts.push({ ...m, advantage: advantages[i]! }));
+    plan.groups.used += 1;
+  }
+  return plan;
+}

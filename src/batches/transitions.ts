@@ -1,0 +1,28 @@
+import type { Span } from '../contracts/span.js';
+
+/** One LLM call as training data: the engine's own prompt ids, completion ids and their logprobs (choice 0). */
+export interface Transition {
+  spanId: string;
+  seq: number;
+  promptIds: number[];
+  completionIds: number[];
+  logprobs: number[];
+}
+
+export type BreakReason = 'prefix_mismatch' | 'error_span' | 'missing_token_ids';
+
+/** Why a span is not a transition; such spans are excluded and counted, never re-tokenized. */
+export type SpanExclusion = Exclude<BreakReason, 'prefix_mismatch'>;
+
+/** The span's transition, or why it cannot be one. */
+export function toTransition(span: Span): Transition | SpanExclusion {
+  if (span.status !== 'ok') return 'error_span';
+  const choice = span.choices.find((c) => c.index === 0) ?? span.choices[0];
+  const promptIds = span.promptTokenIds;
+  const completionIds = choice?.tokenIds;
+  const logprobs = choice?.logprobs;
+  if (!promptIds || promptIds.length === 0 || !completionIds || !logprobs || logprobs.length !== completionIds.length) {
+    return 'missing_token_ids';
+  }
+  return { spanId: span.spanId, seq: span.seq, promptIds, completionIds, logprobs };
+}

@@ -1,0 +1,55 @@
+import type { Task } from '../contracts/task.js';
+import { tamperedFiles } from './protected-files.js';
+import { runProcess } from './run-process.js';
+import type { SpecOf } from './spec.js';
+import { RewardInfraError, type ProtectedSnapshot, type RewardResult, type RolloutEvidence } from './types.js';
+
+/** passed/total from the last match of the pattern (named groups `passed`/`total`, else groups 1 and 2). */
+export function passFraction(output: string, pattern: string): number | null {
+  let last: RegExpExecArray | null = null;
+  for (const m of output.matchAll(new RegExp(pattern, 'g'))) last = m;
+  if (!last) return null;
+  const passed = Number(last.groups?.passed ?? last[1]);
+  const total = Number(last.groups?.total ?? last[2]);
+  if (!Number.isFinite(passed) || !Number.isFinite(total) || total <= 0) return null;
+  return Math.min(1, Math.max(0, passed / total));
+}
+
+/**
+ * Run the check in the rollout's workdir. Protected files are re-hashed first: any change scores
+ * `tamperPenalty` and the check is not run, since the agent may have rewritten it.
+ */
+export async function commandReward(
+  spec: SpecOf<'command'>,
+  _task: Task,
+  evidence: RolloutEvidence,
+  snapshot: ProtectedSnapshot | undefined,
+): Promise<RewardResult> {
+  const workdir = evidence.workdir;
+  if (workdir === null) throw new RewardInfraError('command', 'rollout has no workdir to check');
+  if (spec.protectedFiles.length > 0) {
+    if (!snapshot) throw new RewardInfraError('command', 'protectedFiles set but no snapshot was taken before the rollout (call prepare)');
+    const tampered = await tamperedFiles(workdir, spec.protectedFiles, snapshot);
+    if (tampered.length > 0) {
+      return { value: spec.tamperPenalty, parts: { command: spec.tamperPenalty }, flags: tampered.map((p) => `tampered:${p}`) };
+    }
+  }
+  let outcome;
+  try {
+    outcome = await runProcess(spec.command, { cwd: workdir, timeoutMs: spec.timeoutMs });
+  } catch (e) {
+    throw new RewardInfraError('command', `cannot start ${JSON.stringify(spec.command[0])}: ${(e as Error).message}`, { cause: e });
+  }
+  if (outcome.timedOut) return { value: 0, parts: { command: 0 }, flags: ['check_timed_out'] };
+  let raw: number;
+  const flags: string[] = [];
+  if (spec.passPattern === undefined) {
+    raw = outcome.exitCode === 0 ? 1 : 0;
+  } else {
+    const fraction = passFraction(`${outcome.stdout}\n${outcome.stderr}`, spec.passPattern);
+    if (fraction === null) flags.push('no_pass_count');
+    raw = fraction ?? 0;
+  }
+  if (outcome.exitCode !== 0) flags.push(`exit_code:${outcome.exitCode}`);
+  return { value: raw * spec.weight, parts: { command: raw }, flags };
+}

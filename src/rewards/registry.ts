@@ -1,0 +1,47 @@
+import type { Task } from '../contracts/task.js';
+import { agentEmitted } from './agent-emitted.js';
+import { commandReward } from './command-reward.js';
+import { llmJudge } from './llm-judge.js';
+import { numericMatch, stringMatch } from './match-rewards.js';
+import { snapshotProtected } from './protected-files.js';
+import type { LeafRewardSpec, RewardSpec, SpecOf } from './spec.js';
+import { sqliteState } from './sqlite-state.js';
+import type { ProtectedSnapshot, RewardContext, RewardFn, RewardResult, RolloutEvidence } from './types.js';
+import { weightedSum } from './weighted-sum.js';
+
+type LeafKind = LeafRewardSpec['kind'];
+
+/** One reward function per leaf kind; weighted_sum composes them. */
+export const rewardRegistry: { [K in LeafKind]: RewardFn<SpecOf<K>> } = {
+  numeric_match: numericMatch,
+  string_match: stringMatch,
+  command: (spec, task, evidence, _ctx, snapshot) => commandReward(spec, task, evidence, snapshot),
+  sqlite_state: sqliteState,
+  llm_judge: llmJudge,
+  agent_emitted: agentEmitted,
+};
+
+/** The parts of a spec by name: a leaf is its own single part, named after its kind. */
+export function rewardParts(spec: RewardSpec): [string, LeafRewardSpec][] {
+  return spec.kind === 'weighted_sum' ? Object.entries(spec.parts) : [[spec.kind, spec]];
+}
+
+/** Before the agent runs: hash every command part's protected files. Returns snapshots by part name. */
+export async function prepareReward(spec: RewardSpec, workdir: string): Promise<Record<string, ProtectedSnapshot>> {
+  const snapshots: Record<string, ProtectedSnapshot> = {};
+  for (const [name, part] of rewardParts(spec)) {
+    if (part.kind === 'command' && part.protectedFiles.length > 0) snapshots[name] = await snapshotProtected(workdir, part.protectedFiles);
+  }
+  return snapshots;
+}
+
+export function scoreLeaf(spec: LeafRewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext, partName: string): Promise<RewardResult> {
+  const fn = rewardRegistry[spec.kind] as RewardFn<LeafRewardSpec>;
+  return Promise.resolve(fn(spec, task, evidence, ctx, evidence.snapshots[partName]));
+}
+
+/** Score one rollout. Throws RewardInfraError when the reward cannot be computed (never a silent zero). */
+export function scoreRollout(spec: RewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext): Promise<RewardResult> {
+  if (spec.kind === 'weighted_sum') return weightedSum(spec, task, evidence, ctx, scoreLeaf);
+  return scoreLeaf(spec, task, evidence, ctx, spec.kind);
+}

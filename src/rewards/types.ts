@@ -1,0 +1,64 @@
+import type { RolloutResult } from '../contracts/rollout.js';
+import type { Task } from '../contracts/task.js';
+
+/** What one reward function says about one rollout: the value, its named parts, and guard flags. */
+export interface RewardResult {
+  value: number;
+  parts: Record<string, number>;
+  flags: string[];
+}
+
+/** One reward the agent posted to the gateway (as stored at keys.agentRewards). */
+export interface AgentReward {
+  name?: string;
+  value: number;
+}
+
+/**
+ * Everything a reward may look at besides the task, gathered by the I/O layer before scoring so the
+ * reward functions themselves stay pure (or, for command/sqlite/judge, touch only what they check).
+ */
+export interface RolloutEvidence {
+  result: RolloutResult;
+  /** Text of the last assistant message, from choice 0 of the rollout's last ok span. */
+  lastAssistantMessage: string | null;
+  /** The rollout's working directory, still on disk (command and sqlite_state need it). */
+  workdir: string | null;
+  agentRewards: AgentReward[];
+  /** Completion tokens over all ok spans, and the number of LLM calls (turns). */
+  completionTokens: number;
+  turns: number;
+  /** What `prepare(workdir)` recorded before the agent ran (protected file hashes), keyed by part name. */
+  snapshots: Record<string, ProtectedSnapshot>;
+}
+
+/** sha256 of each protected file (relative path → hex, null when absent) taken before the rollout. */
+export interface ProtectedSnapshot {
+  files: Record<string, string | null>;
+}
+
+/** Capabilities the impure rewards need, passed in rather than read from globals. */
+export interface RewardContext {
+  /** Python interpreter for sqlite_state (VOLT_PYTHON). */
+  python: string;
+  /** Environment the judge API key is read from. */
+  env: Record<string, string | undefined>;
+  signal?: AbortSignal;
+}
+
+/**
+ * The reward could not be computed for reasons outside the agent's control (judge down, unparseable judge
+ * answer, checker crashed to start). The rollout is excluded from the batch, never scored zero.
+ */
+export class RewardInfraError extends Error {
+  readonly kind: string;
+  constructor(kind: string, message: string, options?: { cause?: unknown }) {
+    super(`${kind} reward infra failure: ${message}`, options);
+    this.name = 'RewardInfraError';
+    this.kind = kind;
+  }
+}
+
+export type RewardFn<S> = (
+  spec: S, task: Task, evidence: RolloutEvidence, ctx: RewardContext, snapshot: ProtectedSnapshot | undefined,
+) => RewardResult | Promise<RewardResult>;
