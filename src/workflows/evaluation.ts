@@ -1,0 +1,27 @@
+import { setCurrentDetails } from '@temporalio/workflow';
+import type { EvalResult, EvaluationInput } from './types.js';
+import { activitiesFor } from './proxies.js';
+
+/**
+ * Score a policy on the held-out tasks: one rollout per eval task, rewarded like training, never trained on.
+ * Runs as a child of an iteration, or alone (`temporal workflow start --type evaluation`).
+ */
+export async function evaluation(input: EvaluationInput): Promise<EvalResult> {
+  const { config, iteration, label, policy } = input;
+  const act = activitiesFor(config);
+  await act.servePolicy({ policy });
+  const ids = await act.listTaskIds({ file: config.tasks.evalFile, limit: config.eval.tasks });
+  const tasks = ids.map((taskId, i) => ({ taskId, groupId: `${label}-${taskId}`, rolloutIds: [`eval-${label}-${i}`] }));
+  setCurrentDetails(`evaluating ${policy.name} on ${tasks.length} held-out tasks`);
+  const launched = await act.launchRollouts({ config, iteration, mode: 'eval', label, policy, tasks });
+  const rewards = await act.computeRewards({ config, iteration, mode: 'eval', label, results: launched.results });
+  setCurrentDetails(`${policy.name}: score ${rewards.meanReward.toFixed(3)} on ${rewards.scored} tasks`);
+  return {
+    label,
+    policy,
+    score: rewards.meanReward,
+    scored: rewards.scored,
+    infraFailed: rewards.infraFailed,
+    resultKey: rewards.rewardsKey,
+  };
+}

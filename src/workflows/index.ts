@@ -1,0 +1,3 @@
+export { trainingRun } from './training-run.js';
+export { trainingIteration } from './training-iteration.js';
+export { evaluation } from './evaluation.js';

@@ -1,0 +1,57 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { createCpuActivities, createGpuActivities } from '../activities/index.js';
+import type { RunConfig } from '../config/run.js';
+import { nonRetryableFailureTypes } from '../contracts/failures.js';
+
+export const CPU_QUEUE = 'volt-cpu';
+export const GPU_QUEUE = 'volt-gpu';
+
+type Cpu = ReturnType<typeof createCpuActivities>;
+type Gpu = ReturnType<typeof createGpuActivities>;
+
+/** Config validation must not depend on the config it validates, so its proxy has fixed options. */
+export const validation = proxyActivities<Cpu>({
+  taskQueue: CPU_QUEUE,
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 3, nonRetryableErrorTypes: nonRetryableFailureTypes },
+});
+
+/**
+ * Activity proxies with deliberate timeouts: short steps fail fast; long steps (rollouts, update) are bounded by
+ * heartbeats, so a dead worker is noticed within `heartbeatSec` instead of at the end of a long start-to-close.
+ */
+export function activitiesFor(config: RunConfig) {
+  const heartbeatTimeout = `${config.timeouts.heartbeatSec}s`;
+  const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: nonRetryableFailureTypes };
+  const quick = proxyActivities<Cpu>({
+    taskQueue: CPU_QUEUE,
+    startToCloseTimeout: '2 minutes',
+    retry: { ...retry, maximumAttempts: 5 },
+  });
+  const long = proxyActivities<Cpu>({
+    taskQueue: CPU_QUEUE,
+    startToCloseTimeout: `${config.timeouts.rolloutsSec}s`,
+    heartbeatTimeout,
+    retry: { ...retry, maximumAttempts: 10 },
+  });
+  const gpu = proxyActivities<Gpu>({
+    taskQueue: GPU_QUEUE,
+    startToCloseTimeout: `${config.timeouts.updateSec}s`,
+    heartbeatTimeout,
+    retry: { ...retry, maximumAttempts: 5 },
+  });
+  const serving = proxyActivities<Gpu>({
+    taskQueue: GPU_QUEUE,
+    startToCloseTimeout: '5 minutes',
+    retry: { ...retry, maximumAttempts: 10 },
+  });
+  return {
+    listTaskIds: quick.listTaskIds,
+    computeRewards: long.computeRewards,
+    buildBatch: long.buildBatch,
+    launchRollouts: long.launchRollouts,
+    trainPolicy: gpu.trainPolicy,
+    servePolicy: serving.servePolicy,
+    promoteCheckpoint: serving.promoteCheckpoint,
+  };
+}

@@ -1,0 +1,84 @@
+import { executeChild, getExternalWorkflowHandle, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { evaluation } from './evaluation.js';
+import { phaseSignal, PhaseKey } from './definitions.js';
+import { activitiesFor } from './proxies.js';
+import { sampleTaskIds } from './sampling.js';
+import type { Phase, TrainingIterationInput, TrainingIterationResult } from './types.js';
+
+/**
+ * One training iteration: sample tasks → launch rollouts (a GRPO group per task) → rewards → batch → update on
+ * volt-gpu → evaluate the candidate on held-out tasks → promote it if it beats the best by the margin.
+ * Rollouts always come from the latest policy (on-policy); promotion only moves the served `best` alias.
+ */
+export async function trainingIteration(input: TrainingIterationInput): Promise<TrainingIterationResult> {
+  const { config, iteration, policy } = input;
+  let best = input.best;
+  const act = activitiesFor(config);
+  const parent = workflowInfo().parent;
+
+  const phase = async (p: Phase, detail: string) => {
+    setCurrentDetails(`iteration ${iteration}: ${detail}`);
+    upsertSearchAttributes([{ key: PhaseKey, value: p }]);
+    if (parent) await getExternalWorkflowHandle(parent.workflowId, parent.runId).signal(phaseSignal, { iteration, phase: p, detail });
+  };
+
+  await phase('sampling-tasks', 'sampling tasks');
+  const ids = await act.listTaskIds({ file: config.tasks.trainFile });
+  const picked = sampleTaskIds(ids, config.rollouts.tasksPerIteration, config.seed, iteration);
+  const tasks = picked.map((taskId, t) => ({
+    taskId,
+    groupId: `g${t}`,
+    rolloutIds: Array.from({ length: config.rollouts.groupSize }, (_, k) => `g${t}-r${k}`),
+  }));
+
+  await phase('rollouts', `${tasks.length} tasks × ${config.rollouts.groupSize} rollouts with ${policy.name}`);
+  await act.servePolicy({ policy });
+  const launched = await act.launchRollouts({ config, iteration, mode: 'train', label: 'train', policy, tasks });
+
+  await phase('rewards', `scoring ${launched.results.length} rollouts`);
+  const rewards = await act.computeRewards({ config, iteration, mode: 'train', label: 'train', results: launched.results });
+
+  await phase('batch', `mean reward ${rewards.meanReward.toFixed(3)}; building batch`);
+  const batch = await act.buildBatch({ config, iteration, rewardsKey: rewards.rewardsKey });
+
+  const summary = {
+    iteration,
+    rollouts: launched.results.length,
+    infraFailed: rewards.infraFailed,
+    meanReward: rewards.meanReward,
+    samples: batch.samples,
+    tokens: batch.tokens,
+    candidate: null as TrainingIterationResult['policy'] | null,
+    evalScore: null as number | null,
+    promoted: false,
+    trainMetrics: null as Record<string, number> | null,
+  };
+  if (batch.samples === 0) {
+    // Every group had zero reward variance (or was dropped): no signal to learn from, keep the policy.
+    await phase('done', `no trainable samples (${batch.dropReasons}); policy unchanged`);
+    return { summary, policy, best };
+  }
+
+  await phase('update', `update on ${batch.samples} samples, ${batch.tokens} tokens`);
+  const trained = await act.trainPolicy({ config, iteration, policy, batchKey: batch.batchKey });
+  summary.candidate = trained.policy;
+  summary.trainMetrics = trained.metrics;
+
+  await phase('evaluating', `evaluating ${trained.policy.name}`);
+  if (config.eval.everyIterations > 0 && (iteration + 1) % config.eval.everyIterations === 0) {
+    const result = await executeChild(evaluation, {
+      workflowId: `${workflowInfo().workflowId}-eval`,
+      args: [{ config, iteration, label: 'candidate', policy: trained.policy }],
+      staticSummary: `held-out evaluation of ${trained.policy.name}`,
+    });
+    summary.evalScore = result.score;
+    if (result.score > best.score + config.eval.promoteMargin) {
+      await phase('promoting', `promoting ${trained.policy.name}: ${result.score.toFixed(3)} > ${best.score.toFixed(3)}`);
+      await act.promoteCheckpoint({ config, iteration, policy: trained.policy, score: result.score });
+      best = { policy: trained.policy, score: result.score };
+      summary.promoted = true;
+    }
+  }
+  await phase('done', `mean reward ${rewards.meanReward.toFixed(3)}, eval ${summary.evalScore?.toFixed(3) ?? 'skipped'}${summary.promoted ? ', promoted' : ''}`);
+  return { summary, policy: trained.policy, best };
+}

@@ -1,0 +1,108 @@
+import {
+  condition,
+  continueAsNew,
+  executeChild,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { RunConfig } from '../config/run.js';
+import {
+  BestScoreKey,
+  IterationKey,
+  pauseSignal,
+  phaseSignal,
+  PhaseKey,
+  resumeSignal,
+  RunIdKey,
+  setHyperParametersUpdate,
+  statusQuery,
+} from './definitions.js';
+import { evaluation } from './evaluation.js';
+import { applyHyperParameters, validateHyperParameters } from './hyper-parameters.js';
+import { validation } from './proxies.js';
+import { trainingIteration } from './training-iteration.js';
+import type { Phase, RunState, RunStatus, TrainingRunInput } from './types.js';
+
+/**
+ * A training run: validate the config (again — it may come raw from the Temporal CLI or Web UI), evaluate the base
+ * policy once, then one child `trainingIteration` per iteration until `iterations`, continuing-as-new with the small
+ * RunState when Temporal suggests it or every `continueAsNewEvery` iterations.
+ */
+export async function trainingRun(input: TrainingRunInput): Promise<RunStatus> {
+  let phase: Phase = 'validating';
+  let paused = false;
+  let state: RunState | undefined = input.state;
+  let config: RunConfig = input.config;
+  let iterationsThisRun = 0;
+
+  const status = (): RunStatus => ({
+    runId: config.runId,
+    iteration: state?.iteration ?? 0,
+    iterations: config.iterations,
+    phase: paused ? 'paused' : phase,
+    paused,
+    policy: state?.policy ?? null,
+    best: state?.best ?? null,
+    meanRewards: state?.history.map((h) => h.meanReward) ?? [],
+    evalScores: state?.history.map((h) => h.evalScore) ?? [],
+    history: state?.history ?? [],
+  });
+  setHandler(statusQuery, status);
+  setHandler(pauseSignal, () => void (paused = true));
+  setHandler(resumeSignal, () => void (paused = false));
+  setHandler(phaseSignal, (p) => void (phase = p.phase));
+  setHandler(
+    setHyperParametersUpdate,
+    (patch) => {
+      config = applyHyperParameters(config, patch);
+      return patch;
+    },
+    { validator: validateHyperParameters },
+  );
+
+  // The first activity re-validates: a raw start from the CLI/UI fails here, non-retryably, naming the bad fields.
+  config = await validation.validateRunConfig(input.config);
+  upsertSearchAttributes([{ key: RunIdKey, value: config.runId }]);
+
+  if (!state) {
+    phase = 'evaluating-base';
+    setCurrentDetails(`evaluating the base policy ${config.model.base}`);
+    const basePolicy = { name: config.model.base, checkpointKey: null, sha256: null, iteration: null };
+    const base = await executeChild(evaluation, {
+      workflowId: `${config.runId}-eval-base`,
+      args: [{ config, iteration: 0, label: 'base', policy: basePolicy }],
+      staticSummary: 'held-out evaluation of the base policy',
+    });
+    state = { iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: base.score }, history: [] };
+    upsertSearchAttributes([{ key: BestScoreKey, value: base.score }]);
+  }
+
+  while (state.iteration < config.iterations) {
+    if (paused) setCurrentDetails(`paused before iteration ${state.iteration}`);
+    await condition(() => !paused);
+    const iteration = state.iteration;
+    upsertSearchAttributes([{ key: IterationKey, value: iteration }]);
+    const result = await executeChild(trainingIteration, {
+      workflowId: `${config.runId}-iter-${iteration}`,
+      args: [{ config, iteration, policy: state.policy, best: state.best }],
+      staticSummary: `iteration ${iteration}`,
+    });
+    state = { iteration: iteration + 1, policy: result.policy, best: result.best, history: [...state.history, result.summary] };
+    iterationsThisRun += 1;
+    upsertSearchAttributes([{ key: BestScoreKey, value: state.best.score }]);
+    setCurrentDetails(
+      `iteration ${iteration} done: mean reward ${result.summary.meanReward.toFixed(3)}, ` +
+        `eval ${result.summary.evalScore?.toFixed(3) ?? '-'}, best ${state.best.score.toFixed(3)} (${state.best.policy.name})`,
+    );
+    const more = state.iteration < config.iterations;
+    if (more && (workflowInfo().continueAsNewSuggested || iterationsThisRun >= config.continueAsNewEvery)) {
+      await condition(() => !paused);
+      await continueAsNew<typeof trainingRun>({ config, state });
+    }
+  }
+  phase = 'done';
+  upsertSearchAttributes([{ key: PhaseKey, value: 'done' }]);
+  return status();
+}

@@ -1,0 +1,97 @@
+import type { RunConfig } from '../config/run.js';
+
+/** A policy the model server can serve: the base model, or a LoRA adapter stored content-addressed. */
+export interface PolicyRef {
+  /** Name the model server serves it under (base model name or adapter name). */
+  name: string;
+  /** Object-store prefix of the adapter (keys.checkpoint), null for the base model. */
+  checkpointKey: string | null;
+  sha256: string | null;
+  /** Iteration whose update produced it, null for the base model. */
+  iteration: number | null;
+}
+
+export interface EvalResult {
+  label: string;
+  policy: PolicyRef;
+  /** Mean reward over the held-out tasks (accuracy for 0/1 rewards). */
+  score: number;
+  scored: number;
+  infraFailed: number;
+  resultKey: string;
+}
+
+export interface IterationSummary {
+  iteration: number;
+  rollouts: number;
+  infraFailed: number;
+  meanReward: number;
+  samples: number;
+  tokens: number;
+  candidate: PolicyRef | null;
+  evalScore: number | null;
+  promoted: boolean;
+  trainMetrics: Record<string, number> | null;
+}
+
+/** Small state carried across continue-as-new. */
+export interface RunState {
+  /** Next iteration to run. */
+  iteration: number;
+  /** The policy rollouts are sampled from (on-policy: the latest update). */
+  policy: PolicyRef;
+  /** The promoted checkpoint and its held-out score. */
+  best: { policy: PolicyRef; score: number };
+  history: IterationSummary[];
+}
+
+export interface TrainingRunInput {
+  config: RunConfig;
+  state?: RunState;
+}
+
+export interface TrainingIterationInput {
+  config: RunConfig;
+  iteration: number;
+  policy: PolicyRef;
+  best: { policy: PolicyRef; score: number };
+}
+
+export interface TrainingIterationResult {
+  summary: IterationSummary;
+  policy: PolicyRef;
+  best: { policy: PolicyRef; score: number };
+}
+
+export interface EvaluationInput {
+  config: RunConfig;
+  iteration: number;
+  label: string;
+  policy: PolicyRef;
+}
+
+export type Phase =
+  | 'validating'
+  | 'evaluating-base'
+  | 'sampling-tasks'
+  | 'rollouts'
+  | 'rewards'
+  | 'batch'
+  | 'update'
+  | 'evaluating'
+  | 'promoting'
+  | 'paused'
+  | 'done';
+
+export interface RunStatus {
+  runId: string;
+  iteration: number;
+  iterations: number;
+  phase: Phase;
+  paused: boolean;
+  policy: PolicyRef | null;
+  best: { policy: PolicyRef; score: number } | null;
+  meanRewards: number[];
+  evalScores: (number | null)[];
+  history: IterationSummary[];
+}
