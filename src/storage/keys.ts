@@ -5,8 +5,8 @@
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 export class UnsafeIdError extends Error {
-  constructor(kind: string, value: unknown) {
-    super(`unsafe ${kind} id ${JSON.stringify(value)}: use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'`);
+  constructor(kind: string, value: unknown, rule = "use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'") {
+    super(`unsafe ${kind} id ${JSON.stringify(value)}: ${rule}`);
     this.name = 'UnsafeIdError';
   }
 }
@@ -17,7 +17,29 @@ export function assertId(kind: string, value: unknown): string {
 }
 
 function assertIndex(kind: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new UnsafeIdError(kind, value);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new UnsafeIdError(kind, value, 'expected a non-negative integer');
+  return value;
+}
+
+export class UnsafeKeyError extends Error {
+  constructor(value: unknown) {
+    super(`unsafe object key ${JSON.stringify(value)}: use relative '/'-separated segments, none empty, '.' or '..'`);
+    this.name = 'UnsafeKeyError';
+  }
+}
+
+/** A full key or prefix as the store accepts it: relative, no empty or '.'/'..' segments, no control characters. */
+export function assertKey(value: unknown, { prefix = false } = {}): string {
+  const ok = typeof value === 'string' && value.length > 0 && value.length <= 1024 && !value.startsWith('/')
+    && !/[\p{Cc}\\]/u.test(value)
+    && value.split('/').every((seg, i, all) => (seg !== '' || (prefix && i === all.length - 1)) && seg !== '.' && seg !== '..');
+  if (!ok) throw new UnsafeKeyError(value);
+  return value;
+}
+
+/** A lowercase hex sha256 digest, the id of content-addressed objects. */
+export function assertSha256(kind: string, value: unknown): string {
+  if (typeof value !== 'string' || !/^[0-9a-f]{64}$/.test(value)) throw new UnsafeIdError(`${kind} sha256`, value, 'expected 64 lowercase hex digits');
   return value;
 }
 
@@ -49,10 +71,15 @@ export const keys = {
     `${keys.iteration(runId, iteration)}eval/${assertId('evaluation', name)}.json`,
   trainerState: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}trainer-state/`,
   /** Checkpoints are content-addressed: the same adapter bytes land on the same key. */
-  checkpoint: (sha256: string) => {
-    if (!/^[0-9a-f]{64}$/.test(sha256)) throw new UnsafeIdError('checkpoint sha256', sha256);
-    return `checkpoints/${sha256}/`;
-  },
+  checkpoint: (sha256: string) => `checkpoints/${assertSha256('checkpoint', sha256)}/`,
+  /** Written after every file of a checkpoint is uploaded: its presence means the checkpoint is complete. */
+  checkpointManifest: (sha256: string) => `checkpoint-manifests/${assertSha256('checkpoint', sha256)}.json`,
+  /** Task sets are uploaded once by content, so a run's config can pin exactly the tasks it trained on. */
+  taskSet: (sha256: string) => `task-sets/${assertSha256('task set', sha256)}.jsonl`,
+  /** Per-iteration summary (reward stats, counts, checkpoint) the workflow and `volt status` read. */
+  iterationSummary: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}summary.json`,
+  /** What the trainer reports for one update (losses, KL, grad norm, clip fractions). */
+  trainerMetrics: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}trainer-metrics.json`,
   modelAlias: (runId: string, alias: string) => `${keys.run(runId)}aliases/${assertId('alias', alias)}.json`,
   promptOverlay: (runId: string, version: number) => `${keys.run(runId)}overlays/${pad(assertIndex('overlay version', version))}.json`,
 } as const;
