@@ -1,25 +1,20 @@
-import { mkdtemp, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { objectStoreLogSink } from '../../src/rollouts/log-sink.js';
 import type { LogSink, RolloutSpecInput } from '../../src/rollouts/spec.js';
+import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
+import { startTestServices } from '../helpers/services.js';
 
 export const agentsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'agents');
 export const agent = (name: string) => path.join(agentsDir, name);
 
-/** A LogSink over a real directory, for tests that do not start an S3 server. */
-export class DirLogSink implements LogSink {
-  readonly puts: string[] = [];
-  constructor(readonly dir: string) {}
-  async put(key: string, bytes: Uint8Array): Promise<void> {
-    const file = path.join(this.dir, key);
-    await mkdir(path.dirname(file), { recursive: true });
-    await writeFile(file, bytes);
-    this.puts.push(key);
-  }
-  read(key: string): Promise<Buffer> {
-    return readFile(path.join(this.dir, key));
-  }
+/** A real S3 server (rclone) with the object store and the rollout log sink over it. */
+export async function startLogStore(): Promise<{ store: ObjectStore; sink: LogSink; read(key: string): Promise<Buffer>; stop(): Promise<void> }> {
+  const services = await startTestServices({ s3: true });
+  const store = createObjectStore(services.s3);
+  return { store, sink: objectStoreLogSink(store), read: (key) => store.getBytes(key), stop: services.stop };
 }
 
 export const tempDir = (prefix: string) => mkdtemp(path.join(tmpdir(), `volt-${prefix}-`));

@@ -6,17 +6,20 @@ import { access, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../../src/config/errors.js';
 import { LocalRunner } from '../../src/rollouts/local-runner.js';
-import { DirLogSink, agent, specFor, tempDir } from './fixtures.js';
+import { agent, specFor, startLogStore, tempDir } from './fixtures.js';
 
-describe('LocalRunner', () => {
+void describe('LocalRunner', () => {
   let root: string;
-  let logs: DirLogSink;
-  before(async () => {
+  let s3: Awaited<ReturnType<typeof startLogStore>>;
+  let logs: Awaited<ReturnType<typeof startLogStore>>['sink'];
+  void before(async () => {
     root = await tempDir('rollouts');
-    logs = new DirLogSink(await tempDir('logs'));
+    s3 = await startLogStore();
+    logs = s3.sink;
   });
+  void after(() => s3.stop());
 
-  it('runs an OpenAI SDK agent against OPENAI_BASE_URL with the token, returns its output, removes the workdir', async () => {
+  void it('runs an OpenAI SDK agent against OPENAI_BASE_URL with the token, returns its output, removes the workdir', async () => {
     const seen: { url?: string; auth?: string; body?: { messages: { content: string }[] } } = {};
     const server = createServer((req: IncomingMessage, res) => {
       let raw = '';
@@ -44,29 +47,29 @@ describe('LocalRunner', () => {
     assert.equal(seen.url, '/r/tok-a/v1/chat/completions');
     assert.equal(seen.auth, 'Bearer tok-a');
     assert.equal(seen.body?.messages[0]?.content, 'What is 2+2?');
-    assert.match((await logs.read(result.stdoutKey)).toString(), /answered task-7: 4/);
+    assert.match((await s3.read(result.stdoutKey)).toString(), /answered task-7: 4/);
     assert.equal(result.stdoutKey, 'runs/run-1/iterations/000000/rollouts/r-1/attempt-000/stdout.log');
     assert.equal(result.workdir, null);
     await assert.rejects(access(path.join(root, 'run-1', '000000', 'r-1', 'attempt-0')), { code: 'ENOENT' });
   });
 
-  it('reports a non-zero exit as agent_failed with the exit code and the stderr log', async () => {
+  void it('reports a non-zero exit as agent_failed with the exit code and the stderr log', async () => {
     const runner = new LocalRunner({ root, logs });
     const result = await runner.run(specFor([agent('exit-3.sh')]), new AbortController().signal);
     assert.equal(result.outcome, 'agent_failed');
     assert.equal(result.exitCode, 3);
-    assert.equal((await logs.read(result.stderrKey)).toString(), 'agent gave up\n');
+    assert.equal((await s3.read(result.stderrKey)).toString(), 'agent gave up\n');
   });
 
-  it('passes only allow-listed variables and the contract, never operator secrets', async () => {
-    const parentEnv = {
+  void it('passes only allow-listed variables and the contract, never operator secrets', async () => {
+    const parentEnv: NodeJS.ProcessEnv = {
       ...process.env, VOLT_GATEWAY_ADMIN_KEY: 'admin-secret-1', VOLT_S3_SECRET_KEY: 's3-secret-1',
       VOLT_S3_ACCESS_KEY: 's3-access', AWS_SECRET_ACCESS_KEY: 'aws-secret', LANG: 'C.UTF-8',
     };
     const runner = new LocalRunner({ root, logs, parentEnv });
     const result = await runner.run(specFor([agent('print-env.sh')], { keepWorkdir: true }), new AbortController().signal);
     assert.equal(result.outcome, 'succeeded');
-    const text = (await logs.read(result.stdoutKey)).toString();
+    const text = (await s3.read(result.stdoutKey)).toString();
     assert.doesNotMatch(text, /admin-secret-1|s3-secret-1|s3-access|aws-secret/);
     const env = new Map(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
     // The shell itself adds PWD (and some shells SHLVL, _); everything else must be ours.
@@ -80,14 +83,14 @@ describe('LocalRunner', () => {
     assert.equal(env.get('PWD'), result.workdir);
   });
 
-  it('refuses an allow-list naming VOLT_* secrets, naming the field', async () => {
+  void it('refuses an allow-list naming VOLT_* secrets, naming the field', async () => {
     const runner = new LocalRunner({ root, logs });
     const spec = specFor(['/bin/true'], { envAllowList: ['PATH', 'VOLT_S3_SECRET_KEY'] });
     await assert.rejects(runner.run(spec, new AbortController().signal), (e: unknown) =>
       e instanceof ConfigError && e.issues.some((i) => i.path === 'envAllowList.1'));
   });
 
-  it('calls prepareWorkdir before the agent, and a failing hook is infra_failed', async () => {
+  void it('calls prepareWorkdir before the agent, and a failing hook is infra_failed', async () => {
     const runner = new LocalRunner({ root, logs });
     const ok = await runner.run(specFor(['/bin/cat', 'seed.txt']), new AbortController().signal, {
       prepareWorkdir: async (dir) => {
@@ -95,7 +98,7 @@ describe('LocalRunner', () => {
       },
     });
     assert.equal(ok.outcome, 'succeeded');
-    assert.equal((await logs.read(ok.stdoutKey)).toString(), 'seeded before start');
+    assert.equal((await s3.read(ok.stdoutKey)).toString(), 'seeded before start');
     const bad = await runner.run(specFor(['/bin/true']), new AbortController().signal, {
       prepareWorkdir: async () => {
         throw new Error('snapshot disk full');
@@ -105,7 +108,7 @@ describe('LocalRunner', () => {
     assert.match(bad.detail ?? '', /snapshot disk full/);
   });
 
-  it('never runs more agents at once than its concurrency', async () => {
+  void it('never runs more agents at once than its concurrency', async () => {
     const shared = await tempDir('shared');
     const runner = new LocalRunner({ root, logs, concurrency: 2 });
     const script = 'touch "running.$$"; ls running.* | wc -l >> counts; sleep 0.3; rm "running.$$"';
