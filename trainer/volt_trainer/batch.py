@@ -73,6 +73,7 @@ class Padded:
     attention_mask: torch.Tensor  # [B, L] long
     positions: torch.Tensor  # [B, R] long: index of the hidden state that predicts each response token
     targets: torch.Tensor  # [B, R] long: response token ids (0 on padding)
+    valid: torch.Tensor  # [B, R] bool: a real response token, not padding
     loss_mask: torch.Tensor  # [B, R] float: 1 on trained tokens, 0 on foreign tokens and padding
     rollout_logprobs: torch.Tensor  # [B, R] float
     advantages: torch.Tensor  # [B] float
@@ -91,6 +92,7 @@ def pad(samples: list[Sample]) -> Padded:
     attention = torch.zeros(b, big_l, dtype=torch.long)
     positions = torch.zeros(b, big_r, dtype=torch.long)
     targets = torch.zeros(b, big_r, dtype=torch.long)
+    valid = torch.zeros(b, big_r, dtype=torch.bool)
     mask = torch.zeros(b, big_r)
     rollout_lp = torch.zeros(b, big_r)
     rollouts: dict[str, int] = {}
@@ -100,6 +102,7 @@ def pad(samples: list[Sample]) -> Padded:
         attention[i, : p + r] = 1
         positions[i, :r] = torch.arange(p - 1, p + r - 1)  # hidden state at t predicts token t+1
         targets[i, :r] = torch.tensor(s.response_ids)
+        valid[i, :r] = True
         mask[i, :r] = torch.tensor(s.loss_mask, dtype=torch.float32)
         rollout_lp[i, :r] = torch.tensor(s.rollout_logprobs, dtype=torch.float32)
         rollouts.setdefault(s.rollout_id, len(rollouts))
@@ -108,6 +111,7 @@ def pad(samples: list[Sample]) -> Padded:
         attention_mask=attention,
         positions=positions,
         targets=targets,
+        valid=valid,
         loss_mask=mask,
         rollout_logprobs=rollout_lp,
         advantages=torch.tensor([s.advantage for s in samples], dtype=torch.float32),
