@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import type { RolloutResult } from '../contracts/rollout.js';
+import type { Span } from '../contracts/span.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import { keys } from '../storage/keys.js';
+import type { ProtectedSnapshot, RolloutEvidence } from './types.js';
+
+/** keys.agentRewards as the gateway appends it: `{ rewards: [{ value, name, at }] }`. */
+export const agentRewardsFileSchema = z.object({
+  rewards: z.array(z.object({ value: z.number(), name: z.string().nullable().optional() })),
+});
+
+type EvidenceStore = Pick<ObjectStore, 'list' | 'getJson' | 'getJsonOrNull'>;
+
+/** Text of choice 0 of the last ok span: the assistant's final message as the agent received it. */
+export function lastAssistantMessage(spans: readonly Span[]): string | null {
+  for (let i = spans.length - 1; i >= 0; i--) {
+    const span = spans[i]!;
+    if (span.status !== 'ok') continue;
+    const choice = span.choices.find((c) => c.index === 0) ?? span.choices[0];
+    if (choice) return choice.text;
+  }
+  return null;
+}
+
+/** Evidence from spans already in hand (pure). */
+export function evidenceFromSpans(
+  result: RolloutResult, spans: readonly Span[], extra: { workdir: string | null; snapshots?: Record<string, ProtectedSnapshot>; agentRewards?: RolloutEvidence['agentRewards'] },
+): RolloutEvidence {
+  const ok = spans.filter((s) => s.status === 'ok');
+  const completionTokens = ok.reduce((n, s) => n + (s.usage?.completion_tokens ?? s.choices[0]?.tokenIds?.length ?? 0), 0);
+  return {
+    result,
+    lastAssistantMessage: lastAssistantMessage(spans),
+    workdir: extra.workdir,
+    agentRewards: extra.agentRewards ?? [],
+    completionTokens,
+    turns: ok.length,
+    snapshots: extra.snapshots ?? {},
+  };
+}
+
+/** Read a rollout attempt's spans and agent-posted rewards from the store and assemble its evidence. */
+export async function loadEvidence(
+  store: EvidenceStore, result: RolloutResult, extra: { workdir: string | null; snapshots?: Record<string, ProtectedSnapshot> },
+): Promise<RolloutEvidence> {
+  const spans: Span[] = [];
+  for await (const o of store.list(keys.spans(result.ref))) spans.push(await store.getJson<Span>(o.key));
+  spans.sort((a, b) => a.seq - b.seq);
+  const posted = await store.getJsonOrNull(keys.agentRewards(result.ref), agentRewardsFileSchema);
+  const agentRewards = (posted?.rewards ?? []).map((r) => (r.name ? { name: r.name, value: r.value } : { value: r.value }));
+  return evidenceFromSpans(result, spans, { ...extra, agentRewards });
+}
