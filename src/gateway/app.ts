@@ -1,0 +1,93 @@
+import path from 'node:path';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { keys } from '../storage/keys.js';
+import { registerAdminRoutes } from './admin-routes.js';
+import type { GatewayCore } from './gateway-core.js';
+import { registerErrorHandling } from './error-handling.js';
+import { InFlight } from './in-flight.js';
+import { createGatewayMetrics } from './metrics.js';
+import { PauseGate } from './pause-gate.js';
+import { registerProxyRoutes } from './proxy-routes.js';
+import { RolloutRegistry } from './registry.js';
+import { SpanRecorder, type Durability } from './span-recorder.js';
+import { listKeys, type GatewayStore } from './store.js';
+import { SpanUploader } from './uploader.js';
+import { Upstream, type UpstreamOptions } from './upstream.js';
+import { WriteAheadLog } from './wal.js';
+
+export interface GatewayDeps {
+  store: GatewayStore;
+  /** Registry and WAL live under `<dataDir>/gateway/`. */
+  dataDir: string;
+  modelServerUrl: string;
+  adminKey: string;
+  /** Base of the URLs handed to agents; defaults to the scheme and host the admin client used. */
+  publicUrl?: string;
+  bodyLimit?: number;
+  durability?: Durability;
+  pauseWaitMs?: number;
+  pauseRetryAfterS?: number;
+  upstream?: UpstreamOptions;
+  uploadConcurrency?: number;
+  logger?: FastifyServerOptions['logger'];
+}
+
+/**
+ * The gateway app: loads the rollout registry, replays the WAL (uploading what a crashed process left), and
+ * registers the agent, admin and ops routes. The caller listens and closes it.
+ */
+export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
+  const app = Fastify({ logger: deps.logger ?? false, bodyLimit: deps.bodyLimit ?? 16 * 1024 * 1024, disableRequestLogging: true });
+  const root = path.join(deps.dataDir, 'gateway');
+  const registry = new RolloutRegistry(path.join(root, 'rollouts.json'));
+  const wal = new WriteAheadLog(path.join(root, 'wal'));
+  const inFlight = new InFlight();
+  const uploader = new SpanUploader(deps.store, wal, {
+    concurrency: deps.uploadConcurrency,
+    log: (msg, err) => app.log.warn({ err }, msg),
+  });
+  const metrics = createGatewayMetrics({ pendingUploads: () => uploader.pendingCount, walBytes: () => wal.bytes, inFlight: () => inFlight.count });
+  const upstream = new Upstream(deps.modelServerUrl, {
+    ...deps.upstream,
+    onRetry: (kind) => metrics.upstreamErrors.inc({ kind: `retry_${kind}` }),
+  });
+  const core: GatewayCore = {
+    registry,
+    inFlight,
+    wal,
+    uploader,
+    upstream,
+    metrics,
+    store: deps.store,
+    gate: new PauseGate(),
+    log: app.log,
+    closing: new Set(),
+    recorder: new SpanRecorder({ wal, uploader, store: deps.store, metrics, durability: deps.durability ?? 'wal' }),
+    opts: { publicUrl: deps.publicUrl ?? '', adminKey: deps.adminKey, pauseWaitMs: deps.pauseWaitMs ?? 10_000, pauseRetryAfterS: deps.pauseRetryAfterS ?? 5 },
+  };
+
+  const rollouts = await registry.load();
+  const replay = await wal.open();
+  for (const entry of replay) uploader.enqueue(entry);
+  await Promise.all(rollouts.filter((r) => r.record.status === 'open').map(async (r) => {
+    // Continue numbering after every span this rollout already has, in the WAL or in the store.
+    const prefix = keys.spans(r.ref);
+    const known = [...replay.map((e) => e.key).filter((k) => k.startsWith(prefix)), ...(await listKeys(deps.store, prefix))];
+    r.nextSeq = known.reduce((max, k) => Math.max(max, Number(/(\d+)\.json$/.exec(k)?.[1] ?? -1) + 1), 0);
+  }));
+
+  registerErrorHandling(app, metrics);
+  registerAdminRoutes(app, core);
+  registerProxyRoutes(app, core);
+  app.get('/healthz', async () => ({ ok: true, paused: core.gate.paused, inFlight: inFlight.count, pendingUploads: uploader.pendingCount }));
+  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+
+  app.addHook('onClose', async () => {
+    await inFlight.allIdle();
+    await Promise.race([uploader.flush(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    uploader.stop();
+    await wal.close();
+    await upstream.close();
+  });
+  return app;
+}

@@ -1,0 +1,27 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { InFlight } from './in-flight.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { PauseGate } from './pause-gate.js';
+import type { RolloutRegistry } from './registry.js';
+import type { SpanRecorder } from './span-recorder.js';
+import type { GatewayStore } from './store.js';
+import type { SpanUploader } from './uploader.js';
+import type { Upstream } from './upstream.js';
+import type { WriteAheadLog } from './wal.js';
+
+/** Everything the route modules share; built once per app by buildApp. */
+export interface GatewayCore {
+  registry: RolloutRegistry;
+  inFlight: InFlight;
+  wal: WriteAheadLog;
+  uploader: SpanUploader;
+  recorder: SpanRecorder;
+  upstream: Upstream;
+  store: GatewayStore;
+  metrics: GatewayMetrics;
+  gate: PauseGate;
+  log: FastifyBaseLogger;
+  /** Tokens being closed: new calls are refused while close waits for the ones in flight. */
+  closing: Set<string>;
+  opts: { publicUrl: string; adminKey: string; pauseWaitMs: number; pauseRetryAfterS: number };
+}

@@ -1,0 +1,141 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- engine JSON */
+import { once } from 'node:events';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Span } from '../contracts/span.js';
+import { stripExtensions, isUsageOnlyChunk, type Asked } from './extensions.js';
+import type { GatewayCore } from './gateway-core.js';
+import { GatewayError, errorBody, typeForStatus } from './openai-error.js';
+import type { CallContext } from './span-record.js';
+import { sseData } from './sse.js';
+import { StreamAssembler } from './stream-assembler.js';
+import { header, type UpstreamResponse } from './upstream.js';
+
+const UPSTREAM_PATH: Record<Span['endpoint'], string> = { 'chat.completions': '/v1/chat/completions', completions: '/v1/completions' };
+
+/** Aborts when the agent goes away before its response finished, so the upstream request is cancelled too. */
+export function clientAbort(reply: FastifyReply): AbortController {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+  });
+  return controller;
+}
+
+/** A non-streaming call: the span is durable before the response is sent. */
+export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Asked, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
+  let res: UpstreamResponse;
+  try {
+    res = await core.upstream.post(UPSTREAM_PATH[ctx.endpoint], JSON.stringify(ctx.upstreamRequest), signal);
+  } catch (err) {
+    return failBeforeFirstByte(core, ctx, err, signal);
+  }
+  const firstByteAt = new Date();
+  let text: string;
+  try {
+    text = await res.body.text();
+  } catch (err) {
+    return failBeforeFirstByte(core, ctx, err, signal);
+  }
+  const json = tryParse(text);
+  if (res.statusCode >= 400 || json === undefined) {
+    const message = upstreamMessage(json, text, res.statusCode);
+    await core.recorder.record(ctx, { response: json ?? null, firstByteAt, error: { status: res.statusCode, message } });
+    throw agentError(res, message);
+  }
+  await core.recorder.record(ctx, { response: structuredClone(json), firstByteAt, error: null });
+  return reply.code(200).send(stripExtensions(json, asked));
+}
+
+/** A streaming call: chunks pass through as they arrive; the span is durable before `[DONE]` is written. */
+export async function relayStream(core: GatewayCore, ctx: CallContext, asked: Asked, reply: FastifyReply, request: FastifyRequest, signal: AbortSignal) {
+  let res: UpstreamResponse;
+  try {
+    res = await core.upstream.post(UPSTREAM_PATH[ctx.endpoint], JSON.stringify(ctx.upstreamRequest), signal);
+  } catch (err) {
+    return failBeforeFirstByte(core, ctx, err, signal);
+  }
+  const contentType = header(res.headers, 'content-type') ?? '';
+  if (res.statusCode >= 400 || !contentType.includes('text/event-stream')) {
+    const text = await res.body.text().catch((e: Error) => e.message);
+    const json = tryParse(text);
+    const message = res.statusCode >= 400 ? upstreamMessage(json, text, res.statusCode) : `upstream answered ${contentType || 'no content-type'} to a stream request`;
+    await core.recorder.record(ctx, { response: json ?? null, firstByteAt: new Date(), error: { status: res.statusCode, message } });
+    throw res.statusCode >= 400 ? agentError(res, message) : new GatewayError(502, message, { type: 'upstream_error', code: 'bad_upstream_stream' });
+  }
+
+  reply.hijack();
+  const out = reply.raw;
+  out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  const write = async (s: string) => {
+    if (!out.write(s)) await once(out, 'drain', { signal });
+  };
+  const assembler = new StreamAssembler(ctx.endpoint);
+  let firstByteAt: Date | null = null;
+  let error: { status: number | null; message: string } | null = null;
+  let done = false;
+  try {
+    for await (const data of sseData(res.body)) {
+      firstByteAt ??= new Date();
+      if (data === '[DONE]') {
+        done = true;
+        break;
+      }
+      const chunk = tryParse(data) as any;
+      if (chunk === undefined) continue;
+      if (chunk.error) {
+        error = { status: chunk.error.code ?? null, message: String(chunk.error.message ?? 'upstream stream error') };
+        break;
+      }
+      assembler.add(chunk);
+      if (!asked.usage && isUsageOnlyChunk(chunk)) continue;
+      await write(`data: ${JSON.stringify(stripExtensions(chunk, asked))}\n\n`);
+    }
+    if (!done && !error) error = { status: null, message: 'upstream stream ended before [DONE]' };
+  } catch (err) {
+    error = { status: null, message: signal.aborted ? 'client disconnected' : `upstream stream failed: ${(err as Error).message}` };
+    res.body.destroy();
+  }
+  try {
+    await core.recorder.record(ctx, { response: assembler.response(), firstByteAt, error });
+  } catch (err) {
+    request.log.error({ err }, 'span could not be made durable');
+    error ??= { status: 500, message: 'gateway could not record the call' };
+  }
+  if (!signal.aborted) {
+    if (error) out.write(`data: ${JSON.stringify(errorBody(error.message, 'upstream_error', 'stream_interrupted'))}\n\n`);
+    else out.write('data: [DONE]\n\n');
+    out.end();
+  }
+  return reply;
+}
+
+async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unknown, signal: AbortSignal): Promise<never> {
+  const message = signal.aborted ? 'client disconnected' : `upstream unreachable: ${(err as Error).message}`;
+  core.metrics.upstreamErrors.inc({ kind: signal.aborted ? 'client_abort' : 'connect' });
+  await core.recorder.record(ctx, { response: null, firstByteAt: null, error: { status: null, message } });
+  throw new GatewayError(502, message, { type: 'upstream_error', code: 'upstream_unreachable' });
+}
+
+// Exhausted 429s keep their status and Retry-After so the agent's SDK backs off; 5xx become 502; other 4xx pass through.
+function agentError(res: UpstreamResponse, message: string): GatewayError {
+  const status = res.statusCode;
+  if (status === 429) {
+    const retryAfter = header(res.headers, 'retry-after');
+    return new GatewayError(429, message, { code: 'upstream_rate_limited', headers: retryAfter ? { 'retry-after': retryAfter } : {} });
+  }
+  if (status >= 500 || status < 400) return new GatewayError(502, message, { type: 'upstream_error', code: `upstream_${status}` });
+  return new GatewayError(status, message, { type: typeForStatus(status), code: 'upstream_rejected' });
+}
+
+function upstreamMessage(json: any, text: string, status: number): string {
+  const inner = json?.error?.message ?? json?.detail ?? json?.message ?? text.slice(0, 500);
+  return `upstream ${status}: ${typeof inner === 'string' ? inner : JSON.stringify(inner)}`;
+}
+
+function tryParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

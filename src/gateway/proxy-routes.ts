@@ -1,0 +1,76 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import type { Span } from '../contracts/span.js';
+import { keys } from '../storage/keys.js';
+import { askedBy, upstreamBody } from './extensions.js';
+import type { GatewayCore } from './gateway-core.js';
+import { gatewayErrors } from './openai-error.js';
+import { clientAbort, relayJson, relayStream } from './proxy-call.js';
+import type { Rollout } from './registry.js';
+import { chatRequestSchema, completionRequestSchema, parseBody, rewardSchema } from './request-schema.js';
+import { redactHeaders } from './span-record.js';
+
+type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
+
+/** The agent-facing, OpenAI-compatible routes under `/r/<token>/`. */
+export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): void {
+  const openRollout = (token: string): Rollout => {
+    const rollout = core.registry.get(token);
+    if (!rollout || rollout.record.status !== 'open' || core.closing.has(token)) throw gatewayErrors.unknownToken();
+    return rollout;
+  };
+
+  const call = (endpoint: Span['endpoint'], schema: z.ZodType) => async (request: TokenRequest, reply: FastifyReply) => {
+    openRollout(request.params.token);
+    const body = parseBody(schema, request.body) as Record<string, unknown>;
+    if (core.gate.paused && !(await core.gate.waitOpen(core.opts.pauseWaitMs))) throw gatewayErrors.paused(core.opts.pauseRetryAfterS);
+    // Re-checked after the pause: the rollout may have been closed while this call waited.
+    const rollout = openRollout(request.params.token);
+    const abort = clientAbort(reply);
+    core.inFlight.begin(rollout);
+    try {
+      const ctx = {
+        rollout,
+        seq: rollout.nextSeq++,
+        endpoint,
+        stream: body.stream === true,
+        startedAt: new Date(),
+        startMs: performance.now(),
+        request: { body: request.body, headers: redactHeaders(request.headers) },
+        upstreamRequest: upstreamBody(body, endpoint, rollout.record.policyModel),
+      };
+      const asked = askedBy(body, endpoint);
+      if (ctx.stream) return await relayStream(core, ctx, asked, reply, request, abort.signal);
+      return await relayJson(core, ctx, asked, reply, abort.signal);
+    } finally {
+      core.inFlight.end(rollout);
+    }
+  };
+
+  app.post('/r/:token/v1/chat/completions', call('chat.completions', chatRequestSchema));
+  app.post('/r/:token/v1/completions', call('completions', completionRequestSchema));
+
+  app.get('/r/:token/v1/models', async (request: TokenRequest) => {
+    const { record } = openRollout(request.params.token);
+    const created = Math.floor(Date.parse(record.createdAt) / 1000);
+    return { object: 'list', data: [{ id: record.policyModel, object: 'model', created, owned_by: 'volt' }] };
+  });
+
+  // Appends are serialised per rollout so two concurrent rewards never overwrite each other.
+  const rewardChains = new Map<string, Promise<unknown>>();
+  app.post('/r/:token/reward', async (request: TokenRequest) => {
+    const rollout = openRollout(request.params.token);
+    const reward = parseBody(rewardSchema, request.body);
+    const key = keys.agentRewards(rollout.ref);
+    const append = async () => {
+      const existing = await core.store.getJsonOrNull(key);
+      const rewards = Array.isArray((existing as { rewards?: unknown })?.rewards) ? (existing as { rewards: unknown[] }).rewards : [];
+      rewards.push({ value: reward.value, name: reward.name ?? null, at: new Date().toISOString() });
+      await core.store.putJson(key, { rewards });
+      return rewards.length;
+    };
+    const next = (rewardChains.get(key) ?? Promise.resolve()).then(append, append);
+    rewardChains.set(key, next.catch(() => undefined));
+    return { ok: true, count: await next };
+  });
+}

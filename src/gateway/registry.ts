@@ -1,0 +1,124 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import type { RolloutRef } from '../storage/keys.js';
+import { assertId } from '../storage/keys.js';
+
+export const registerRolloutSchema = z.strictObject({
+  runId: z.string().min(1).max(128),
+  iteration: z.number().int().min(0),
+  rolloutId: z.string().min(1).max(128),
+  attempt: z.number().int().min(0),
+  mode: z.enum(['train', 'eval']),
+  policyModel: z.string().min(1).max(256),
+  promptOverlay: z.looseObject({ version: z.number().int().min(0) }).nullish(),
+});
+export type RegisterRollout = z.output<typeof registerRolloutSchema>;
+
+const rolloutSchema = registerRolloutSchema.extend({
+  token: z.string().min(1),
+  status: z.enum(['open', 'closed']),
+  createdAt: z.string(),
+  closedAt: z.string().nullable(),
+  spans: z.number().int().min(0).nullable(),
+});
+export type RolloutRecord = z.output<typeof rolloutSchema>;
+
+/** A registered rollout plus what only this process knows: the next seq and its in-flight calls. */
+export interface Rollout {
+  record: RolloutRecord;
+  ref: RolloutRef;
+  nextSeq: number;
+  inFlight: number;
+  idle: (() => void)[];
+}
+
+/** Token → rollout map, persisted atomically (tmp + fsync + rename) so rollouts survive a restart. */
+export class RolloutRegistry {
+  private byToken = new Map<string, Rollout>();
+  private byRef = new Map<string, Rollout>();
+  private writes: Promise<void> = Promise.resolve();
+
+  constructor(private readonly file: string) {}
+
+  async load(): Promise<Rollout[]> {
+    let text: string;
+    try {
+      text = await fs.readFile(this.file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const records = z.array(rolloutSchema).parse(JSON.parse(text));
+    for (const record of records) this.add(record);
+    return [...this.byToken.values()];
+  }
+
+  get(token: string): Rollout | undefined {
+    return this.byToken.get(token);
+  }
+
+  all(): Rollout[] {
+    return [...this.byToken.values()];
+  }
+
+  /** Idempotent per (runId, iteration, rolloutId, attempt): an open rollout keeps its token. */
+  async register(input: RegisterRollout): Promise<{ rollout: Rollout; created: boolean }> {
+    for (const kind of ['runId', 'rolloutId'] as const) assertId(kind, input[kind]);
+    const existing = this.byRef.get(refKey(input));
+    if (existing) return { rollout: existing, created: false };
+    const record: RolloutRecord = {
+      ...input,
+      promptOverlay: input.promptOverlay ?? null,
+      token: randomBytes(32).toString('base64url'),
+      status: 'open',
+      createdAt: new Date().toISOString(),
+      closedAt: null,
+      spans: null,
+    };
+    const rollout = this.add(record);
+    await this.persist();
+    return { rollout, created: true };
+  }
+
+  async markClosed(rollout: Rollout, spans: number): Promise<void> {
+    rollout.record.status = 'closed';
+    rollout.record.closedAt = new Date().toISOString();
+    rollout.record.spans = spans;
+    await this.persist();
+  }
+
+  private add(record: RolloutRecord): Rollout {
+    const ref: RolloutRef = { runId: record.runId, iteration: record.iteration, rolloutId: record.rolloutId, attempt: record.attempt };
+    const rollout: Rollout = { record, ref, nextSeq: 0, inFlight: 0, idle: [] };
+    this.byToken.set(record.token, rollout);
+    this.byRef.set(refKey(ref), rollout);
+    return rollout;
+  }
+
+  private persist(): Promise<void> {
+    const next = this.writes.then(() => this.writeFile());
+    this.writes = next.catch(() => undefined);
+    return next;
+  }
+
+  private async writeFile(): Promise<void> {
+    await fs.mkdir(path.dirname(this.file), { recursive: true });
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    const handle = await fs.open(tmp, 'w');
+    try {
+      await handle.writeFile(JSON.stringify(this.all().map((r) => r.record), null, 1));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(tmp, this.file);
+    const dir = await fs.open(path.dirname(this.file), 'r');
+    await dir.sync().finally(() => dir.close());
+  }
+}
+
+function refKey(r: RolloutRef): string {
+  return JSON.stringify([r.runId, r.iteration, r.rolloutId, r.attempt]);
+}

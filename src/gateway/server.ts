@@ -1,0 +1,51 @@
+import { pathToFileURL } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { loadEnv, type VoltEnv } from '../config/env.js';
+import { createObjectStore } from '../storage/object-store.js';
+import { buildApp } from './app.js';
+
+/**
+ * The gateway process: parse the environment, open the object store, listen on VOLT_GATEWAY_URL's loopback
+ * port, and close gracefully on SIGTERM/SIGINT (in-flight calls finish, spans upload, WAL closes).
+ */
+export async function runGateway(env: Readonly<VoltEnv> = loadEnv()): Promise<FastifyInstance> {
+  const store = createObjectStore(env);
+  await store.ensureBucket();
+  const url = new URL(env.VOLT_GATEWAY_URL);
+  const app = await buildApp({
+    store,
+    dataDir: env.dataDir,
+    modelServerUrl: env.VOLT_MODEL_SERVER_URL,
+    adminKey: env.VOLT_GATEWAY_ADMIN_KEY,
+    publicUrl: url.origin,
+    logger: { level: process.env.LOG_LEVEL ?? 'info' },
+  });
+  // Streams of a slow CPU model can run for minutes: no request timeout, but idle sockets are reaped.
+  app.server.keepAliveTimeout = 65_000;
+  app.server.headersTimeout = 66_000;
+  app.server.requestTimeout = 0;
+  await app.listen({ host: '127.0.0.1', port: Number(url.port || 80) });
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'closing gateway');
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        app.log.error({ err }, 'gateway close failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  return app;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  runGateway().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,34 @@
+import type { Span } from '../contracts/span.js';
+import { keys } from '../storage/keys.js';
+import type { GatewayMetrics } from './metrics.js';
+import { buildSpan, type CallContext, type CallOutcome } from './span-record.js';
+import type { GatewayStore } from './store.js';
+import type { SpanUploader } from './uploader.js';
+import type { WriteAheadLog } from './wal.js';
+
+/** 'wal' = fsync'd local log + background upload (default); 'direct' = await the object-store put (bench baseline). */
+export type Durability = 'wal' | 'direct';
+
+/** Makes a call's span durable; returns only once it would survive `kill -9` of the gateway. */
+export class SpanRecorder {
+  constructor(
+    private readonly deps: { wal: WriteAheadLog; uploader: SpanUploader; store: GatewayStore; metrics: GatewayMetrics; durability: Durability },
+  ) {}
+
+  async record(ctx: CallContext, outcome: CallOutcome): Promise<Span> {
+    const span = buildSpan(ctx, outcome);
+    const key = keys.span(ctx.rollout.ref, span.seq);
+    if (this.deps.durability === 'direct') {
+      await this.deps.store.putJson(key, span);
+    } else {
+      this.deps.uploader.enqueue(await this.deps.wal.append(key, span));
+    }
+    const { metrics } = this.deps;
+    metrics.spans.inc({ status: span.status });
+    if (span.usage) {
+      metrics.tokensIn.inc(span.usage.prompt_tokens || 0);
+      metrics.tokensOut.inc(span.usage.completion_tokens || 0);
+    }
+    return span;
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * The slice of the object store the gateway needs; `createObjectStore(cfg)` from src/storage satisfies it
+ * structurally. Tests and the bench pass the real one, never an in-memory map.
+ */
+export interface GatewayStore {
+  putJson(key: string, value: unknown): Promise<unknown>;
+  /** null when the key does not exist; other failures throw. */
+  getJsonOrNull(key: string): Promise<unknown>;
+  /** Objects under a prefix, in key order. */
+  list(prefix: string): AsyncIterable<{ key: string }>;
+}
+
+export async function listKeys(store: GatewayStore, prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const o of store.list(prefix)) out.push(o.key);
+  return out;
+}

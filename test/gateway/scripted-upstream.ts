@@ -1,0 +1,130 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One scripted answer of the scripted upstream, consumed in order; when the script runs out, `ok` is used. */
+export type Step =
+  | { kind: 'status'; status: number; headers?: Record<string, string> }
+  | { kind: 'json'; delayMs?: number }
+  | { kind: 'sse'; cutAfter?: number; delayMs?: number; chunkDelayMs?: number }
+  | { kind: 'hang' };
+
+export interface Received {
+  body: Record<string, unknown>;
+  aborted: boolean;
+}
+
+export const PROMPT_IDS = [1, 9690, 2];
+export const COMPLETION = [{ id: 504, text: 'Hello' }, { id: 28, text: ',' }, { id: 905, text: ' world' }];
+
+/**
+ * The scripted upstream: a real HTTP server on loopback that plays a fixed script of answers (429s, 500s, cut
+ * streams, slow first bytes, hangs). It checks that what the gateway sends it carries the extension fields.
+ */
+export async function startScriptedUpstream() {
+  const script: Step[] = [];
+  const received: Received[] = [];
+  const errors: string[] = [];
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d: Buffer) => (raw += d.toString()));
+    req.on('end', () => {
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        errors.push(`non-JSON body: ${raw.slice(0, 80)}`);
+        res.writeHead(400).end();
+        return;
+      }
+      if (body.return_token_ids !== true) errors.push('return_token_ids missing');
+      if (typeof body.model !== 'string') errors.push('model missing');
+      const entry: Received = { body, aborted: false };
+      received.push(entry);
+      res.on('close', () => {
+        if (!res.writableFinished) entry.aborted = true;
+      });
+      play(script.shift() ?? { kind: body.stream ? 'sse' : 'json' }, body, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    script,
+    received,
+    errors,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+function play(step: Step, body: Record<string, unknown>, res: http.ServerResponse): void {
+  const model = String(body.model);
+  if (step.kind === 'hang') return;
+  if (step.kind === 'status') {
+    res.writeHead(step.status, { 'content-type': 'application/json', ...step.headers });
+    res.end(JSON.stringify({ error: { message: `scripted ${step.status}`, type: 'server_error', param: null, code: null } }));
+    return;
+  }
+  if (step.kind === 'json') {
+    setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(fullResponse(model)));
+    }, step.delayMs ?? 0);
+    return;
+  }
+  const chunks = streamChunks(model);
+  const cutAfter = step.cutAfter ?? Infinity;
+  setTimeout(() => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    let i = 0;
+    const next = () => {
+      if (i >= cutAfter) return res.destroy();
+      if (i >= chunks.length) return res.end('data: [DONE]\n\n');
+      res.write(`data: ${JSON.stringify(chunks[i++])}\n\n`);
+      setTimeout(next, step.chunkDelayMs ?? 0);
+    };
+    next();
+  }, step.delayMs ?? 0);
+}
+
+const logprob = (i: number) => -0.25 * (i + 1);
+
+export function fullResponse(model: string) {
+  return {
+    id: 'chatcmpl-scripted',
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model,
+    system_fingerprint: `${model}@v7`,
+    prompt_token_ids: PROMPT_IDS,
+    choices: [{
+      index: 0,
+      message: { role: 'assistant', content: COMPLETION.map((t) => t.text).join('') },
+      logprobs: { content: COMPLETION.map((t, i) => ({ token: t.text, logprob: logprob(i), top_logprobs: [] })) },
+      finish_reason: 'stop',
+      token_ids: COMPLETION.map((t) => t.id),
+    }],
+    usage: { prompt_tokens: PROMPT_IDS.length, completion_tokens: COMPLETION.length, total_tokens: PROMPT_IDS.length + COMPLETION.length },
+  };
+}
+
+function streamChunks(model: string) {
+  const head = { id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 1_700_000_000, model, system_fingerprint: `${model}@v7` };
+  return [
+    { ...head, prompt_token_ids: PROMPT_IDS, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] },
+    ...COMPLETION.map((t, i) => ({
+      ...head,
+      choices: [{
+        index: 0,
+        delta: { content: t.text },
+        logprobs: { content: [{ token: t.text, logprob: logprob(i), top_logprobs: [] }] },
+        finish_reason: i === COMPLETION.length - 1 ? 'stop' : null,
+        token_ids: [t.id],
+      }],
+    })),
+    { ...head, choices: [], usage: { prompt_tokens: PROMPT_IDS.length, completion_tokens: COMPLETION.length, total_tokens: PROMPT_IDS.length + COMPLETION.length } },
+  ];
+}

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Span } from '../../src/contracts/span.js';
+import { keys } from '../../src/storage/keys.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
+import type { TestServices } from '../helpers/services.js';
+import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
+import { COMPLETION, PROMPT_IDS, startScriptedUpstream } from './scripted-upstream.js';
+
+let services: TestServices;
+let store: ObjectStore;
+let upstream: Awaited<ReturnType<typeof startScriptedUpstream>>;
+let gw: RunningGateway;
+
+before(async () => {
+  ({ services, store } = await startStore());
+  upstream = await startScriptedUpstream();
+  gw = await startGateway(store, services.dataDir, upstream.url);
+});
+after(async () => {
+  await gw?.close();
+  await upstream?.close();
+  await services?.stop();
+});
+
+const chat = (extra: Record<string, unknown> = {}) => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra });
+
+async function open() {
+  const input = rolloutInput();
+  const { token, baseUrl } = await gw.admin.register(input);
+  const ref = { runId: input.runId, iteration: input.iteration, rolloutId: input.rolloutId, attempt: input.attempt };
+  const post = (body: unknown, signal?: AbortSignal) =>
+    fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body), signal });
+  const spans = async () => {
+    await gw.admin.close(token);
+    const list: Span[] = [];
+    for await (const o of store.list(keys.spans(ref))) list.push(await store.getJson<Span>(o.key));
+    return list;
+  };
+  return { token, post, spans };
+}
+
+function sseEvents(text: string): string[] {
+  return text.split('\n\n').filter((b) => b.startsWith('data: ')).map((b) => b.slice(6));
+}
+
+void describe('gateway against the scripted upstream', () => {
+  void it('forwards with the policy model and extension fields, strips them for the agent, and records the span', async () => {
+    const r = await open();
+    const res = await r.post(chat());
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as Record<string, unknown> & { choices: Record<string, unknown>[] };
+    assert.equal('prompt_token_ids' in body, false);
+    assert.equal('token_ids' in body.choices[0]!, false);
+    assert.equal(body.choices[0]!.logprobs, null);
+    const sent = upstream.received.at(-1)!.body;
+    assert.equal(sent.model, 'policy-a');
+    assert.equal(sent.logprobs, true);
+    const [span, ...rest] = await r.spans();
+    assert.equal(rest.length, 0);
+    assert.equal(span!.status, 'ok');
+    assert.equal(span!.seq, 0);
+    assert.deepEqual(span!.promptTokenIds, PROMPT_IDS);
+    assert.deepEqual(span!.choices[0]!.tokenIds, COMPLETION.map((t) => t.id));
+    assert.deepEqual(span!.choices[0]!.logprobs, [-0.25, -0.5, -0.75]);
+    assert.equal(span!.choices[0]!.text, 'Hello, world');
+    assert.deepEqual(span!.servedBy, { model: 'policy-a', version: 'v7' });
+    assert.equal(span!.request.headers.authorization, '[redacted]');
+    assert.equal(JSON.stringify(span).includes(r.token), false, 'the rollout token never reaches the store');
+  });
+
+  void it('keeps the extension fields when the agent asked for them', async () => {
+    const r = await open();
+    const body = (await (await r.post(chat({ logprobs: true, return_token_ids: true }))).json()) as { prompt_token_ids: number[]; choices: { token_ids: number[]; logprobs: unknown }[] };
+    assert.deepEqual(body.prompt_token_ids, PROMPT_IDS);
+    assert.deepEqual(body.choices[0]!.token_ids, COMPLETION.map((t) => t.id));
+    assert.notEqual(body.choices[0]!.logprobs, null);
+  });
+
+  void it('retries a 429 (honouring Retry-After) and succeeds', async () => {
+    const r = await open();
+    const before = upstream.received.length;
+    upstream.script.push({ kind: 'status', status: 429, headers: { 'retry-after': '0' } });
+    const res = await r.post(chat());
+    assert.equal(res.status, 200);
+    assert.equal(upstream.received.length - before, 2);
+    const spans = await r.spans();
+    assert.deepEqual(spans.map((s) => s.status), ['ok']);
+  });
+
+  void it('retries 500s a bounded number of times, then answers the agent with an OpenAI-shaped 502', async () => {
+    const r = await open();
+    const before = upstream.received.length;
+    for (let i = 0; i < 4; i++) upstream.script.push({ kind: 'status', status: 500 });
+    const res = await r.post(chat());
+    assert.equal(res.status, 502);
+    const err = (await res.json()) as { error: { message: string; type: string } };
+    assert.match(err.error.message, /upstream 500/);
+    assert.equal(upstream.received.length - before, 4);
+    const [span] = await r.spans();
+    assert.equal(span!.status, 'error');
+    assert.equal(span!.error!.status, 500);
+  });
+
+  void it('streams chunks through without extension fields and records the assembled stream', async () => {
+    const r = await open();
+    const res = await r.post(chat({ stream: true }));
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /text\/event-stream/);
+    const events = sseEvents(await res.text());
+    assert.equal(events.at(-1), '[DONE]');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as { choices: { delta: { content?: string }; token_ids?: unknown; logprobs: unknown }[]; prompt_token_ids?: unknown });
+    assert.ok(chunks.every((c) => c.choices.length > 0), 'the usage chunk the gateway asked for is not passed on');
+    assert.ok(chunks.every((c) => c.prompt_token_ids === undefined && c.choices.every((x) => x.token_ids === undefined && x.logprobs === null)));
+    const text = chunks.map((c) => c.choices[0]!.delta.content ?? '').join('');
+    const [span] = await r.spans();
+    assert.equal(span!.stream, true);
+    assert.equal(span!.choices[0]!.text, text);
+    assert.deepEqual(span!.choices[0]!.tokenIds, COMPLETION.map((t) => t.id));
+    assert.deepEqual(span!.promptTokenIds, PROMPT_IDS);
+    assert.equal(span!.choices[0]!.finishReason, 'stop');
+    assert.equal(span!.usage!.completion_tokens, 3);
+  });
+
+  void it('a stream cut mid-way reaches the agent as an error event, and the span records it', async () => {
+    const r = await open();
+    upstream.script.push({ kind: 'sse', cutAfter: 2 });
+    const res = await r.post(chat({ stream: true }));
+    const events = sseEvents(await res.text());
+    assert.notEqual(events.at(-1), '[DONE]');
+    assert.match(events.at(-1)!, /"error"/);
+    const [span] = await r.spans();
+    assert.equal(span!.status, 'error');
+    assert.match(span!.error!.message, /before \[DONE\]|stream failed/);
+    assert.equal(span!.choices[0]!.text, 'Hello');
+  });
+
+  void it('waits out a slow first byte', async () => {
+    const r = await open();
+    upstream.script.push({ kind: 'sse', delayMs: 400 });
+    const res = await r.post(chat({ stream: true }));
+    assert.equal(sseEvents(await res.text()).at(-1), '[DONE]');
+    const [span] = await r.spans();
+    assert.ok(Date.parse(span!.firstByteAt!) - Date.parse(span!.startedAt) >= 390);
+  });
+
+  void it('a client disconnect aborts the upstream request and is recorded', async () => {
+    const r = await open();
+    upstream.script.push({ kind: 'hang' });
+    const controller = new AbortController();
+    const pending = r.post(chat(), controller.signal).catch((e: Error) => e);
+    while (upstream.script.length > 0) await sleep(10);
+    controller.abort();
+    assert.ok((await pending) instanceof Error);
+    const entry = upstream.received.at(-1)!;
+    for (let i = 0; i < 100 && !entry.aborted; i++) await sleep(20);
+    assert.equal(entry.aborted, true, 'upstream saw the abort');
+    const [span] = await r.spans();
+    assert.equal(span!.status, 'error');
+    assert.match(span!.error!.message, /client disconnected/);
+  });
+
+  void it('the scripted upstream only ever saw well-formed requests', () => {
+    assert.deepEqual(upstream.errors, []);
+  });
+});
