@@ -16,7 +16,7 @@ function writeAdapter(dir: string, weightsSeed: number): void {
   fs.writeFileSync(path.join(dir, 'nested', 'tokenizer notes.txt'), 'spaces and unicode: ü\n');
 }
 
-describe('content-addressed directories against a real S3 server', () => {
+void describe('content-addressed directories against a real S3 server', () => {
   let services: TestServices;
   let store: ObjectStore;
   let tmp: string;
@@ -29,7 +29,7 @@ describe('content-addressed directories against a real S3 server', () => {
   });
   after(async () => services?.stop());
 
-  it('uploads under keys.checkpoint(sha) and downloads the same bytes back', async () => {
+  void it('uploads under keys.checkpoint(sha) and downloads the same bytes back', async () => {
     const src = path.join(tmp, 'a');
     writeAdapter(src, 7);
     const up = await store.putDirContentAddressed(src);
@@ -52,7 +52,7 @@ describe('content-addressed directories against a real S3 server', () => {
     assert.deepEqual(manifest.files, up.files);
   });
 
-  it('gives the same address to the same content and skips the upload the second time', async () => {
+  void it('gives the same address to the same content and skips the upload the second time', async () => {
     const a = path.join(tmp, 'same-1');
     const b = path.join(tmp, 'same-2');
     writeAdapter(a, 3);
@@ -70,7 +70,7 @@ describe('content-addressed directories against a real S3 server', () => {
     assert.notEqual((await sha256Dir(a)).sha256, first.sha256, 'a renamed file changes the address');
   });
 
-  it('detects a tampered checkpoint file on download', async () => {
+  void it('detects a tampered checkpoint file on download', async () => {
     const src = path.join(tmp, 'tamper');
     writeAdapter(src, 11);
     const up = await store.putDirContentAddressed(src);
@@ -78,7 +78,7 @@ describe('content-addressed directories against a real S3 server', () => {
     await assert.rejects(store.getCheckpoint(up.sha256, path.join(tmp, 'tamper-out')), /adapter_model\.safetensors has sha256 .* manifest says/);
   });
 
-  it('refuses an empty directory and prefixes without a trailing slash', async () => {
+  void it('refuses an empty directory and prefixes without a trailing slash', async () => {
     const empty = path.join(tmp, 'empty');
     fs.mkdirSync(empty);
     await assert.rejects(store.putDirContentAddressed(empty), ObjectStoreError);

@@ -20,7 +20,7 @@ const memory = () => {
   return m.heapUsed + m.arrayBuffers;
 };
 
-describe('JSONL streams against a real S3 server', () => {
+void describe('JSONL streams against a real S3 server', () => {
   let services: TestServices;
   let store: ObjectStore;
 
@@ -31,7 +31,7 @@ describe('JSONL streams against a real S3 server', () => {
   });
   after(async () => services?.stop());
 
-  it(`round-trips ${LINES} lines in order, streaming both ways with bounded memory`, async () => {
+  void it(`round-trips ${LINES} lines in order, streaming both ways with bounded memory`, async () => {
     const base = memory();
     let peak = 0;
     async function* rows() {
@@ -55,7 +55,7 @@ describe('JSONL streams against a real S3 server', () => {
     assert.ok(peak < MAX_GROWTH, `memory grew by ${(peak / 2 ** 20).toFixed(1)} MiB while streaming ${(put.size / 2 ** 20).toFixed(1)} MiB`);
   });
 
-  it('stops downloading when the reader stops early', async () => {
+  void it('stops downloading when the reader stops early', async () => {
     await store.putJsonl('t/jsonl/small.jsonl', Array.from({ length: 100 }, (_, i) => ({ i })));
     const seen: number[] = [];
     for await (const row of store.readJsonl<{ i: number }>('t/jsonl/small.jsonl')) {
@@ -65,7 +65,7 @@ describe('JSONL streams against a real S3 server', () => {
     assert.deepEqual(seen, [0, 1, 2]);
   });
 
-  it('names the line of a corrupt record and skips blank lines', async () => {
+  void it('names the line of a corrupt record and skips blank lines', async () => {
     await store.putBytes('t/jsonl/bad.jsonl', Buffer.from('{"a":1}\n\n{"a":2}\n{"a":\n'));
     const seen: unknown[] = [];
     await assert.rejects(async () => {
@@ -74,7 +74,7 @@ describe('JSONL streams against a real S3 server', () => {
     assert.deepEqual(seen, [{ a: 1 }, { a: 2 }]);
   });
 
-  it('rejects items that are not JSON-serialisable', async () => {
+  void it('rejects items that are not JSON-serialisable', async () => {
     await assert.rejects(store.putJsonl('t/jsonl/undef.jsonl', [{ a: 1 }, undefined]), /item 1 is not JSON-serialisable/);
     assert.equal(await store.stat('t/jsonl/undef.jsonl'), null);
   });

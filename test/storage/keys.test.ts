@@ -5,8 +5,8 @@ import { assertId, assertKey, keys, UnsafeIdError, UnsafeKeyError } from '../../
 const ref = { runId: 'run-1', iteration: 3, rolloutId: 'r7', attempt: 1 };
 const sha = 'ab'.repeat(32);
 
-describe('storage keys', () => {
-  it('rejects unsafe ids wherever a key is built from one', () => {
+void describe('storage keys', () => {
+  void it('rejects unsafe ids wherever a key is built from one', () => {
     for (const bad of ['../x', 'a/b', '', 'x'.repeat(200), '..', '.hidden', 'a..b', 'a b', 'ü', 7, null, undefined]) {
       assert.throws(() => assertId('run', bad), UnsafeIdError, `assertId accepted ${JSON.stringify(bad)}`);
       assert.throws(() => keys.run(bad as string), UnsafeIdError);
@@ -15,19 +15,19 @@ describe('storage keys', () => {
     assert.throws(() => keys.evaluation('run-1', 0, 'a/b'), /unsafe evaluation id "a\/b"/);
   });
 
-  it('accepts ordinary ids up to 128 characters', () => {
+  void it('accepts ordinary ids up to 128 characters', () => {
     for (const ok of ['run-1', 'A.b_c-9', '0', 'x'.repeat(128)]) assert.equal(assertId('run', ok), ok);
     assert.throws(() => assertId('run', 'x'.repeat(129)), UnsafeIdError);
   });
 
-  it('rejects negative, fractional and non-numeric indexes', () => {
+  void it('rejects negative, fractional and non-numeric indexes', () => {
     for (const bad of [-1, 1.5, Number.NaN, Infinity, '3']) {
       assert.throws(() => keys.iteration('run-1', bad as number), /non-negative integer/);
       assert.throws(() => keys.span(ref, bad as number), UnsafeIdError);
     }
   });
 
-  it('lays keys out by run and iteration, zero-padded so listings sort numerically', () => {
+  void it('lays keys out by run and iteration, zero-padded so listings sort numerically', () => {
     assert.equal(keys.runConfig('run-1'), 'runs/run-1/config.json');
     assert.equal(keys.span(ref, 12), 'runs/run-1/iterations/000003/rollouts/r7/attempt-001/spans/00000012.json');
     assert.ok(keys.span(ref, 2) < keys.span(ref, 10));
@@ -36,7 +36,7 @@ describe('storage keys', () => {
     assert.equal(keys.trainerMetrics('run-1', 4), 'runs/run-1/iterations/000004/trainer-metrics.json');
   });
 
-  it('content-addresses checkpoints and task sets by a lowercase sha256 only', () => {
+  void it('content-addresses checkpoints and task sets by a lowercase sha256 only', () => {
     assert.equal(keys.checkpoint(sha), `checkpoints/${sha}/`);
     assert.equal(keys.checkpointManifest(sha), `checkpoint-manifests/${sha}.json`);
     assert.equal(keys.taskSet(sha), `task-sets/${sha}.jsonl`);
@@ -46,7 +46,7 @@ describe('storage keys', () => {
     }
   });
 
-  it('assertKey refuses absolute, empty-segment, dot-segment and control-character keys', () => {
+  void it('assertKey refuses absolute, empty-segment, dot-segment and control-character keys', () => {
     for (const bad of ['', '/a', 'a//b', 'a/../b', './a', 'a/.', 'a\\b', 'a\nb', 'a/', 'x'.repeat(1025)]) {
       assert.throws(() => assertKey(bad), UnsafeKeyError, `assertKey accepted ${JSON.stringify(bad)}`);
     }

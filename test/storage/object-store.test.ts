@@ -11,7 +11,7 @@ import { UnsafeKeyError } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
-describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
+void describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
   let services: TestServices;
   let store: ObjectStore;
 
@@ -23,7 +23,7 @@ describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
   });
   after(async () => services?.stop());
 
-  it('puts and gets JSON, returning the sha256 of the stored bytes', async () => {
+  void it('puts and gets JSON, returning the sha256 of the stored bytes', async () => {
     const put = await store.putJson('t/json/a.json', { a: 1, b: ['x'] });
     assert.equal(put.sha256, sha256Bytes('{"a":1,"b":["x"]}'));
     assert.equal(put.size, 17);
@@ -33,7 +33,7 @@ describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
     assert.equal(info?.sha256, put.sha256);
   });
 
-  it('overwrites by key, so a re-run write is idempotent', async () => {
+  void it('overwrites by key, so a re-run write is idempotent', async () => {
     await store.putJson('t/idem/x.json', { v: 1 });
     const first = await store.putJson('t/idem/x.json', { v: 2 });
     const second = await store.putJson('t/idem/x.json', { v: 2 });
@@ -42,7 +42,7 @@ describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
     assert.equal((await collect(store.list('t/idem/'))).length, 1);
   });
 
-  it('validates JSON with a schema and names the bad path', async () => {
+  void it('validates JSON with a schema and names the bad path', async () => {
     await store.putJson('t/json/shape.json', { count: 'three' });
     const schema = z.object({ count: z.number() });
     await assert.rejects(store.getJson('t/json/shape.json', schema), (e: Error) => e instanceof CorruptObjectError && /count/.test(e.message));
@@ -50,7 +50,7 @@ describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
     await assert.rejects(store.getJson('t/json/broken.json'), CorruptObjectError);
   });
 
-  it('raises typed errors for missing objects and returns null where asked', async () => {
+  void it('raises typed errors for missing objects and returns null where asked', async () => {
     await assert.rejects(store.getJson('t/missing.json'), (e: Error) =>
       e instanceof ObjectNotFoundError && e.key === 't/missing.json' && /t\/missing\.json/.test(e.message));
     await assert.rejects(store.getStream('t/missing.bin'), ObjectNotFoundError);
@@ -60,21 +60,21 @@ describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
     await store.remove('t/missing.json'); // deleting what is not there succeeds
   });
 
-  it('raises BucketNotFoundError before ensureBucket and a clear error when the server is down', async () => {
+  void it('raises BucketNotFoundError before ensureBucket and a clear error when the server is down', async () => {
     const other = createObjectStore({ ...services.s3, bucket: 'volt-never-made' });
     await assert.rejects(other.getJson('a.json'), BucketNotFoundError);
     const down = createObjectStore({ ...services.s3, endpoint: `http://127.0.0.1:${await freePort('127.0.0.1')}` });
     await assert.rejects(down.putJson('a.json', {}), (e: Error) => e instanceof ObjectStoreUnavailableError && /ECONNREFUSED/.test(e.message));
   });
 
-  it('refuses unsafe keys before any request', async () => {
+  void it('refuses unsafe keys before any request', async () => {
     for (const bad of ['../x', '/abs', 'a//b', '']) {
       await assert.rejects(store.putJson(bad, {}), UnsafeKeyError);
       await assert.rejects(store.stat(bad), UnsafeKeyError);
     }
   });
 
-  it('stores bytes from a buffer, a stream and an async iterable, checking a declared size', async () => {
+  void it('stores bytes from a buffer, a stream and an async iterable, checking a declared size', async () => {
     const bytes = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251));
     const fromBuf = await store.putBytes('t/bytes/buf.bin', bytes);
     const fromStream = await store.putBytes('t/bytes/stream.bin', Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]), bytes.length);
@@ -88,7 +88,7 @@ describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
     assert.equal(await store.stat('t/bytes/short.bin'), null);
   });
 
-  it('lists a prefix in key order with sizes, and removes by key and by prefix', async () => {
+  void it('lists a prefix in key order with sizes, and removes by key and by prefix', async () => {
     const names = ['b.json', 'a.json', 'c/d.json', 'a0.json', 'c/a.json'];
     for (const n of names) await store.putJson(`t/list/${n}`, { n });
     await store.putJson('t/listing-sibling.json', {}); // shares the string prefix 't/list' but not the folder
