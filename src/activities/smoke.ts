@@ -1,5 +1,7 @@
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from 'minio';
-import { keys } from '../storage/keys.js';
+import { FailureType } from '../contracts/failures.js';
+import { keys, UnsafeIdError } from '../storage/keys.js';
 
 export interface SmokeDeps {
   s3: Client;
@@ -18,10 +20,20 @@ async function readAll(stream: AsyncIterable<Buffer | string>): Promise<string> 
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** A bad run id can never succeed, so it fails the workflow at once instead of being retried. */
+function smokeKey(runId: string): string {
+  try {
+    return `${keys.run(runId)}smoke.json`;
+  } catch (err) {
+    if (err instanceof UnsafeIdError) throw ApplicationFailure.create({ type: FailureType.InvalidConfig, message: err.message, nonRetryable: true });
+    throw err;
+  }
+}
+
 /** The smallest real round trip through the stack: an activity writes to the object store, another reads it back. */
 export const createSmokeActivities = (deps: SmokeDeps) => ({
   async writeSmokeObject(input: { runId: string; message: string }): Promise<{ key: string; bytes: number }> {
-    const key = `${keys.run(input.runId)}smoke.json`;
+    const key = smokeKey(input.runId);
     const record: SmokeRecord = { runId: input.runId, message: input.message, writtenBy: `pid ${process.pid}` };
     const body = Buffer.from(JSON.stringify(record));
     await deps.s3.putObject(deps.bucket, key, body, body.length, { 'Content-Type': 'application/json' });
