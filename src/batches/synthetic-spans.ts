@@ -41,7 +41,8 @@ export function syntheticRollout(ref: RolloutRef, o: SyntheticRolloutOptions): S
   for (let seq = 0; seq < o.turns; seq++) {
     if (o.rewriteAt?.includes(seq)) context = [context[0]!, ...tokens(4), ...context.slice(Math.min(context.length, 8))];
     const completion = tokens(o.completionLen ?? 16);
-    const logprobs = completion.map(() => -rand() * 4);
+    // Rounded so fixtures stay small; the batch code copies them verbatim either way.
+    const logprobs = completion.map(() => -Math.round(rand() * 4e6) / 1e6);
     const error = o.errorAt?.includes(seq) ?? false;
     const missing = o.missingIdsAt?.includes(seq) ?? false;
     const at = new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString();
