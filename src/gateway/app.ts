@@ -37,7 +37,7 @@ export interface GatewayDeps {
  * registers the agent, admin and ops routes. The caller listens and closes it.
  */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
-  const app = Fastify({ logger: deps.logger ?? false, bodyLimit: deps.bodyLimit ?? 16 * 1024 * 1024, disableRequestLogging: true });
+  const app = Fastify({ logger: deps.logger ?? false, bodyLimit: deps.bodyLimit ?? 16 * 1024 * 1024 });
   const root = path.join(deps.dataDir, 'gateway');
   const registry = new RolloutRegistry(path.join(root, 'rollouts.json'));
   const wal = new WriteAheadLog(path.join(root, 'wal'));

@@ -5,10 +5,19 @@ import { z } from 'zod';
 import type { RolloutRef } from '../storage/keys.js';
 import { assertId } from '../storage/keys.js';
 
+const safeId = (kind: string) =>
+  z.string().refine((v) => {
+    try {
+      return assertId(kind, v) === v;
+    } catch {
+      return false;
+    }
+  }, 'use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no ".."');
+
 export const registerRolloutSchema = z.strictObject({
-  runId: z.string().min(1).max(128),
+  runId: safeId('run'),
   iteration: z.number().int().min(0),
-  rolloutId: z.string().min(1).max(128),
+  rolloutId: safeId('rollout'),
   attempt: z.number().int().min(0),
   mode: z.enum(['train', 'eval']),
   policyModel: z.string().min(1).max(256),
@@ -65,7 +74,6 @@ export class RolloutRegistry {
 
   /** Idempotent per (runId, iteration, rolloutId, attempt): an open rollout keeps its token. */
   async register(input: RegisterRollout): Promise<{ rollout: Rollout; created: boolean }> {
-    for (const kind of ['runId', 'rolloutId'] as const) assertId(kind, input[kind]);
     const existing = this.byRef.get(refKey(input));
     if (existing) return { rollout: existing, created: false };
     const record: RolloutRecord = {

@@ -18,7 +18,7 @@ export async function runGateway(env: Readonly<VoltEnv> = loadEnv()): Promise<Fa
     modelServerUrl: env.VOLT_MODEL_SERVER_URL,
     adminKey: env.VOLT_GATEWAY_ADMIN_KEY,
     publicUrl: url.origin,
-    logger: { level: process.env.LOG_LEVEL ?? 'info' },
+    logger: { level: process.env.LOG_LEVEL ?? 'warn' },
   });
   // Streams of a slow CPU model can run for minutes: no request timeout, but idle sockets are reaped.
   app.server.keepAliveTimeout = 65_000;
