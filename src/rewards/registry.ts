@@ -35,9 +35,9 @@ export async function prepareReward(spec: RewardSpec, workdir: string): Promise<
   return snapshots;
 }
 
-export function scoreLeaf(spec: LeafRewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext, partName: string): Promise<RewardResult> {
+export async function scoreLeaf(spec: LeafRewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext, partName: string): Promise<RewardResult> {
   const fn = rewardRegistry[spec.kind] as RewardFn<LeafRewardSpec>;
-  return Promise.resolve(fn(spec, task, evidence, ctx, evidence.snapshots[partName]));
+  return fn(spec, task, evidence, ctx, evidence.snapshots[partName]);
 }
 
 /** Score one rollout. Throws RewardInfraError when the reward cannot be computed (never a silent zero). */
