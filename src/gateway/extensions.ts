@@ -17,7 +17,8 @@ export function askedBy(body: any, endpoint: Span['endpoint']): Asked {
 export function upstreamBody(body: any, endpoint: Span['endpoint'], policyModel: string): Record<string, unknown> {
   const out: Record<string, unknown> = { ...body, model: policyModel, return_token_ids: true };
   if (endpoint === 'chat.completions') out.logprobs = true;
-  else out.logprobs = typeof body.logprobs === 'number' ? body.logprobs : 1;
+  // Legacy completions take a count; 0 means the sampled token's logprob only (vLLM semantics).
+  else out.logprobs = typeof body.logprobs === 'number' ? body.logprobs : 0;
   if (body.stream === true) out.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
   return out;
 }

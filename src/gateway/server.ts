@@ -10,7 +10,8 @@ import { buildApp } from './app.js';
  */
 export async function runGateway(env: Readonly<VoltEnv> = loadEnv()): Promise<FastifyInstance> {
   const store = createObjectStore(env);
-  await store.ensureBucket();
+  // An unreachable store must not stop rollouts: spans wait in the WAL and upload once it is back.
+  const bucketReady = await store.ensureBucket().then(() => null, (err: unknown) => err);
   const url = new URL(env.VOLT_GATEWAY_URL);
   const app = await buildApp({
     store,
@@ -24,7 +25,9 @@ export async function runGateway(env: Readonly<VoltEnv> = loadEnv()): Promise<Fa
   app.server.keepAliveTimeout = 65_000;
   app.server.headersTimeout = 66_000;
   app.server.requestTimeout = 0;
+  if (bucketReady) app.log.warn({ err: bucketReady }, 'object store not ready; spans stay in the WAL until it is');
   await app.listen({ host: '127.0.0.1', port: Number(url.port || 80) });
+  console.log(`volt gateway listening on ${url.origin}`);
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Span } from '../../src/contracts/span.js';
+import { GatewayAdminClient } from '../../src/gateway/admin-client.js';
+import { keys } from '../../src/storage/keys.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
+import { freePort } from '../../src/stack/ports.js';
+import type { TestServices } from '../helpers/services.js';
+import { ADMIN_KEY, rolloutInput, startStore } from './harness.js';
+import { startScriptedUpstream } from './scripted-upstream.js';
+
+let services: TestServices;
+let store: ObjectStore;
+let upstream: Awaited<ReturnType<typeof startScriptedUpstream>>;
+const children: ChildProcess[] = [];
+
+before(async () => {
+  ({ services, store } = await startStore());
+  upstream = await startScriptedUpstream();
+});
+after(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await upstream?.close();
+  await services?.stop();
+});
+
+/** The real gateway process (`node --import tsx src/gateway/server.ts`), ready once /healthz answers. */
+async function spawnGateway(dataDir: string, port: number, s3Endpoint: string): Promise<ChildProcess> {
+  const env = { ...process.env, ...services.env, VOLT_S3_ENDPOINT: s3Endpoint, VOLT_DATA_DIR: dataDir, VOLT_GATEWAY_URL: `http://127.0.0.1:${port}`, VOLT_GATEWAY_ADMIN_KEY: ADMIN_KEY, VOLT_MODEL_SERVER_URL: upstream.url };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/gateway/server.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  for (const started = Date.now(); Date.now() - started < 30_000; await sleep(100)) {
+    if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${output}`);
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+    if (ok) return child;
+  }
+  throw new Error(`gateway did not become ready: ${output}`);
+}
+
+const chat = JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
+
+void describe('gateway crash recovery', () => {
+  void it('kill -9 right after a response: the restarted gateway uploads the span from the WAL and the token still works', async () => {
+    const dataDir = fs.mkdtempSync(path.join(services.dataDir, 'crash-'));
+    const port = await freePort('127.0.0.1');
+    // The first process cannot reach S3, so the delivered span exists only in its WAL when it dies.
+    const deadS3 = `http://127.0.0.1:${await freePort('127.0.0.1')}`;
+    const first = await spawnGateway(dataDir, port, deadS3);
+    const admin = new GatewayAdminClient(`http://127.0.0.1:${port}`, ADMIN_KEY);
+    const input = rolloutInput();
+    const { token, baseUrl } = await admin.register(input);
+    const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+    assert.equal(res.status, 200);
+    await res.text();
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+    const walFiles = fs.readdirSync(path.join(dataDir, 'gateway', 'wal'));
+    assert.equal(walFiles.length, 1, 'the span waits in the WAL');
+
+    const second = await spawnGateway(dataDir, port, services.s3.endpoint);
+    let span: Span | null = null;
+    for (const started = Date.now(); !span && Date.now() - started < 15_000; await sleep(100)) {
+      span = await store.getJsonOrNull<Span>(keys.span(input, 0));
+    }
+    assert.ok(span, 'the span reached the object store after restart');
+    assert.equal(span.status, 'ok');
+    assert.equal(span.rolloutId, input.rolloutId);
+
+    const again = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+    assert.equal(again.status, 200, 'the rollout token survived the restart');
+    assert.deepEqual(await admin.close(token), { spans: 2 });
+    const seqs: number[] = [];
+    for await (const o of store.list(keys.spans(input))) seqs.push((await store.getJson<Span>(o.key)).seq);
+    assert.deepEqual(seqs, [0, 1]);
+    for (let i = 0; i < 50 && fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!); i++) await sleep(100);
+    assert.equal(fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!), false, 'the replayed segment is deleted once uploaded');
+
+    second.kill('SIGTERM');
+    assert.equal(await new Promise((r) => second.once('exit', r)), 0, 'graceful SIGTERM exits 0');
+  });
+});
