@@ -11,8 +11,12 @@ export class UnsafeIdError extends Error {
   }
 }
 
+export function isSafeId(value: unknown): value is string {
+  return typeof value === 'string' && ID.test(value) && !value.includes('..');
+}
+
 export function assertId(kind: string, value: unknown): string {
-  if (typeof value !== 'string' || !ID.test(value) || value.includes('..')) throw new UnsafeIdError(kind, value);
+  if (!isSafeId(value)) throw new UnsafeIdError(kind, value);
   return value;
 }
 

@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import { batchConfigSchema } from '../batches/config.js';
+import { rewardSpecSchema } from '../rewards/spec.js';
+import { kubeRunnerConfigSchema } from '../rollouts/kube-config.js';
+import { DEFAULT_ENV_ALLOW_LIST } from '../rollouts/spec.js';
+import { isSafeId } from '../storage/keys.js';
+import { parseFrozen } from './errors.js';
+
+const int = (min: number) => z.number().int().min(min);
+const seconds = z.number().int().positive().max(7 * 24 * 3600);
+const envName = z.string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')
+  .refine((n) => !n.startsWith('VOLT_'), 'VOLT_* variables hold operator secrets and are never passed to agents');
+
+/** A run's configuration. Unknown keys are errors, so a typo never silently falls back to a default. */
+export const runConfigSchema = z.strictObject({
+  /** Names the run everywhere (object-store prefix, workflow id): 1-128 of [A-Za-z0-9_.-], no '/' or '..'. */
+  runId: z.string().refine(isSafeId, "unsafe run id: use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'"),
+  /** Seeds task sampling and the trainer, so a run can be repeated. */
+  seed: int(0).default(0),
+  model: z.strictObject({
+    /** Base model the policy starts from; the model server must know this name. */
+    base: z.string().min(1).default('smollm2-135m-instruct'),
+    /** LoRA adapter trained on top of the frozen base. */
+    lora: z.strictObject({
+      rank: int(1).max(256).default(8),
+      alpha: z.number().positive().default(16),
+      dropout: z.number().min(0).lt(1).default(0),
+      /** Module names (as in the model's state dict) that get adapters. */
+      targetModules: z.array(z.string().min(1)).min(1).default(['q_proj', 'v_proj']),
+    }).prefault({}),
+  }).prefault({}),
+  /** The unmodified agent: how to start it. It only sees OPENAI_BASE_URL/OPENAI_API_KEY, VOLT_TASK* and the allow-list. */
+  agent: z.strictObject({
+    /** argv of the agent process, run without a shell, e.g. ["node", "examples/agent.mjs"]. */
+    command: z.array(z.string().min(1)).min(1),
+    /** Directory the command path is resolved from; each rollout still gets a fresh working directory. */
+    cwd: z.string().min(1).optional(),
+    /** Worker environment variables passed through to the agent; everything else is withheld. */
+    envAllowList: z.array(envName).default([...DEFAULT_ENV_ALLOW_LIST]),
+    /** A rollout running longer than this is killed and counts as timed_out. */
+    timeoutSec: seconds.default(300),
+  }),
+  /** Task sets: JSONL files of { id, input, reference? }. */
+  tasks: z.strictObject({
+    trainFile: z.string().min(1),
+    /** Held-out tasks for evaluation and promotion; should not overlap the train file. */
+    evalFile: z.string().min(1),
+  }),
+  /** Training iterations in total (each: rollouts → rewards → batch → update → maybe eval). */
+  iterations: int(1).max(100_000).default(3),
+  rollouts: z.strictObject({
+    /** Rollouts per task (the GRPO group); advantages compare rollouts within a group. */
+    groupSize: int(2).max(1024).default(4),
+    /** Tasks sampled per iteration; rollouts per iteration = tasksPerIteration × groupSize. */
+    tasksPerIteration: int(1).max(100_000).default(4),
+    /** Agent processes running at once; 2 suits a 2-core machine running the model server too. */
+    concurrency: int(1).max(10_000).default(2),
+    /** 'local' runs agents as child processes of the worker; 'kubernetes' as Jobs (needs `kubernetes`). */
+    runner: z.enum(['local', 'kubernetes']).default('local'),
+    /** Attempts per rollout; only infrastructure failures are retried, agent failures are results. */
+    maxAttempts: int(1).max(10).default(3),
+    /** Kubernetes Job settings; required when runner is 'kubernetes'. */
+    kubernetes: kubeRunnerConfigSchema.optional(),
+  }).prefault({}),
+  /** How each rollout is scored (see src/rewards/spec.ts for the kinds). */
+  reward: rewardSpecSchema,
+  /** How rewarded rollouts become a training batch (advantage estimator, group filters, length limits). */
+  batch: batchConfigSchema.prefault({}),
+  /** The policy update (clipped policy-gradient on the LoRA weights). */
+  trainer: z.strictObject({
+    lr: z.number().positive().lt(1).default(5e-5),
+    /** Passes over each batch. */
+    epochs: int(1).max(100).default(1),
+    /** Samples per optimizer step; a batch gives ceil(samples / minibatchSize) steps per epoch. */
+    minibatchSize: int(1).max(65_536).default(16),
+    /** Samples per forward/backward pass; gradients accumulate up to minibatchSize (bounds memory). */
+    microBatchSize: int(1).max(4096).default(4),
+    /** PPO ratio clip: ratios are kept within [1 - clipLow, 1 + clipHigh] (asymmetric "clip-higher"). */
+    clipLow: z.number().gt(0).lt(1).default(0.2),
+    clipHigh: z.number().positive().default(0.28),
+    /** Truncated importance sampling cap on the trainer/inference probability ratio. */
+    tisCap: z.number().min(1).default(2),
+    /** Weight of the KL penalty to the base model; 0 turns it off. */
+    klCoef: z.number().min(0).default(0),
+    /** token_mean: every token weighs the same; rollout_mean: every rollout weighs the same. */
+    lossAggregation: z.enum(['token_mean', 'rollout_mean']).default('token_mean'),
+    maxGradNorm: z.number().positive().default(1),
+    weightDecay: z.number().min(0).default(0),
+  }).prefault({}),
+  eval: z.strictObject({
+    /** Evaluate after every N-th iteration; 0 never evaluates (and never promotes). */
+    everyIterations: int(0).default(1),
+    /** Eval tasks used each time (the first N of the eval file, so scores are comparable). */
+    tasks: int(1).max(100_000).default(8),
+    /** A checkpoint is promoted when its eval score beats the best so far by more than this. */
+    promoteMargin: z.number().min(0).default(0),
+  }).prefault({}),
+  /** The run workflow continues-as-new after this many iterations, keeping its history small. */
+  continueAsNewEvery: int(1).max(1000).default(5),
+  /** Activity time limits; long steps also heartbeat, so a dead worker is noticed after heartbeatSec. */
+  timeouts: z.strictObject({
+    heartbeatSec: seconds.default(60),
+    /** Bound on a whole iteration's rollouts (and on reward and batch steps). */
+    rolloutsSec: seconds.default(3600),
+    /** Bound on one policy update. */
+    updateSec: seconds.default(3600),
+  }).prefault({}),
+}).check((payload) => {
+  // Cross-field rules only make sense once every field is valid on its own.
+  if (payload.issues.length > 0) return;
+  const c = payload.value;
+  const fail = (path: string[], message: string) => payload.issues.push({ code: 'custom', path, message, input: c });
+  if (c.rollouts.runner === 'kubernetes' && !c.rollouts.kubernetes) fail(['rollouts', 'kubernetes'], "required when rollouts.runner is 'kubernetes'");
+  if (c.batch.minGroupSize > c.rollouts.groupSize) {
+    fail(['batch', 'minGroupSize'], `must be <= rollouts.groupSize (${c.rollouts.groupSize}), or every group is dropped`);
+  }
+  if (c.trainer.microBatchSize > c.trainer.minibatchSize) {
+    fail(['trainer', 'microBatchSize'], `must be <= trainer.minibatchSize (${c.trainer.minibatchSize})`);
+  }
+  if (c.timeouts.rolloutsSec < c.agent.timeoutSec) fail(['timeouts', 'rolloutsSec'], `must be >= agent.timeoutSec (${c.agent.timeoutSec})`);
+});
+
+/** The parsed, defaulted run config (what workflows and activities receive). */
+export type RunConfig = z.output<typeof runConfigSchema>;
+/** What an operator writes: defaults may be left out. */
+export type RunConfigInput = z.input<typeof runConfigSchema>;
+
+/** Validate a raw run config (JSON from the CLI, a client or the Web UI); throws ConfigError naming each bad path. */
+export function parseRunConfig(raw: unknown): Readonly<RunConfig> {
+  return parseFrozen(runConfigSchema, raw, 'run config');
+}

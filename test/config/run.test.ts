@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError } from '../../src/config/errors.js';
+import { parseRunConfig, type RunConfigInput } from '../../src/config/run.js';
+import { DEFAULT_ENV_ALLOW_LIST } from '../../src/rollouts/spec.js';
+
+const minimal = (): RunConfigInput => ({
+  runId: 'demo-1',
+  agent: { command: ['node', 'examples/ts-agent/agent.mjs'] },
+  tasks: { trainFile: 'examples/tasks/train.jsonl', evalFile: 'examples/tasks/eval.jsonl' },
+  reward: { kind: 'numeric_match' },
+});
+
+/** Parse and return the paths ConfigError named (fails the test if it did not throw one). */
+function badPaths(raw: unknown): string[] {
+  try {
+    parseRunConfig(raw);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+    assert.match(err.message, /^invalid run config: /);
+    return err.issues.map((i) => i.path);
+  }
+  assert.fail('parseRunConfig accepted an invalid config');
+}
+
+void describe('run config', () => {
+  void it('fills CPU-demo defaults around a minimal config and freezes the result', () => {
+    const c = parseRunConfig(minimal());
+    assert.equal(c.model.base, 'smollm2-135m-instruct');
+    assert.deepEqual(c.model.lora, { rank: 8, alpha: 16, dropout: 0, targetModules: ['q_proj', 'v_proj'] });
+    assert.deepEqual(c.agent.envAllowList, [...DEFAULT_ENV_ALLOW_LIST]);
+    assert.equal(c.agent.timeoutSec, 300);
+    assert.deepEqual(c.rollouts, { groupSize: 4, tasksPerIteration: 4, concurrency: 2, runner: 'local', maxAttempts: 3 });
+    assert.equal(c.batch.estimator, 'grpo');
+    assert.equal(c.trainer.lossAggregation, 'token_mean');
+    assert.equal(c.reward.kind, 'numeric_match');
+    assert.equal(c.eval.everyIterations, 1);
+    assert.equal(c.timeouts.heartbeatSec, 60);
+    assert.ok(Object.isFrozen(c) && Object.isFrozen(c.trainer) && Object.isFrozen(c.model.lora.targetModules));
+    assert.throws(() => { (c.trainer as { lr: number }).lr = 1; }, TypeError);
+  });
+
+  void it('keeps explicit values, including other reward kinds from src/rewards', () => {
+    const c = parseRunConfig({
+      ...minimal(), seed: 7, iterations: 10,
+      rollouts: { groupSize: 8, runner: 'local' },
+      batch: { estimator: 'rloo', overLength: 'drop' },
+      trainer: { lr: 1e-4, lossAggregation: 'rollout_mean', clipHigh: 0.3 },
+      reward: { kind: 'weighted_sum', parts: { exact: { kind: 'string_match' }, fmt: { kind: 'agent_emitted' } } },
+    });
+    assert.equal(c.rollouts.groupSize, 8);
+    assert.equal(c.rollouts.tasksPerIteration, 4);
+    assert.equal(c.batch.estimator, 'rloo');
+    assert.equal(c.trainer.lr, 1e-4);
+    assert.equal(c.trainer.epochs, 1);
+    assert.equal(c.reward.kind, 'weighted_sum');
+  });
+
+  void it('names the path of each bad field', () => {
+    assert.deepEqual(badPaths({ ...minimal(), rollouts: { groupSize: -2 } }), ['rollouts.groupSize']);
+    assert.deepEqual(badPaths({ ...minimal(), agent: {} }), ['agent.command']);
+    assert.deepEqual(badPaths({ ...minimal(), agent: { command: [] } }), ['agent.command']);
+    assert.deepEqual(badPaths({ ...minimal(), trainer: { lossAggregation: 'sum', clipLow: 1.5 } }).sort(), ['trainer.clipLow', 'trainer.lossAggregation']);
+    assert.deepEqual(badPaths({ ...minimal(), reward: { kind: 'telepathy' } }), ['reward.kind']);
+    assert.deepEqual(badPaths({ ...minimal(), batch: { estimator: 'ppo' } }), ['batch.estimator']);
+    const { tasks: _tasks, ...noTasks } = minimal();
+    assert.deepEqual(badPaths(noTasks), ['tasks']);
+    assert.deepEqual(badPaths(null), ['(root)']);
+  });
+
+  void it('rejects unsafe run ids', () => {
+    for (const runId of ['../x', 'a/b', '', 'x'.repeat(200), 42]) assert.deepEqual(badPaths({ ...minimal(), runId }), ['runId']);
+  });
+
+  void it('rejects unknown keys so typos do not fall back to defaults', () => {
+    const paths = badPaths({ ...minimal(), rollouts: { groupsize: 8 } });
+    assert.deepEqual(paths, ['rollouts']);
+  });
+
+  void it('refuses to pass VOLT_* secrets or malformed names to the agent', () => {
+    assert.deepEqual(badPaths({ ...minimal(), agent: { command: ['a'], envAllowList: ['PATH', 'VOLT_S3_SECRET_KEY', 'A-B'] } }), ['agent.envAllowList.1', 'agent.envAllowList.2']);
+  });
+
+  void it('checks fields against each other', () => {
+    assert.deepEqual(badPaths({ ...minimal(), rollouts: { runner: 'kubernetes' } }), ['rollouts.kubernetes']);
+    assert.deepEqual(badPaths({ ...minimal(), rollouts: { groupSize: 2 }, batch: { minGroupSize: 3 } }), ['batch.minGroupSize']);
+    assert.deepEqual(badPaths({ ...minimal(), trainer: { minibatchSize: 2, microBatchSize: 4 } }), ['trainer.microBatchSize']);
+    assert.deepEqual(badPaths({ ...minimal(), agent: { command: ['a'], timeoutSec: 900 }, timeouts: { rolloutsSec: 600 } }), ['timeouts.rolloutsSec']);
+    const k = parseRunConfig({ ...minimal(), rollouts: { runner: 'kubernetes', kubernetes: { image: 'ghcr.io/example/agent:1' } } });
+    assert.equal(k.rollouts.kubernetes?.namespace, 'volt-rollouts');
+  });
+});
