@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { storeSpanSource, writeBatch } from '../../src/batches/batch-io.js';
+import { batchConfigSchema } from '../../src/batches/config.js';
+import type { BatchManifest } from '../../src/batches/manifest.js';
+import type { SampleRow } from '../../src/batches/sample-row.js';
+import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
+import { loadEvidence } from '../../src/rewards/evidence.js';
+import { keys } from '../../src/storage/keys.js';
+import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
+import { startTestServices, type TestServices } from '../helpers/services.js';
+import { scoredGroups } from './scored-rollouts.js';
+
+let services: TestServices;
+let store: ObjectStore;
+const scored = scoredGroups('run-io', 2, [[1, 0, 0.5], [0, 1]]);
+
+void describe('batch I/O through a real S3 server (rclone)', () => {
+  before(async () => {
+    services = await startTestServices({ s3: true });
+    store = createObjectStore(services.s3);
+    for (const [i, s] of scored.entries()) {
+      // Written out of order: the builder must follow key (= seq) order, not upload order.
+      const spans = syntheticRollout(s.result.ref, { turns: 3, seed: i, promptLen: 12, completionLen: 5, gapLen: 2, rewriteAt: i === 1 ? [2] : [] });
+      for (const span of spans.reverse()) await store.putJson(keys.span(s.result.ref, span.seq), span);
+    }
+    await store.putJson(keys.agentRewards(scored[0]!.result.ref), { rewards: [{ value: 0.3, name: 'tests', at: 'x' }, { value: 0.9, name: null, at: 'y' }] });
+  });
+  after(async () => { await services?.stop(); });
+
+  void it('streams samples.jsonl and manifest.json to keys.batch / keys.batchManifest', async () => {
+    const written = await writeBatch(store, 'run-io', 2, scored, batchConfigSchema.parse({ estimator: 'rloo' }));
+    assert.equal(written.samplesKey, 'runs/run-io/iterations/000002/batch/samples.jsonl');
+    const rows: SampleRow[] = [];
+    for await (const row of store.readJsonl<SampleRow>(written.samplesKey)) rows.push(row);
+    const manifest = await store.getJson<BatchManifest>(written.manifestKey);
+    assert.equal(rows.length, 6, 'five rollouts, one split by a rewritten history');
+    assert.equal(manifest.counts.samples, 6);
+    assert.equal(manifest.counts.transitions, 15);
+    assert.equal(manifest.mergeRate, 9 / 10);
+    assert.deepEqual(manifest.breaks.map((b) => [b.spanId, b.reason]), [['g0-r1-a0-2', 'prefix_mismatch']]);
+    assert.deepEqual(rows.filter((r) => r.rollout_id === 'g0-r1').map((r) => r.span_ids), [['g0-r1-a0-0', 'g0-r1-a0-1'], ['g0-r1-a0-2']]);
+    for (const r of rows) assert.equal(manifest.lineage[r.span_ids[0]!], r.sample_id);
+    // rloo on [1, 0, 0.5]: 1 - 0.25, 0 - 0.75, 0.5 - 0.5
+    assert.deepEqual(rows.filter((r) => r.group_id === 'g0').map((r) => r.advantage), [0.75, -0.75, -0.75, 0]);
+  });
+
+  void it('reads spans in seq order with read-ahead, and loads reward evidence with agent-posted rewards', async () => {
+    const ref = scored[0]!.result.ref;
+    const seqs: number[] = [];
+    for await (const span of storeSpanSource(store, 2)(ref)) seqs.push(span.seq);
+    assert.deepEqual(seqs, [0, 1, 2]);
+    const ev = await loadEvidence(store, scored[0]!.result, { workdir: null });
+    assert.deepEqual(ev.agentRewards, [{ name: 'tests', value: 0.3 }, { value: 0.9 }]);
+    assert.equal(ev.lastAssistantMessage, 'turn 2');
+    assert.equal(ev.turns, 3);
+    assert.equal(ev.completionTokens, 15);
+    const none = await loadEvidence(store, scored[1]!.result, { workdir: null });
+    assert.deepEqual(none.agentRewards, []);
+  });
+});
