@@ -94,13 +94,24 @@ export async function stopProcess(record: ServiceRecord, graceMs = 10_000): Prom
   if (!isOurProcess(record)) return false;
   signal(record.pid, 'SIGTERM');
   const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
-    if (!isOurProcess(record)) return true;
-    await sleep(100);
-  }
+  while (Date.now() < deadline && isOurProcess(record)) await sleep(100);
   if (isOurProcess(record)) signal(record.pid, 'SIGKILL');
-  while (isOurProcess(record)) await sleep(50);
+  // cmdline empties while the process is still exiting; wait until it is really gone (or only a zombie).
+  const gone = Date.now() + 5_000;
+  while (!processGone(record.pid) && Date.now() < gone) await sleep(50);
   return true;
+}
+
+/** No such process, or only a zombie awaiting its parent's wait(). */
+export function processGone(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return true;
+  }
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state === 'Z' || state === 'X';
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {
