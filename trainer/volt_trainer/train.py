@@ -94,6 +94,9 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
           device: str | None = None) -> dict[str, Any]:
     out, samples = Path(out_dir), read_batch(batch_path)
     run_key = {"config": {**cfg.to_json(), "max_steps": 0}, "batch_sha256": file_sha256(batch_path), "adapter_in": adapter_in}
+    state = load_state(out / "state") if resume else None
+    if state is not None and state["run_key"] != run_key:
+        raise ValueError(f"--resume: {out / 'state'} belongs to a different batch, config or adapter_in")
     seed_everything(cfg)
     model = build_policy(cfg, adapter_in, device)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -101,10 +104,7 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
     plan = [(epoch, idx) for epoch in range(cfg.epochs)
             for idx in split_minibatches(samples, cfg.num_minibatches, torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch))]
 
-    state = load_state(out / "state") if resume else None
     if state is not None:
-        if state["run_key"] != run_key:
-            raise ValueError(f"--resume: {out / 'state'} belongs to a different batch, config or adapter_in")
         if model.load_state_dict(state["trainable"], strict=False).unexpected_keys:
             raise ValueError(f"--resume: {out / 'state'} holds LoRA weights of a different shape")
         optimizer.load_state_dict(state["optimizer"])
