@@ -5,11 +5,18 @@ Stable fixture API (used by the server and trainer tests):
 - ``model_dir`` (session): local HF directory of the default model (built from the GGUF on first use).
 - ``tokenizer`` (session): its tokenizer.
 - ``model`` (function): a fresh fp32 CPU model in eval mode, so a test may mutate it (LoRA, optimiser).
+- ``server_url`` (session): base URL of a real volt-serve subprocess on loopback (started on first use).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,3 +47,37 @@ def tokenizer(model_dir: Path):
 def model(model_dir: Path):
     loaded, _ = load_model(str(model_dir), device="cpu")
     return loaded
+
+
+@pytest.fixture(scope="session")
+def server_url(model_dir: Path) -> Iterator[str]:
+    """A real ``python -m volt_trainer.serve`` on a free loopback port, serving the default model."""
+    command = [sys.executable, "-m", "volt_trainer.serve", "--model", str(model_dir), "--served-model-name", DEFAULT_MODEL,
+               "--host", "127.0.0.1", "--port", "0", "--threads", "1", "--max-batch", "8", "--max-model-len", "1024"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    deadline = time.monotonic() + 180
+    lines: list[str] = []
+    url = None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        match = re.search(r"volt-serve listening on (http://127\.0\.0\.1:\d+)", line)
+        if match:
+            url = match.group(1)
+            break
+    if url is None:
+        process.kill()
+        raise RuntimeError("volt-serve did not start:\n" + "".join(lines[-20:]))
+    # Keep draining output so the server never blocks on a full pipe.
+    threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
+    try:
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -1,0 +1,81 @@
+"""Volt's OpenAI-compatible model server (vLLM extension fields, LoRA adapters, dynamic batching).
+
+    python -m volt_trainer.serve --model smollm2-135m-instruct --host 127.0.0.1 --port 8500
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import dataclass
+
+import torch
+import uvicorn
+
+from .model import DEFAULT_MODEL, default_data_dir, load_model
+from .server.app import build_app
+from .server.engine import Engine
+
+
+@dataclass
+class ServeConfig:
+    model: str = DEFAULT_MODEL
+    served_model_name: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8500
+    max_batch: int = 8
+    max_model_len: int = 2048
+    data_dir: str = ""
+    device: str | None = None
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_batch < 1:
+            raise ValueError("max_batch: must be at least 1")
+        if self.max_model_len < 2:
+            raise ValueError("max_model_len: must be at least 2")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError("threads: must be at least 1")
+        if not 0 <= self.port < 65536:
+            raise ValueError("port: must be in [0, 65535]")
+        self.data_dir = self.data_dir or default_data_dir()
+
+
+def parse_args(argv: list[str] | None = None) -> ServeConfig:
+    parser = argparse.ArgumentParser(prog="volt-serve", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="local HF model dir, or smollm2-135m-instruct")
+    parser.add_argument("--served-model-name", default=None, help="name clients use (default: --model)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8500)
+    parser.add_argument("--max-batch", type=int, default=8, help="most sequences decoded together")
+    parser.add_argument("--max-model-len", type=int, default=2048, help="prompt + completion token limit")
+    parser.add_argument("--data-dir", default="", help="model cache root (default: $VOLT_DATA_DIR or .volt)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest on a shared, busy CPU)")
+    return ServeConfig(**vars(parser.parse_args(argv)))
+
+
+def make_engine(config: ServeConfig) -> Engine:
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    model, tokenizer = load_model(config.model, config.data_dir, config.device)
+    return Engine(model, tokenizer, config.served_model_name or config.model, config.max_batch, config.max_model_len)
+
+
+async def serve(config: ServeConfig) -> None:
+    server = uvicorn.Server(uvicorn.Config(build_app(make_engine(config)), host=config.host, port=config.port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started and not task.done():
+        await asyncio.sleep(0.05)
+    if server.started:
+        port = server.servers[0].sockets[0].getsockname()[1]
+        print(f"volt-serve listening on http://{config.host}:{port}", flush=True)
+    await task
+
+
+def main(argv: list[str] | None = None) -> None:
+    asyncio.run(serve(parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

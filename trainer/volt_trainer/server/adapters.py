@@ -1,0 +1,97 @@
+"""LoRA adapters on the shared base model, via peft, keyed by served name.
+
+Each loaded adapter gets an internal peft name ``<name>@<content hash>``; the served name points at
+one of them. ``load_inplace`` loads the new version under a new internal name and repoints the
+served name, so requests already running finish on the version they started with; an internal
+adapter is deleted once nothing runs on it. All methods run on the engine's scheduler thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from peft import PeftModel
+
+from .errors import ApiError
+
+
+@dataclass(frozen=True)
+class AdapterVersion:
+    name: str
+    version: str  # first 12 hex chars of sha256(adapter_model.safetensors)
+    path: str
+
+    @property
+    def internal(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+def adapter_hash(directory: Path) -> str:
+    digest = hashlib.sha256()
+    with open(directory / "adapter_model.safetensors", "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:12]
+
+
+def check_adapter_dir(lora_path: str) -> Path:
+    directory = Path(lora_path)
+    for required in ("adapter_config.json", "adapter_model.safetensors"):
+        if not (directory / required).is_file():
+            raise ApiError(400, f"lora_path: {lora_path!r} has no {required}", param="lora_path")
+    return directory
+
+
+class AdapterSet:
+    def __init__(self, base) -> None:
+        self.base = base
+        self.peft: PeftModel | None = None
+        self.served: dict[str, AdapterVersion] = {}
+        self._loaded: set[str] = set()  # internal names present in peft
+
+    def get(self, name: str) -> AdapterVersion | None:
+        return self.served.get(name)
+
+    def load(self, name: str, lora_path: str, inplace: bool) -> AdapterVersion:
+        if name in self.served and not inplace:
+            raise ApiError(400, f"lora_name: adapter {name!r} is already loaded (use load_inplace)", param="lora_name")
+        directory = check_adapter_dir(lora_path)
+        version = AdapterVersion(name, adapter_hash(directory), str(directory))
+        if version.internal not in self._loaded:
+            try:
+                if self.peft is None:
+                    self.peft = PeftModel.from_pretrained(self.base, str(directory), adapter_name=version.internal)
+                else:
+                    self.peft.load_adapter(str(directory), adapter_name=version.internal)
+            except Exception as exc:  # peft raises many types for incompatible adapters
+                raise ApiError(400, f"lora_path: cannot load adapter: {exc}", param="lora_path") from exc
+            self.peft.eval()
+            self._loaded.add(version.internal)
+        self.served[name] = version
+        return version
+
+    def unload(self, name: str) -> AdapterVersion:
+        version = self.served.pop(name, None)
+        if version is None:
+            raise ApiError(404, f"lora_name: adapter {name!r} is not loaded", param="lora_name", code="model_not_found")
+        return version
+
+    def collect(self, busy: set[str]) -> None:
+        """Delete internal adapters no served name points at and no running sequence uses."""
+        wanted = {v.internal for v in self.served.values()} | busy
+        for internal in sorted(self._loaded - wanted):
+            assert self.peft is not None
+            self.peft.delete_adapter(internal)
+            self._loaded.discard(internal)
+
+    def forward(self, internal: str | None, **inputs):
+        """Run the model with one adapter active (None = the base model)."""
+        if self.peft is None:
+            return self.base(**inputs)
+        if internal is None:
+            with self.peft.disable_adapter():
+                return self.peft(**inputs)
+        self.peft.set_adapter(internal)
+        return self.peft(**inputs)

@@ -1,0 +1,64 @@
+"""``build_app(engine)``: the FastAPI app (routes + error shape); the process lives in volt_trainer.serve."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from .adapters import AdapterVersion
+from .chat import chat_completions
+from .completions import completions
+from .engine import Engine
+from .errors import install_error_handlers
+from .protocol import ChatCompletionRequest, CompletionRequest, LoadLoraRequest, UnloadLoraRequest
+
+
+def build_app(engine: Engine) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        engine.start()
+        try:
+            yield
+        finally:
+            engine.stop()
+
+    app = FastAPI(title="volt-serve", lifespan=lifespan)
+    install_error_handlers(app)
+    created = int(time.time())
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok", "active": engine.active_count()}
+
+    @app.get("/v1/models")
+    async def models() -> dict:
+        base = {"id": engine.base_name, "object": "model", "created": created, "owned_by": "volt", "root": engine.base_name, "parent": None}
+        adapters = [
+            {"id": v.name, "object": "model", "created": created, "owned_by": "volt", "root": v.path, "parent": engine.base_name, "version": v.version}
+            for v in list(engine.adapters.served.values())
+        ]
+        return {"object": "list", "data": [base, *adapters]}
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: ChatCompletionRequest):
+        return await chat_completions(engine, request)
+
+    @app.post("/v1/completions")
+    async def complete(request: CompletionRequest):
+        return await completions(engine, request)
+
+    @app.post("/v1/load_lora_adapter")
+    async def load_lora(request: LoadLoraRequest) -> dict:
+        future = engine.call(lambda: engine.adapters.load(request.lora_name, request.lora_path, request.load_inplace))
+        version: AdapterVersion = await asyncio.wrap_future(future)
+        return {"status": "ok", "lora_name": version.name, "version": version.version, "system_fingerprint": f"{version.name}@{version.version}"}
+
+    @app.post("/v1/unload_lora_adapter")
+    async def unload_lora(request: UnloadLoraRequest) -> dict:
+        version = await asyncio.wrap_future(engine.call(lambda: engine.adapters.unload(request.lora_name)))
+        return {"status": "ok", "lora_name": version.name, "version": version.version}
+
+    return app

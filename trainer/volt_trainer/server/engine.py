@@ -1,0 +1,215 @@
+"""The dynamic-batching engine: one scheduler thread runs every forward pass of the model.
+
+Requests become sequences (one per choice). Between decode steps the scheduler runs queued
+commands (adapter load/unload), admits waiting sequences up to ``max_batch`` (prefilling each on
+its own), then advances every live sequence by one token. Sequences are grouped by adapter: each
+group is one left-padded KV batch (see kv_batch.py) decoded with its adapter set active via peft,
+so a step costs one forward pass per adapter in use, never one per request.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from transformers import DynamicCache
+
+from .adapters import AdapterSet
+from .detokenize import IncrementalText
+from .errors import ApiError
+from .kv_batch import KvBatch
+from .sampling import SampledToken, SamplingParams, make_generator, sample_token
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    """One generated token (or a terminal error) for one sequence."""
+
+    token: SampledToken | None
+    text: str
+    finish_reason: str | None
+    error: str | None = None
+
+
+@dataclass
+class Sequence:
+    prompt_ids: list[int]
+    params: SamplingParams
+    adapter: str | None  # internal peft adapter name; None = base
+    sink: Callable[[TokenEvent], None]
+    text: IncrementalText
+    generator: torch.Generator
+    generated: list[int] = field(default_factory=list)
+    cancelled: bool = False
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+@dataclass(frozen=True)
+class Served:
+    """What serves a request: the requested name and its version (``base`` or adapter hash)."""
+
+    name: str
+    version: str
+    adapter: str | None
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+@dataclass
+class _Group:
+    batch: KvBatch = field(default_factory=KvBatch)
+    seqs: list[Sequence] = field(default_factory=list)
+    last: list[int] = field(default_factory=list)
+
+
+class Engine:
+    def __init__(self, model, tokenizer, base_name: str, max_batch: int = 8, max_model_len: int = 2048) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.base_name = base_name
+        self.max_batch = max_batch
+        self.max_model_len = max_model_len
+        self.adapters = AdapterSet(model)
+        self.device = next(model.parameters()).device
+        eos = model.generation_config.eos_token_id if model.generation_config else None
+        eos_ids = eos if isinstance(eos, list) else [eos]
+        self.eos_ids = {i for i in [*eos_ids, tokenizer.eos_token_id] if i is not None}
+        self._cond = threading.Condition()
+        self._waiting: deque[Sequence] = deque()
+        self._commands: list[tuple[Callable[[], Any], Future]] = []
+        self._groups: dict[str | None, _Group] = {}
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="volt-engine", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        self._thread.join(timeout=30)
+
+    def resolve(self, name: str) -> Served:
+        if name == self.base_name:
+            return Served(name, "base", None)
+        version = self.adapters.get(name)
+        if version is None:
+            raise ApiError(404, f"model: the model {name!r} does not exist", param="model", code="model_not_found")
+        return Served(name, version.version, version.internal)
+
+    def call(self, fn: Callable[[], Any]) -> Future:
+        """Run fn on the scheduler thread between steps (adapter changes must not race a forward pass)."""
+        future: Future = Future()
+        with self._cond:
+            self._commands.append((fn, future))
+            self._cond.notify()
+        return future
+
+    def submit(self, name: str, prompt_ids: list[int], params: list[SamplingParams], sinks: list[Callable[[TokenEvent], None]]) -> tuple[Served, list[Sequence]]:
+        """Queue one sequence per choice; resolving the adapter and queueing is atomic w.r.t. unloads."""
+        if len(prompt_ids) + params[0].max_tokens > self.max_model_len:
+            raise ApiError(400, f"max_tokens: prompt ({len(prompt_ids)} tokens) + max_tokens ({params[0].max_tokens}) exceeds the maximum model length {self.max_model_len}", param="max_tokens")
+        with self._cond:
+            served = self.resolve(name)
+            seqs = [
+                Sequence(prompt_ids, p, served.adapter, sink, IncrementalText(self.tokenizer, p.stop), make_generator(p.seed))
+                for p, sink in zip(params, sinks)
+            ]
+            self._waiting.extend(seqs)
+            self._cond.notify()
+        return served, seqs
+
+    def cancel(self, seqs: list[Sequence]) -> None:
+        for seq in seqs:
+            seq.cancelled = True  # the scheduler drops it before its next step
+
+    def active_count(self) -> int:
+        return sum(len(g.seqs) for g in self._groups.values())
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._stopping or self._waiting or self._commands or self._groups):
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                commands, self._commands = self._commands, []
+                admit = [self._waiting.popleft() for _ in range(min(len(self._waiting), self.max_batch - self.active_count()))]
+            for fn, future in commands:
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # handed to the caller, never kills the loop
+                    future.set_exception(exc)
+            with torch.inference_mode():
+                for seq in admit:
+                    self._guard([seq], lambda s=seq: self._prefill(s))
+                for key, group in list(self._groups.items()):
+                    if not self._guard(group.seqs, lambda k=key, g=group: self._decode(k, g)):
+                        self._groups.pop(key, None)
+            with self._cond:
+                busy = {s.adapter for s in self._waiting if s.adapter} | {k for k in self._groups if k}
+                self._guard([], lambda: self.adapters.collect(busy))
+
+    def _guard(self, seqs: list[Sequence], step: Callable[[], None]) -> bool:
+        try:
+            step()
+            return True
+        except Exception as exc:  # a failed forward ends its sequences with an error, not the server
+            for seq in seqs:
+                seq.sink(TokenEvent(None, "", "error", error=f"{type(exc).__name__}: {exc}"))
+            return False
+
+    def _prefill(self, seq: Sequence) -> None:
+        if seq.cancelled:
+            return
+        ids = torch.tensor([seq.prompt_ids], device=self.device)
+        out = self.adapters.forward(seq.adapter, input_ids=ids, cache=DynamicCache(), use_cache=True, logits_to_keep=1)
+        token = sample_token(out.logits[0, -1], seq.params, seq.generator)
+        if self._emit(seq, token):
+            return
+        group = self._groups.setdefault(seq.adapter, _Group())
+        group.batch.add(out.past_key_values, len(seq.prompt_ids))
+        group.seqs.append(seq)
+        group.last.append(token.token_id)
+
+    def _decode(self, adapter: str | None, group: _Group) -> None:
+        self._keep(adapter, group, [i for i, s in enumerate(group.seqs) if not s.cancelled])
+        if not group.seqs:
+            return
+        out = self.adapters.forward(adapter, **group.batch.step_inputs(group.last), logits_to_keep=1)
+        keep = []
+        for row, seq in enumerate(group.seqs):
+            token = sample_token(out.logits[row, -1], seq.params, seq.generator)
+            group.last[row] = token.token_id
+            if not self._emit(seq, token) and not seq.cancelled:
+                keep.append(row)
+        self._keep(adapter, group, keep)
+
+    def _keep(self, adapter: str | None, group: _Group, rows: list[int]) -> None:
+        group.batch.keep(rows)
+        group.seqs = [group.seqs[r] for r in rows]
+        group.last = [group.last[r] for r in rows]
+        if not rows:
+            self._groups.pop(adapter, None)
+
+    def _emit(self, seq: Sequence, token: SampledToken) -> bool:
+        """Record a token and send it on; True when the sequence is finished."""
+        seq.generated.append(token.token_id)
+        text = seq.text.add(token.token_id)
+        finish = None
+        if token.token_id in self.eos_ids or seq.text.stopped:
+            finish = "stop"
+        elif len(seq.generated) >= seq.params.max_tokens or len(seq.prompt_ids) + len(seq.generated) >= self.max_model_len:
+            finish = "length"
+        if finish:
+            text += seq.text.flush()
+        seq.sink(TokenEvent(token, text, finish))
+        return finish is not None
