@@ -62,6 +62,12 @@ export const keys = {
   iteration: (runId: string, iteration: number) => `${keys.run(runId)}iterations/${pad(assertIndex('iteration', iteration))}/`,
   rollout: (r: RolloutRef) =>
     `${keys.iteration(r.runId, r.iteration)}rollouts/${assertId('rollout', r.rolloutId)}/attempt-${pad(assertIndex('attempt', r.attempt), 3)}/`,
+  /** All attempts of one rollout; `rolloutOutcome` is written once the rollout has its final attempt. */
+  rolloutAttempts: (runId: string, iteration: number, rolloutId: string) =>
+    `${keys.iteration(runId, iteration)}rollouts/${assertId('rollout', rolloutId)}/`,
+  rolloutOutcome: (runId: string, iteration: number, rolloutId: string) =>
+    `${keys.rolloutAttempts(runId, iteration, rolloutId)}outcome.json`,
+  rolloutStarted: (r: RolloutRef) => `${keys.rollout(r)}started.json`,
   rolloutResult: (r: RolloutRef) => `${keys.rollout(r)}result.json`,
   rolloutLog: (r: RolloutRef, stream: 'stdout' | 'stderr') => `${keys.rollout(r)}${stream}.log`,
   /** Spans sort by sequence number within a rollout attempt, so a prefix listing is already in order. */
