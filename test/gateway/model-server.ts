@@ -1,0 +1,30 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from '../../src/stack/ports.js';
+
+export const SERVED_MODEL = 'smollm2-135m-instruct';
+
+/** Volt's real Python model server (SmolLM2-135M on CPU) on a free loopback port, ready once /v1/models answers. */
+export async function startModelServer(): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort('127.0.0.1');
+  const child: ChildProcess = spawn('.venv/bin/python', ['-m', 'volt_trainer.serve', '--model', SERVED_MODEL, '--host', '127.0.0.1', '--port', String(port)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PYTHONPATH: 'trainer' },
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await Promise.race([exited, sleep(5_000).then(() => child.kill('SIGKILL'))]);
+  };
+  for (const started = Date.now(); Date.now() - started < 120_000; await sleep(250)) {
+    if (child.exitCode !== null) throw new Error(`model server exited ${child.exitCode}: ${output.slice(-2000)}`);
+    if (await fetch(`${url}/v1/models`).then((r) => r.ok, () => false)) return { url, stop };
+  }
+  await stop();
+  throw new Error(`model server not ready in 120 s: ${output.slice(-2000)}`);
+}
