@@ -1,7 +1,7 @@
 import type { VoltEnv } from '../config/env.js';
 import { assertPortFree, loopbackHost, splitHostPort } from './ports.js';
 import { isOurProcess, readRecord, removeRecord, stopProcess, type ServiceRecord } from './processes.js';
-import { httpAnswers, temporalAnswers } from './readiness.js';
+import { httpAnswers, temporalAnswers, waitUntilReady } from './readiness.js';
 import { ensureBucket, s3Client, startS3Server } from './s3.js';
 import { startTemporalServer } from './temporal.js';
 
@@ -61,7 +61,9 @@ export async function upStack(env: VoltEnv): Promise<ServiceStatus[]> {
   const s = s3 ?? (await startS3Server({
     dataDir: env.dataDir, host: a.s3.host, port: a.s3.port, ...creds, bucket: env.VOLT_S3_BUCKET, detached: true,
   }));
-  if (s3) await ensureBucket(s3Client({ endpoint: s.address, ...creds }), env.VOLT_S3_BUCKET, env.VOLT_S3_REGION);
+  // A service found running may still be starting (a concurrent `up`): report it only once it answers.
+  if (temporal) await waitUntilReady(`Temporal at ${t.address}`, () => temporalAnswers(t.address, env.VOLT_TEMPORAL_NAMESPACE), { logFile: t.logFile, timeoutMs: 30_000 });
+  if (s3) await waitUntilReady(`S3 server at ${s.address}`, () => ensureBucket(s3Client({ endpoint: s.address, ...creds }), env.VOLT_S3_BUCKET, env.VOLT_S3_REGION).then(() => true), { logFile: s.logFile, timeoutMs: 30_000 });
   const action = (found: ServiceRecord | null) => (found ? 'already running' : 'started') as ServiceStatus['action'];
   return [
     { name: 'temporal', state: 'running', pid: t.pid, address: t.address, uiUrl: t.uiUrl, answering: true, action: action(temporal) },

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/stack/ports.js';
-import { stopProcess, type ServiceRecord } from '../../src/stack/processes.js';
+import { isOurProcess, stopProcess, type ServiceRecord } from '../../src/stack/processes.js';
 import { startS3Server } from '../../src/stack/s3.js';
 import { startTemporalServer } from '../../src/stack/temporal.js';
 
@@ -34,7 +34,11 @@ const HOST = '127.0.0.1';
 export async function startTestServices(want: { temporal?: boolean; s3?: boolean } = { temporal: true, s3: true }): Promise<TestServices> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-test-'));
   const started: ServiceRecord[] = [];
+  // If the test process dies without calling stop(), take the servers with it.
+  const killOnExit = () => started.forEach((r) => isOurProcess(r) && process.kill(r.pid, 'SIGKILL'));
+  process.once('exit', killOnExit);
   const stop = async () => {
+    process.off('exit', killOnExit);
     await Promise.all(started.map((r) => stopProcess(r, 5_000)));
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
