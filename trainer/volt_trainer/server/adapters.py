@@ -81,8 +81,17 @@ class AdapterSet:
     def collect(self, busy: set[str]) -> None:
         """Delete internal adapters no served name points at and no running sequence uses."""
         wanted = {v.internal for v in self.served.values()} | busy
-        for internal in sorted(self._loaded - wanted):
-            assert self.peft is not None
+        stale = sorted(self._loaded - wanted)
+        if not stale:
+            return
+        assert self.peft is not None
+        if not wanted & self._loaded:
+            # peft cannot delete its last adapter cleanly: strip all LoRA layers and serve the plain base again.
+            self.base = self.peft.unload()
+            self.peft = None
+            self._loaded.clear()
+            return
+        for internal in stale:
             self.peft.delete_adapter(internal)
             self._loaded.discard(internal)
 

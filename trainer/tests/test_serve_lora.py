@@ -1,0 +1,75 @@
+"""LoRA adapters over HTTP: load changes the output and the fingerprint, in-place swaps version, unload 404s."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+
+from volt_trainer.model import DEFAULT_MODEL
+
+PROMPT = {"messages": [{"role": "user", "content": "What is 2 + 2?"}], "max_tokens": 6, "temperature": 0, "return_token_ids": True}
+
+
+def _make_adapters(model, directories: list[Path]) -> list[str]:
+    """Save tiny random LoRAs whose B is nonzero (a fresh LoRA has B = 0 and would change nothing)."""
+    peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    hashes = []
+    for seed, directory in enumerate(directories):
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, param in peft_model.named_parameters():
+                if "lora_B" in name:
+                    param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
+        peft_model.save_pretrained(directory)
+        hashes.append(hashlib.sha256((directory / "adapter_model.safetensors").read_bytes()).hexdigest()[:12])
+    return hashes
+
+
+@pytest.fixture(scope="module")
+def http(server_url: str):
+    with httpx.Client(base_url=server_url, timeout=300) as client:
+        yield client
+
+
+def _chat(http: httpx.Client, model: str) -> httpx.Response:
+    return http.post("/v1/chat/completions", json={"model": model, **PROMPT})
+
+
+def test_adapter_load_swap_unload(http: httpx.Client, model, tmp_path: Path) -> None:
+    first_hash, second_hash = _make_adapters(model, [tmp_path / "v1", tmp_path / "v2"])
+    base = _chat(http, DEFAULT_MODEL).json()
+
+    loaded = http.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": str(tmp_path / "v1")})
+    assert loaded.status_code == 200, loaded.text
+    served = _chat(http, "policy").json()
+    assert served["model"] == "policy"
+    assert served["system_fingerprint"] == f"policy@{first_hash}"
+    assert served["choices"][0]["token_ids"] != base["choices"][0]["token_ids"]
+    assert _chat(http, DEFAULT_MODEL).json()["choices"][0]["token_ids"] == base["choices"][0]["token_ids"]
+    assert "policy" in [m["id"] for m in http.get("/v1/models").json()["data"]]
+
+    again = http.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": str(tmp_path / "v1")})
+    assert again.status_code == 400 and again.json()["error"]["param"] == "lora_name"
+
+    swapped = http.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": str(tmp_path / "v2"), "load_inplace": True})
+    assert swapped.status_code == 200, swapped.text
+    assert second_hash != first_hash
+    assert _chat(http, "policy").json()["system_fingerprint"] == f"policy@{second_hash}"
+
+    assert http.post("/v1/unload_lora_adapter", json={"lora_name": "policy"}).status_code == 200
+    gone = _chat(http, "policy")
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == "model_not_found"
+    assert _chat(http, DEFAULT_MODEL).json()["choices"][0]["token_ids"] == base["choices"][0]["token_ids"]
+
+
+def test_bad_adapter_requests_are_clear_errors(http: httpx.Client, tmp_path: Path) -> None:
+    missing = http.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": str(tmp_path / "nothing")})
+    assert missing.status_code == 400 and missing.json()["error"]["param"] == "lora_path"
+    unknown = http.post("/v1/unload_lora_adapter", json={"lora_name": "never-loaded"})
+    assert unknown.status_code == 404 and unknown.json()["error"]["param"] == "lora_name"
+    assert http.get("/health").json()["status"] == "ok"
