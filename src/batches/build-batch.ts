@@ -18,12 +18,16 @@ export interface BatchBuild {
 
 async function collectAttempt(ref: RolloutRef, source: AsyncIterable<Span> | Iterable<Span>): Promise<Span[]> {
   const spans: Span[] = [];
-  for await (const s of source) {
+  // A plain loop for in-memory sources: an await per span would cost more than building the span's transition.
+  const iterable: Iterable<Span> | AsyncIterable<Span> = source;
+  const check = (s: Span) => {
     if (s.rolloutId !== ref.rolloutId || s.attempt !== ref.attempt) {
       throw new Error(`span ${s.spanId} belongs to ${s.rolloutId}/${s.attempt}, listed under ${ref.rolloutId}/${ref.attempt}`);
     }
     spans.push(s);
-  }
+  };
+  if (Symbol.iterator in iterable) for (const s of iterable) check(s);
+  else for await (const s of iterable) check(s);
   return spans.sort((a, b) => a.seq - b.seq);
 }
 

@@ -30,7 +30,7 @@ export class ManifestBuilder {
   private readonly spanDrops: Record<string, number> = {};
   private readonly sampleDrops: Partial<Record<SampleDropReason, number>> = {};
   private readonly breaks: MergeBreak[] = [];
-  private readonly lineage: Record<string, string> = Object.create(null) as Record<string, string>;
+  private readonly lineage = new Map<string, string>();
 
   constructor(private readonly config: BatchConfig, private readonly plan: GroupPlan, private readonly rolloutsSeen: number) {
     for (const r of plan.rollouts) { this.reward.add(r.reward); this.advantage.add(r.advantage); }
@@ -51,7 +51,7 @@ export class ManifestBuilder {
     this.tokens.prompt += row.prompt_ids.length;
     this.tokens.response += row.response_ids.length;
     for (const m of row.loss_mask) this.tokens.trainable += m;
-    for (const id of row.span_ids) this.lineage[id] = row.sample_id;
+    for (const id of row.span_ids) this.lineage.set(id, row.sample_id);
   }
 
   dropSample(reason: SampleDropReason): void {
@@ -71,7 +71,7 @@ export class ManifestBuilder {
       advantage: this.advantage.summary(),
       drops: { rollouts: this.plan.droppedRollouts, groups: this.plan.droppedGroups, spans: this.spanDrops, samples: this.sampleDrops },
       breaks: this.breaks,
-      lineage: this.lineage,
+      lineage: Object.fromEntries(this.lineage),
     };
   }
 }

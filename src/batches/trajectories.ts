@@ -34,21 +34,26 @@ function startTrajectory(t: Transition): Trajectory {
 
 /** Append `t` when its prompt starts exactly with everything the sample holds so far; else report where it differs. */
 function tryMerge(cur: Trajectory, t: Transition): number {
-  const p = cur.promptIds.length;
-  const held = p + cur.responseIds.length;
+  const { promptIds: held, responseIds: resp } = cur;
   const prompt = t.promptIds;
-  const n = Math.min(held, prompt.length);
-  for (let i = 0; i < n; i++) {
-    if ((i < p ? cur.promptIds[i] : cur.responseIds[i - p]) !== prompt[i]) return i;
+  const p = held.length;
+  const total = p + resp.length;
+  if (prompt.length < total) {
+    // Shorter than what the sample holds: report the first difference, or where it ends.
+    for (let i = 0; i < prompt.length; i++) if ((i < p ? held[i] : resp[i - p]) !== prompt[i]) return i;
+    return prompt.length;
   }
-  if (prompt.length < held) return prompt.length;
-  for (let i = held; i < prompt.length; i++) {
-    cur.responseIds.push(prompt[i]!);
+  // Two tight loops (prompt part, then response part): this comparison is the builder's hot path.
+  for (let i = 0; i < p; i++) if (held[i] !== prompt[i]) return i;
+  for (let i = 0; i < resp.length; i++) if (resp[i] !== prompt[p + i]) return p + i;
+  for (let i = total; i < prompt.length; i++) {
+    resp.push(prompt[i]!);
     cur.lossMask.push(0);
     cur.logprobs.push(0);
   }
-  for (let i = 0; i < t.completionIds.length; i++) {
-    cur.responseIds.push(t.completionIds[i]!);
+  const completion = t.completionIds;
+  for (let i = 0; i < completion.length; i++) {
+    resp.push(completion[i]!);
     cur.lossMask.push(1);
     cur.logprobs.push(t.logprobs[i]!);
   }
