@@ -1,0 +1,56 @@
+"""Bad requests get OpenAI-style 4xx errors naming the field, and the server keeps serving."""
+
+from __future__ import annotations
+
+import httpx2 as httpx
+import pytest
+
+from volt_trainer.model import DEFAULT_MODEL
+
+USER = [{"role": "user", "content": "hi"}]
+CASES = [
+    ("/v1/chat/completions", {"model": DEFAULT_MODEL}, 400, "messages"),
+    ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": []}, 400, "messages"),
+    ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": "hi"}, 400, "messages"),
+    ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": [{"role": "wizard", "content": "x"}]}, 400, "messages.0.role"),
+    ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": USER, "max_tokens": -1}, 400, "max_tokens"),
+    ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": USER, "temperature": "hot"}, 400, "temperature"),
+    ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": USER, "top_p": 0}, 400, "top_p"),
+    ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": USER, "max_tokens": 100000}, 400, "max_tokens"),
+    ("/v1/chat/completions", {"model": "no-such-model", "messages": USER}, 404, "model"),
+    ("/v1/chat/completions", {"messages": USER}, 400, "model"),
+    ("/v1/completions", {"model": DEFAULT_MODEL, "prompt": [99999999]}, 400, "prompt"),
+    ("/v1/completions", {"model": DEFAULT_MODEL, "prompt": "x", "n": 0}, 400, "n"),
+    ("/v1/load_lora_adapter", {"lora_name": "a b", "lora_path": "/tmp"}, 400, "lora_name"),
+]
+
+
+@pytest.fixture(scope="module")
+def http(server_url: str):
+    with httpx.Client(base_url=server_url, timeout=120) as client:
+        yield client
+
+
+@pytest.mark.parametrize(("path", "body", "status", "param"), CASES)
+def test_bad_request_is_an_openai_error(http: httpx.Client, path: str, body: dict, status: int, param: str) -> None:
+    response = http.post(path, json=body)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["param"] == param
+    assert param.split(".")[0] in error["message"]
+    assert set(error) == {"message", "type", "param", "code"}
+
+
+def test_invalid_json_and_unknown_route(http: httpx.Client) -> None:
+    broken = http.post("/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
+    assert broken.status_code == 400 and "JSON" in broken.json()["error"]["message"]
+    missing = http.get("/v1/nothing-here")
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found_error"
+
+
+def test_server_still_healthy_after_bad_input(http: httpx.Client) -> None:
+    for _, body, _, _ in CASES:
+        http.post("/v1/chat/completions", json=body)
+    assert http.get("/health").json()["status"] == "ok"
+    ok = http.post("/v1/chat/completions", json={"model": DEFAULT_MODEL, "messages": USER, "max_tokens": 2})
+    assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["role"] == "assistant"
