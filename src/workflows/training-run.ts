@@ -23,7 +23,7 @@ import { evaluation } from './evaluation.js';
 import { applyHyperParameters, validateHyperParameters } from './hyper-parameters.js';
 import { validation } from './proxies.js';
 import { trainingIteration } from './training-iteration.js';
-import type { Phase, RunState, RunStatus, TrainingRunInput } from './types.js';
+import type { Phase, RunState, RunStatus, TrainingIterationResult, TrainingRunInput } from './types.js';
 
 /**
  * A training run: validate the config (again — it may come raw from the Temporal CLI or Web UI), evaluate the base
@@ -82,9 +82,9 @@ export async function trainingRun(input: TrainingRunInput): Promise<RunStatus> {
   while (state.iteration < config.iterations) {
     if (paused) setCurrentDetails(`paused before iteration ${state.iteration}`);
     await condition(() => !paused);
-    const iteration = state.iteration;
+    const iteration: number = state.iteration;
     upsertSearchAttributes([{ key: IterationKey, value: iteration }]);
-    const result = await executeChild(trainingIteration, {
+    const result: TrainingIterationResult = await executeChild(trainingIteration, {
       workflowId: `${config.runId}-iter-${iteration}`,
       args: [{ config, iteration, policy: state.policy, best: state.best }],
       staticSummary: `iteration ${iteration}`,

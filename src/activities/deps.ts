@@ -1,0 +1,18 @@
+import type { VoltEnv } from '../config/env.js';
+import type { GatewayAdminClient } from '../gateway/admin-client.js';
+import type { RolloutRunner } from '../rollouts/spec.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import type { TaskSets } from './task-sets.js';
+
+/** Everything the activities touch, built once per worker process and passed in (no module singletons). */
+export interface ActivityDeps {
+  env: Readonly<VoltEnv>;
+  store: ObjectStore;
+  gateway: GatewayAdminClient;
+  runner: RolloutRunner;
+  taskSets: TaskSets;
+  /** Python interpreter with volt_trainer installed (VOLT_PYTHON, resolved). */
+  python: string;
+  /** Base URL of the model server (VOLT_MODEL_SERVER_URL). */
+  modelServerUrl: string;
+}

@@ -1,0 +1,76 @@
+import { Context } from '@temporalio/activity';
+import type { RunConfig } from '../config/run.js';
+import { loadEvidence } from '../rewards/evidence.js';
+import { scoreRollout } from '../rewards/registry.js';
+import { RewardInfraError } from '../rewards/types.js';
+import { keys } from '../storage/keys.js';
+import type { ActivityDeps } from './deps.js';
+import type { LaunchedRollout, RolloutOutcomeRecord } from './rollouts.js';
+
+export interface ScoredRolloutRecord {
+  rolloutId: string;
+  attempt: number;
+  taskId: string;
+  groupId: string;
+  outcome: RolloutOutcomeRecord['final']['outcome'];
+  /** null when the rollout failed for infrastructure reasons or its reward could not be computed: never a zero. */
+  reward: number | null;
+  parts: Record<string, number>;
+  flags: string[];
+  error: string | null;
+}
+
+export interface RewardsFile {
+  mode: 'train' | 'eval';
+  label: string;
+  meanReward: number;
+  scored: number;
+  infraFailed: number;
+  rollouts: ScoredRolloutRecord[];
+}
+
+export interface ComputeRewardsInput {
+  config: RunConfig;
+  iteration: number;
+  mode: 'train' | 'eval';
+  label: string;
+  results: LaunchedRollout[];
+}
+
+export const rewardsKeyFor = (config: RunConfig, iteration: number, mode: 'train' | 'eval', label: string) =>
+  mode === 'train' ? keys.rewards(config.runId, iteration) : keys.evaluation(config.runId, iteration, label);
+
+export const createRewardActivities = (deps: ActivityDeps) => ({
+  /** Score every rollout with the run's reward spec and write one rewards file; a re-run rewrites the same file. */
+  async computeRewards(input: ComputeRewardsInput): Promise<{ meanReward: number; scored: number; infraFailed: number; rewardsKey: string }> {
+    const ctx = Context.current();
+    const { config, iteration, mode, label } = input;
+    const { byId } = await deps.taskSets.load(mode === 'train' ? config.tasks.trainFile : config.tasks.evalFile);
+    const rollouts: ScoredRolloutRecord[] = [];
+    for (const launched of input.results) {
+      ctx.heartbeat({ scored: rollouts.length, total: input.results.length });
+      const record = await deps.store.getJson<RolloutOutcomeRecord>(keys.rolloutOutcome(config.runId, iteration, launched.rolloutId));
+      const base = { rolloutId: record.rolloutId, attempt: record.final.ref.attempt, taskId: record.taskId, groupId: record.groupId, outcome: record.final.outcome };
+      if (record.final.outcome === 'infra_failed') {
+        rollouts.push({ ...base, reward: null, parts: {}, flags: ['infra_failed'], error: record.final.detail });
+        continue;
+      }
+      const task = byId.get(record.taskId);
+      if (!task) throw new Error(`task ${record.taskId} is not in the task set`);
+      const evidence = await loadEvidence(deps.store, record.final, { workdir: record.final.workdir, snapshots: record.snapshots });
+      try {
+        const r = await scoreRollout(config.reward, task, evidence, { python: deps.python, env: process.env, signal: ctx.cancellationSignal });
+        rollouts.push({ ...base, reward: r.value, parts: r.parts, flags: r.flags, error: null });
+      } catch (err) {
+        if (!(err instanceof RewardInfraError)) throw err;
+        rollouts.push({ ...base, reward: null, parts: {}, flags: ['reward_infra_failed'], error: err.message });
+      }
+    }
+    const values = rollouts.flatMap((r) => (r.reward === null ? [] : [r.reward]));
+    const meanReward = values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
+    const file: RewardsFile = { mode, label, meanReward, scored: values.length, infraFailed: rollouts.length - values.length, rollouts };
+    const rewardsKey = rewardsKeyFor(config, iteration, mode, label);
+    await deps.store.putJson(rewardsKey, file);
+    return { meanReward, scored: file.scored, infraFailed: file.infraFailed, rewardsKey };
+  },
+});

@@ -1,0 +1,141 @@
+import { Context } from '@temporalio/activity';
+import type { RunConfig } from '../config/run.js';
+import type { RolloutOutcome } from '../contracts/rollout.js';
+import { prepareReward } from '../rewards/registry.js';
+import type { ProtectedSnapshot } from '../rewards/types.js';
+import { runWithRetries } from '../rollouts/retries.js';
+import { Semaphore } from '../rollouts/semaphore.js';
+import type { RunnerResult } from '../rollouts/spec.js';
+import { keys, type RolloutRef } from '../storage/keys.js';
+import type { PolicyRef } from '../workflows/types.js';
+import type { ActivityDeps } from './deps.js';
+
+export interface LaunchRolloutsInput {
+  config: RunConfig;
+  iteration: number;
+  mode: 'train' | 'eval';
+  label: string;
+  policy: PolicyRef;
+  tasks: { taskId: string; groupId: string; rolloutIds: string[] }[];
+}
+
+/** The final word on one rollout, written once at keys.rolloutOutcome: a retried activity reuses it. */
+export interface RolloutOutcomeRecord {
+  rolloutId: string;
+  taskId: string;
+  groupId: string;
+  final: RunnerResult;
+  attempts: { attempt: number; outcome: RolloutOutcome; detail: string | null }[];
+  snapshots: Record<string, ProtectedSnapshot>;
+}
+
+export interface LaunchedRollout {
+  rolloutId: string;
+  attempt: number;
+  outcome: RolloutOutcome;
+}
+
+export const createRolloutActivities = (deps: ActivityDeps) => ({
+  /**
+   * Run every rollout of the list through the runner (bounded by the runner's concurrency), each with its own
+   * gateway token, retrying only infra failures as new attempts. Idempotent: rollouts with an outcome record are
+   * reused; an attempt that was cut off by a crash is abandoned and the rollout runs again as the next attempt.
+   */
+  async launchRollouts(input: LaunchRolloutsInput): Promise<{ results: LaunchedRollout[] }> {
+    const ctx = Context.current();
+    const { config, iteration, mode, policy } = input;
+    const runId = config.runId;
+    const { byId } = await deps.taskSets.load(mode === 'train' ? config.tasks.trainFile : config.tasks.evalFile);
+    const jobs = input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ ...t, rolloutId })));
+    const progress = { total: jobs.length, done: 0, reused: 0, byOutcome: {} as Record<string, number> };
+    const beat = () => ctx.heartbeat({ ...progress });
+    const ticker = setInterval(beat, 2000);
+    const slots = new Semaphore(config.rollouts.concurrency);
+    try {
+      const settled = await Promise.allSettled(
+        jobs.map(async (job): Promise<LaunchedRollout> => {
+          const release = await slots.acquire(ctx.cancellationSignal);
+          try {
+            return await runOne(job);
+          } finally {
+            release();
+          }
+        }),
+      );
+      // Every job has settled before we fail, so nothing keeps running behind a retry of this activity.
+      const failed = settled.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      return { results: settled.map((s) => (s as PromiseFulfilledResult<LaunchedRollout>).value) };
+    } finally {
+      clearInterval(ticker);
+    }
+
+    async function runOne(job: (typeof jobs)[number]): Promise<LaunchedRollout> {
+      const outcomeKey = keys.rolloutOutcome(runId, iteration, job.rolloutId);
+      let record = await deps.store.getJsonOrNull<RolloutOutcomeRecord>(outcomeKey);
+      if (record) progress.reused += 1;
+      else {
+        const task = byId.get(job.taskId);
+        if (!task) throw new Error(`task ${job.taskId} is not in the task set`);
+        const firstAttempt = await nextAttempt(deps, runId, iteration, job.rolloutId);
+        const snapshots: Record<string, ProtectedSnapshot> = {};
+        const tokens = new Map<number, string>();
+        const attempts = await runWithRetries(
+          deps.runner,
+          {
+            ref: { runId, iteration, rolloutId: job.rolloutId, attempt: firstAttempt },
+            taskId: job.taskId,
+            groupId: job.groupId,
+            mode,
+            taskInput: task.input,
+            agent: { command: [...config.agent.command], ...(config.agent.cwd && { cwd: config.agent.cwd }) },
+            timeoutMs: config.agent.timeoutSec * 1000,
+            envAllowList: [...config.agent.envAllowList],
+            keepWorkdir: true,
+          },
+          {
+            maxAttempts: config.rollouts.maxAttempts,
+            firstAttempt,
+            signal: ctx.cancellationSignal,
+            register: async (ref: RolloutRef) => {
+              await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name });
+              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name });
+              tokens.set(ref.attempt, token);
+              return { token, baseUrl };
+            },
+            prepareWorkdir: async (workdir) => {
+              Object.assign(snapshots, await prepareReward(config.reward, workdir));
+            },
+          },
+        );
+        // Closing waits until every span of the attempt is in the object store, so rewards and batches see them all.
+        for (const token of tokens.values()) await deps.gateway.close(token);
+        const final = attempts[attempts.length - 1]!;
+        for (const a of attempts) await deps.store.putJson(keys.rolloutResult(a.ref), a);
+        record = {
+          rolloutId: job.rolloutId,
+          taskId: job.taskId,
+          groupId: job.groupId,
+          final,
+          attempts: attempts.map((a) => ({ attempt: a.ref.attempt, outcome: a.outcome, detail: a.detail })),
+          snapshots,
+        };
+        await deps.store.putJson(outcomeKey, record);
+      }
+      progress.done += 1;
+      progress.byOutcome[record.final.outcome] = (progress.byOutcome[record.final.outcome] ?? 0) + 1;
+      beat();
+      return { rolloutId: job.rolloutId, attempt: record.final.ref.attempt, outcome: record.final.outcome };
+    }
+  },
+});
+
+/** The attempt number after every attempt this rollout ever started (a crash leaves a started marker behind). */
+async function nextAttempt(deps: ActivityDeps, runId: string, iteration: number, rolloutId: string): Promise<number> {
+  let next = 0;
+  for await (const o of deps.store.list(keys.rolloutAttempts(runId, iteration, rolloutId))) {
+    const m = /attempt-(\d+)\//.exec(o.key);
+    if (m) next = Math.max(next, Number(m[1]) + 1);
+  }
+  return next;
+}

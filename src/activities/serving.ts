@@ -1,0 +1,73 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/activity';
+import { request } from 'undici';
+import type { RunConfig } from '../config/run.js';
+import { FailureType } from '../contracts/failures.js';
+import { keys } from '../storage/keys.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import type { PolicyRef } from '../workflows/types.js';
+import type { ActivityDeps } from './deps.js';
+
+/** keys.modelAlias(run, 'best'): the promoted checkpoint, with every earlier promotion kept for rollback. */
+export interface ModelAlias {
+  alias: string;
+  servedAs: string;
+  current: { policy: PolicyRef; score: number; iteration: number; at: string };
+  history: ModelAlias['current'][];
+}
+
+export const bestAliasName = (runId: string) => `${runId}-best`;
+
+/** Make the model server serve `policy` under `name` (vLLM's load_lora_adapter; in place, so it is idempotent). */
+export async function loadAdapter(deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>, policy: PolicyRef, name = policy.name): Promise<void> {
+  if (!policy.sha256) return; // the base model is always served
+  const dir = path.join(deps.env.dataDir, 'adapters', policy.sha256);
+  if (!existsSync(path.join(dir, 'adapter_config.json'))) {
+    try {
+      await deps.store.getCheckpoint(policy.sha256, dir);
+    } catch (err) {
+      throw ApplicationFailure.create({ type: FailureType.CheckpointNotFound, message: `checkpoint ${policy.sha256}: ${(err as Error).message}`, nonRetryable: true });
+    }
+  }
+  const res = await request(`${deps.modelServerUrl.replace(/\/+$/, '')}/v1/load_lora_adapter`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ lora_name: name, lora_path: dir, load_inplace: true }),
+  });
+  const text = await res.body.text();
+  if (res.statusCode >= 300) throw new Error(`model server load_lora_adapter ${name}: ${res.statusCode} ${text.slice(0, 300)}`);
+}
+
+/** Move the alias to `entry` (or back to the previous entry) and reload the served alias. */
+export async function writeAlias(store: ObjectStore, runId: string, entry: ModelAlias['current']): Promise<ModelAlias> {
+  const key = keys.modelAlias(runId, 'best');
+  const old = await store.getJsonOrNull<ModelAlias>(key);
+  const alias: ModelAlias = {
+    alias: 'best',
+    servedAs: bestAliasName(runId),
+    current: entry,
+    history: old ? [...old.history, old.current] : [],
+  };
+  await store.putJson(key, alias);
+  return alias;
+}
+
+export const createServingActivities = (deps: ActivityDeps) => ({
+  /** Load the policy rollouts will sample from into the model server. */
+  async servePolicy(input: { policy: PolicyRef }): Promise<void> {
+    await loadAdapter(deps, input.policy);
+  },
+
+  /** Promotion: the `best` alias in the object store moves to the candidate and the server serves it as `<run>-best`. */
+  async promoteCheckpoint(input: { config: RunConfig; iteration: number; policy: PolicyRef; score: number }): Promise<void> {
+    const { config, iteration, policy, score } = input;
+    const key = keys.modelAlias(config.runId, 'best');
+    const existing = await deps.store.getJsonOrNull<ModelAlias>(key);
+    // Idempotent: a retry after the alias was written only reloads the adapter.
+    if (existing?.current.policy.sha256 !== policy.sha256 || existing.current.iteration !== iteration) {
+      await writeAlias(deps.store, config.runId, { policy, score, iteration, at: new Date().toISOString() });
+    }
+    await loadAdapter(deps, policy, bestAliasName(config.runId));
+  },
+});

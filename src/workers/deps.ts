@@ -1,0 +1,24 @@
+import path from 'node:path';
+import type { ActivityDeps } from '../activities/deps.js';
+import { TaskSets } from '../activities/task-sets.js';
+import type { VoltEnv } from '../config/env.js';
+import { GatewayAdminClient } from '../gateway/admin-client.js';
+import { LocalRunner } from '../rollouts/local-runner.js';
+import { objectStoreLogSink } from '../rollouts/log-sink.js';
+import { createObjectStore } from '../storage/object-store.js';
+
+/** Build the clients every activity closes over, once per worker process. */
+export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cwd()): Promise<ActivityDeps> {
+  const store = createObjectStore(env);
+  await store.ensureBucket();
+  return {
+    env,
+    store,
+    gateway: new GatewayAdminClient(env.VOLT_GATEWAY_URL, env.VOLT_GATEWAY_ADMIN_KEY),
+    // The per-run bound is rollouts.concurrency (enforced by the activity); this caps the whole worker.
+    runner: new LocalRunner({ root: path.join(env.dataDir, 'rollouts'), logs: objectStoreLogSink(store), concurrency: 64 }),
+    taskSets: new TaskSets(cwd),
+    python: path.resolve(cwd, env.VOLT_PYTHON),
+    modelServerUrl: env.VOLT_MODEL_SERVER_URL,
+  };
+}
