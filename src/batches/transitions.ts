@@ -14,7 +14,7 @@ export type BreakReason = 'prefix_mismatch' | 'error_span' | 'missing_token_ids'
 /** Why a span is not a transition; such spans are excluded and counted, never re-tokenized. */
 export type SpanExclusion = Exclude<BreakReason, 'prefix_mismatch'>;
 
-/** The span's transition, or why it cannot be one. */
+/** The span's transition, or why it cannot be one (unusable engine token data counts as missing). */
 export function toTransition(span: Span): Transition | SpanExclusion {
   if (span.status !== 'ok') return 'error_span';
   const choice = span.choices.find((c) => c.index === 0) ?? span.choices[0];
@@ -23,6 +23,12 @@ export function toTransition(span: Span): Transition | SpanExclusion {
   const logprobs = choice?.logprobs;
   if (!promptIds || promptIds.length === 0 || !completionIds || !logprobs || logprobs.length !== completionIds.length) {
     return 'missing_token_ids';
+  }
+  // A NaN or positive logprob (or a non-integer id) would make the whole batch fail the trainer's schema check.
+  for (let i = 0; i < completionIds.length; i++) {
+    const id = completionIds[i]!;
+    const lp = logprobs[i]!;
+    if (!Number.isInteger(id) || id < 0 || !(lp <= 0) || !Number.isFinite(lp)) return 'missing_token_ids';
   }
   return { spanId: span.spanId, seq: span.seq, promptIds, completionIds, logprobs };
 }

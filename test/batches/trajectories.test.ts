@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import type { Span } from '../../src/contracts/span.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 import { buildTrajectories, type Trajectory } from '../../src/batches/trajectories.js';
+import { toTransition } from '../../src/batches/transitions.js';
 
 const ref = { runId: 'run1', iteration: 0, rolloutId: 'r1', attempt: 0 };
 
@@ -96,5 +97,19 @@ void describe('buildTrajectories', () => {
       assert.deepEqual(used, usable, 'every usable span in exactly one sample, in order');
       assert.equal(out.transitions, usable.length);
     }), { numRuns: 300 });
+  });
+});
+
+void describe('toTransition', () => {
+  void it('treats unusable engine token data as missing, so no invalid sample reaches the trainer', () => {
+    const [span] = syntheticRollout(ref, { turns: 1, seed: 3 });
+    const withChoice = (tokenIds: number[] | null, logprobs: number[] | null): Span => ({ ...span!, choices: [{ ...span!.choices[0]!, tokenIds, logprobs }] });
+    assert.equal(typeof toTransition(span!), 'object');
+    assert.equal(toTransition(withChoice([1, 2], [-0.1])), 'missing_token_ids', 'length mismatch');
+    assert.equal(toTransition(withChoice([1, 2], [-0.1, NaN])), 'missing_token_ids');
+    assert.equal(toTransition(withChoice([1, 2], [-0.1, 0.2])), 'missing_token_ids');
+    assert.equal(toTransition(withChoice([1, -2], [-0.1, -0.2])), 'missing_token_ids');
+    assert.equal(toTransition({ ...span!, promptTokenIds: [] }), 'missing_token_ids');
+    assert.equal(toTransition({ ...span!, status: 'error' }), 'error_span');
   });
 });
