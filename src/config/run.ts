@@ -24,7 +24,8 @@ export const runConfigSchema = z.strictObject({
     /** LoRA adapter trained on top of the frozen base. */
     lora: z.strictObject({
       rank: int(1).max(256).default(8),
-      alpha: z.number().positive().default(16),
+      /** Scale is alpha / rank; an integer, as the trainer's lora_alpha is. */
+      alpha: int(1).max(4096).default(16),
       dropout: z.number().min(0).lt(1).default(0),
       /** Module names (as in the model's state dict) that get adapters. */
       targetModules: z.array(z.string().min(1)).min(1).default(['q_proj', 'v_proj']),

@@ -65,7 +65,14 @@ export class ObjectStore {
 
   async ensureBucket(): Promise<void> {
     await this.call('ensureBucket', null, async () => {
-      if (!(await this.client.bucketExists(this.bucket))) await this.client.makeBucket(this.bucket, this.opts.region);
+      if (await this.client.bucketExists(this.bucket)) return;
+      try {
+        await this.client.makeBucket(this.bucket, this.opts.region);
+      } catch (err) {
+        // Another worker created it between our check and our create: that is success.
+        const code = (err as { code?: unknown }).code;
+        if (code !== 'BucketAlreadyOwnedByYou' && code !== 'BucketAlreadyExists') throw err;
+      }
     });
   }
 

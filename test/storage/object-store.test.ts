@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { z } from 'zod';
+import { loadEnv } from '../../src/config/env.js';
 import { freePort } from '../../src/stack/ports.js';
 import {
   BucketNotFoundError, CorruptObjectError, ObjectNotFoundError, ObjectStoreError, ObjectStoreUnavailableError,
@@ -65,6 +66,15 @@ void describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
     await assert.rejects(other.getJson('a.json'), BucketNotFoundError);
     const down = createObjectStore({ ...services.s3, endpoint: `http://127.0.0.1:${await freePort('127.0.0.1')}` });
     await assert.rejects(down.putJson('a.json', {}), (e: Error) => e instanceof ObjectStoreUnavailableError && /ECONNREFUSED/.test(e.message));
+  });
+
+  void it('is created from the parsed VOLT_S3_* environment and creates buckets concurrently without errors', async () => {
+    const fromEnv = createObjectStore(loadEnv({ ...services.env, VOLT_S3_BUCKET: 'volt-env-bucket' }));
+    assert.equal(fromEnv.bucket, 'volt-env-bucket');
+    await Promise.all([fromEnv.ensureBucket(), fromEnv.ensureBucket(), fromEnv.ensureBucket()]);
+    await fromEnv.putJson('from-env.json', { ok: true });
+    assert.deepEqual(await fromEnv.getJson('from-env.json'), { ok: true });
+    assert.equal(await store.stat('from-env.json'), null, 'a different bucket is a different namespace');
   });
 
   void it('refuses unsafe keys before any request', async () => {
