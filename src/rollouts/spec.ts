@@ -61,7 +61,7 @@ export interface RunnerResult extends RolloutResult {
 }
 
 /** Called with the fresh workdir before the agent starts, e.g. so a reward can snapshot files. */
-export type PrepareWorkdir = (workdir: string, spec: RolloutSpec) => Promise<void>;
+export type PrepareWorkdir = (workdir: string, spec: RolloutSpec) => Promise<unknown>;
 
 export interface RunOptions {
   prepareWorkdir?: PrepareWorkdir;

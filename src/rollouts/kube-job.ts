@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import type { V1EnvVar, V1Job, V1SecurityContext } from '@kubernetes/client-node';
+import { contractEnv } from './agent-env.js';
+import type { KubeRunnerConfig } from './kube-config.js';
+import { agentTaskJson, type RolloutSpec } from './spec.js';
+import type { RolloutRef } from '../storage/keys.js';
+
+export const AGENT_CONTAINER = 'agent';
+export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
+const TASK_ANNOTATION = 'volt.dev/task';
+const TASK_DIR = '/volt/task';
+const WORKSPACE = '/workspace';
+
+/** A DNS-1123 Job name from the ids; the hash keeps names distinct after lower-casing and truncation. */
+export function jobName(ref: RolloutRef): string {
+  const hash = createHash('sha256').update(JSON.stringify([ref.runId, ref.iteration, ref.rolloutId, ref.attempt])).digest('hex').slice(0, 10);
+  const readable = `volt-${ref.runId}-${ref.iteration}-${ref.rolloutId}-a${ref.attempt}`
+    .toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-');
+  return `${readable.slice(0, 63 - hash.length - 1).replace(/-+$/, '')}-${hash}`;
+}
+
+/** A label value (63 chars of [A-Za-z0-9_.-], alphanumeric at both ends) from an id; full ids go in annotations. */
+const labelValue = (v: string | number) => String(v).slice(0, 63).replace(/[^A-Za-z0-9]+$/, '');
+
+/**
+ * The Job of one rollout attempt: never retried by Kubernetes (Volt retries infra failures as new attempts),
+ * bounded by activeDeadlineSeconds, non-root with no capabilities, no API token, and only the contract's env.
+ * The task reaches the agent as VOLT_TASK and, through a downward-API volume, as the file VOLT_TASK_FILE.
+ */
+export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig): V1Job {
+  const { ref } = spec;
+  const name = jobName(ref);
+  const labels = {
+    'app.kubernetes.io/name': 'volt-rollout',
+    'app.kubernetes.io/managed-by': 'volt',
+    'volt.dev/run': labelValue(ref.runId),
+    'volt.dev/iteration': labelValue(ref.iteration),
+    'volt.dev/rollout': labelValue(ref.rolloutId),
+    'volt.dev/attempt': labelValue(ref.attempt),
+  };
+  const annotations = {
+    'volt.dev/ref': JSON.stringify(ref), 'volt.dev/task-id': spec.taskId, 'volt.dev/group-id': spec.groupId, 'volt.dev/mode': spec.mode,
+  };
+  const env: V1EnvVar[] = Object.entries({
+    ...contractEnv(spec, { taskFile: `${TASK_DIR}/task.json` }),
+    HOME: WORKSPACE,
+    TMPDIR: '/tmp',
+  }).map(([n, value]) => ({ name: n, value }));
+  const containerSecurity: V1SecurityContext = {
+    runAsNonRoot: true, runAsUser: cfg.runAsUser, runAsGroup: cfg.runAsUser, allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' },
+  };
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name, namespace: cfg.namespace, labels, annotations },
+    spec: {
+      backoffLimit: 0,
+      activeDeadlineSeconds: Math.max(1, Math.ceil(spec.timeoutMs / 1000)),
+      ttlSecondsAfterFinished: cfg.ttlSecondsAfterFinished,
+      template: {
+        metadata: { labels, annotations: { ...annotations, [TASK_ANNOTATION]: agentTaskJson(spec) } },
+        spec: {
+          restartPolicy: 'Never',
+          automountServiceAccountToken: false,
+          // Service links would put every Service's host/port of the namespace into the agent's env.
+          enableServiceLinks: false,
+          securityContext: {
+            runAsNonRoot: true, runAsUser: cfg.runAsUser, runAsGroup: cfg.runAsUser, fsGroup: cfg.runAsUser,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          containers: [{
+            name: AGENT_CONTAINER,
+            image: cfg.image,
+            imagePullPolicy: cfg.imagePullPolicy,
+            command: [...spec.agent.command],
+            workingDir: spec.agent.cwd ?? WORKSPACE,
+            env,
+            resources: { requests: { ...cfg.resources.requests }, limits: { ...cfg.resources.limits } },
+            securityContext: containerSecurity,
+            volumeMounts: [
+              { name: 'workspace', mountPath: WORKSPACE },
+              { name: 'tmp', mountPath: '/tmp' },
+              { name: 'task', mountPath: TASK_DIR, readOnly: true },
+            ],
+          }],
+          volumes: [
+            { name: 'workspace', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
+            { name: 'tmp', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
+            { name: 'task', downwardAPI: { items: [{ path: 'task.json', fieldRef: { fieldPath: `metadata.annotations['${TASK_ANNOTATION}']` } }] } },
+          ],
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,155 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiException, BatchV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { parseFrozen } from '../config/errors.js';
+import { keys } from '../storage/keys.js';
+import { parseKubeRunnerConfig, type KubeRunnerConfig, type KubeRunnerConfigInput } from './kube-config.js';
+import { AGENT_CONTAINER, JOB_NAME_LABEL, buildRolloutJob, jobName } from './kube-job.js';
+import { classifyJob, type KubeVerdict } from './kube-outcome.js';
+import { Semaphore } from './semaphore.js';
+import {
+  RolloutCancelledError, rolloutSpecSchema,
+  type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunnerResult,
+} from './spec.js';
+import { TokenBucket } from './token-bucket.js';
+
+/** `status message` of a Kubernetes API failure, for the operator. */
+function apiError(what: string, e: unknown): string {
+  if (e instanceof ApiException) {
+    const body = typeof e.body === 'string' ? e.body : JSON.stringify(e.body);
+    let message = body;
+    try {
+      message = (JSON.parse(body) as { message?: string }).message ?? body;
+    } catch { /* not JSON: keep the raw body */ }
+    return `${what}: HTTP ${e.code}: ${message}`;
+  }
+  return `${what}: ${(e as Error).message}`;
+}
+
+/** Runs each rollout attempt as one Kubernetes Job, polls it to an outcome, and keeps the pod's log. */
+export class KubeRunner implements RolloutRunner {
+  private readonly cfg: Readonly<KubeRunnerConfig>;
+  private readonly batch: BatchV1Api;
+  private readonly core: CoreV1Api;
+  private readonly creates: TokenBucket;
+  private readonly slots: Semaphore;
+
+  constructor(kubeConfig: KubeConfig, config: KubeRunnerConfigInput, private readonly logs: LogSink) {
+    this.cfg = parseKubeRunnerConfig(config);
+    this.batch = kubeConfig.makeApiClient(BatchV1Api);
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.creates = new TokenBucket(this.cfg.createsPerSecond, this.cfg.createBurst);
+    this.slots = new Semaphore(this.cfg.concurrency);
+  }
+
+  async run(input: RolloutSpecInput, signal: AbortSignal): Promise<RunnerResult> {
+    const spec = parseFrozen(rolloutSpecSchema, input, 'rollout spec');
+    let release: () => void;
+    try {
+      release = await this.slots.acquire(signal);
+      await this.creates.take(signal).catch((e: unknown) => {
+        release();
+        throw e;
+      });
+    } catch (e) {
+      throw new RolloutCancelledError(spec.ref, signal.reason ?? e);
+    }
+    try {
+      return await this.attempt(spec, signal);
+    } finally {
+      release();
+    }
+  }
+
+  private async attempt(spec: RolloutSpec, signal: AbortSignal): Promise<RunnerResult> {
+    const { namespace } = this.cfg;
+    const name = jobName(spec.ref);
+    const started = performance.now();
+    const finish = async (v: KubeVerdict, pods: V1Pod[]): Promise<RunnerResult> => {
+      const log = await this.fetchLog(pods);
+      let detail = v.detail;
+      let outcome = v.outcome;
+      try {
+        await Promise.all([
+          this.logs.put(keys.rolloutLog(spec.ref, 'stdout'), log),
+          this.logs.put(keys.rolloutLog(spec.ref, 'stderr'), Buffer.alloc(0)),
+        ]);
+      } catch (e) {
+        [outcome, detail] = ['infra_failed', `log upload failed: ${(e as Error).message}`];
+      }
+      return {
+        ref: spec.ref, taskId: spec.taskId, groupId: spec.groupId, mode: spec.mode, outcome, exitCode: v.exitCode,
+        signal: null, durationMs: Math.round(performance.now() - started), outputText: null,
+        stdoutKey: keys.rolloutLog(spec.ref, 'stdout'), stderrKey: keys.rolloutLog(spec.ref, 'stderr'), detail, workdir: null,
+      };
+    };
+
+    try {
+      await this.batch.createNamespacedJob({ namespace, body: buildRolloutJob(spec, this.cfg) });
+    } catch (e) {
+      // 409: this attempt's Job exists already (the activity was re-run); watch it instead of failing.
+      if (!(e instanceof ApiException && e.code === 409)) {
+        return finish({ outcome: 'infra_failed', exitCode: null, detail: apiError(`create Job ${name}`, e) }, []);
+      }
+    }
+
+    const giveUpAt = started + spec.timeoutMs + this.cfg.deadlineSlackMs;
+    let apiErrors = 0;
+    let pods: V1Pod[] = [];
+    for (;;) {
+      if (signal.aborted) {
+        const failed = await this.deleteJob(name);
+        throw new RolloutCancelledError(spec.ref, failed ? `${String(signal.reason)}; ${failed}` : signal.reason);
+      }
+      let verdict: KubeVerdict | null = null;
+      try {
+        const job = await this.batch.readNamespacedJob({ name, namespace });
+        pods = (await this.core.listNamespacedPod({ namespace, labelSelector: `${JOB_NAME_LABEL}=${name}` })).items;
+        apiErrors = 0;
+        verdict = classifyJob(job, pods);
+      } catch (e) {
+        if (e instanceof ApiException && e.code === 404) {
+          verdict = { outcome: 'infra_failed', exitCode: null, detail: `Job ${name} disappeared before it finished` };
+        } else if (++apiErrors >= this.cfg.maxApiErrors) {
+          verdict = { outcome: 'infra_failed', exitCode: null, detail: apiError(`watching Job ${name}`, e) };
+        }
+      }
+      if (!verdict && performance.now() > giveUpAt) {
+        verdict = { outcome: 'timed_out', exitCode: null, detail: `Job ${name} did not finish within ${spec.timeoutMs} ms + slack` };
+      }
+      if (verdict) {
+        // Stuck, timed-out or broken Jobs are removed now; finished ones stay for ttlSecondsAfterFinished.
+        if (verdict.outcome === 'infra_failed' || verdict.outcome === 'timed_out') {
+          const failed = await this.deleteJob(name);
+          if (failed) verdict = { ...verdict, detail: `${verdict.detail ?? ''}; ${failed}` };
+        }
+        return finish(verdict, pods);
+      }
+      await sleep(this.cfg.pollIntervalMs, undefined, { signal }).catch(() => undefined);
+    }
+  }
+
+  /** Delete the Job and, in the background, its pods; already gone is fine. Returns the error, if any. */
+  private async deleteJob(name: string): Promise<string | null> {
+    try {
+      await this.batch.deleteNamespacedJob({ name, namespace: this.cfg.namespace, propagationPolicy: 'Background' });
+      return null;
+    } catch (e) {
+      return e instanceof ApiException && e.code === 404 ? null : apiError(`delete Job ${name}`, e);
+    }
+  }
+
+  /** The newest pod's agent log (stdout and stderr merged by Kubernetes), bounded; a note if unavailable. */
+  private async fetchLog(pods: V1Pod[]): Promise<Buffer> {
+    const created = (p: V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
+    const pod = [...pods].sort((a, b) => created(b) - created(a))[0];
+    if (!pod?.metadata?.name) return Buffer.from('[volt: no pod was created]\n');
+    try {
+      const text = await this.core.readNamespacedPodLog({
+        name: pod.metadata.name, namespace: this.cfg.namespace, container: AGENT_CONTAINER, limitBytes: this.cfg.logLimitBytes,
+      });
+      return Buffer.from(text);
+    } catch (e) {
+      return Buffer.from(`[volt: ${apiError(`log of pod ${pod.metadata.name}`, e)}]\n`);
+    }
+  }
+}

@@ -1,0 +1,181 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Job } from 'kubernetes-models/batch/v1/Job';
+import type { V1Job, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+
+/**
+ * A FAKE Kubernetes API server (no real cluster can run here), speaking only what KubeRunner uses:
+ * create/get/delete Job, list pods by label, read a pod's log. Every Job it receives is validated against
+ * the Kubernetes schema (kubernetes-models) and rejected with a 422 Status when invalid; it is stricter than
+ * a real cluster in refusing pod templates that break the "restricted" Pod Security profile (403).
+ * Tests drive pod and Job status by hand through the methods below.
+ */
+export class FakeKubeApi {
+  readonly jobs = new Map<string, V1Job>();
+  readonly pods = new Map<string, V1Pod>();
+  readonly logs = new Map<string, string>();
+  readonly deletes: { name: string; propagationPolicy: string | null }[] = [];
+  readonly rejected: { code: number; message: string }[] = [];
+  private failures: number[] = [];
+  private server: Server | null = null;
+
+  constructor(readonly token = `fake-${randomUUID()}`) {}
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', r));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  stop(): Promise<void> {
+    // The client keeps connections alive; close them or close() waits for their idle timeout.
+    this.server?.closeAllConnections();
+    return new Promise((r) => (this.server ? this.server.close(() => r()) : r()));
+  }
+
+  /** The next `n` API calls fail with HTTP `code` (an unhealthy API server). */
+  failNext(n: number, code = 503): void {
+    this.failures.push(...Array<number>(n).fill(code));
+  }
+
+  podOf(jobName: string): V1Pod {
+    const pod = [...this.pods.values()].find((p) => p.metadata?.labels?.['batch.kubernetes.io/job-name'] === jobName);
+    if (!pod) throw new Error(`fake: no pod for Job ${jobName}`);
+    return pod;
+  }
+
+  /** Agent exited with `exitCode`: pod Succeeded/Failed, Job Complete/Failed (backoffLimit 0). */
+  finish(jobName: string, exitCode: number, log = ''): void {
+    const pod = this.podOf(jobName);
+    pod.status = {
+      phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+      containerStatuses: [{ name: 'agent', image: 'x', imageID: '', ready: false, restartCount: 0,
+        state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error' } } }],
+    };
+    this.logs.set(pod.metadata?.name as string, log);
+    this.setJobCondition(jobName, exitCode === 0 ? 'Complete' : 'Failed', exitCode === 0 ? 'Completed' : 'BackoffLimitExceeded');
+  }
+
+  evict(jobName: string): void {
+    this.podOf(jobName).status = { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' };
+    this.setJobCondition(jobName, 'Failed', 'BackoffLimitExceeded');
+  }
+
+  exceedDeadline(jobName: string): void {
+    this.podOf(jobName).status = { phase: 'Failed', containerStatuses: [{ name: 'agent', image: 'x', imageID: '', ready: false,
+      restartCount: 0, state: { terminated: { exitCode: 137, reason: 'Error' } } }] };
+    this.setJobCondition(jobName, 'Failed', 'DeadlineExceeded', 'Job was active longer than specified deadline');
+  }
+
+  failImagePull(jobName: string): void {
+    this.podOf(jobName).status = { phase: 'Pending', containerStatuses: [{ name: 'agent', image: 'x', imageID: '', ready: false,
+      restartCount: 0, state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image "registry.invalid/agent:1"' } } }] };
+  }
+
+  loseNode(jobName: string): void {
+    this.podOf(jobName).status = { phase: 'Unknown', reason: 'NodeLost', message: 'Node node-1 which was running pod is unresponsive' };
+  }
+
+  private setJobCondition(jobName: string, type: string, reason: string, message = ''): void {
+    const job = this.jobs.get(jobName);
+    if (!job) throw new Error(`fake: no Job ${jobName}`);
+    job.status = { ...job.status, conditions: [{ type, status: 'True', reason, message }] };
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const send = (code: number, body: unknown, type = 'application/json') => {
+      res.writeHead(code, { 'content-type': type });
+      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+    };
+    const status = (code: number, reason: string, message: string) => {
+      if (code >= 400) this.rejected.push({ code, message });
+      send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: code < 400 ? 'Success' : 'Failure', message, reason, code });
+    };
+    if (req.headers.authorization !== `Bearer ${this.token}`) return status(401, 'Unauthorized', 'Unauthorized');
+    const failure = this.failures.shift();
+    if (failure) return status(failure, 'ServiceUnavailable', 'fake: injected API failure');
+    let raw = '';
+    for await (const c of req) raw += c;
+
+    const jobs = url.pathname.match(/^\/apis\/batch\/v1\/namespaces\/([^/]+)\/jobs(?:\/([^/]+))?$/);
+    const podList = url.pathname.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods$/);
+    const podLog = url.pathname.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/log$/);
+    if (jobs && req.method === 'POST' && !jobs[2]) return this.createJob(jobs[1] as string, raw, send, status);
+    if (jobs?.[2]) {
+      const job = this.jobs.get(jobs[2]);
+      if (!job) return status(404, 'NotFound', `jobs.batch "${jobs[2]}" not found`);
+      if (req.method === 'GET') return send(200, job);
+      if (req.method === 'DELETE') {
+        const body = raw ? (JSON.parse(raw) as { propagationPolicy?: string }) : {};
+        this.deletes.push({ name: jobs[2], propagationPolicy: url.searchParams.get('propagationPolicy') ?? body.propagationPolicy ?? null });
+        this.jobs.delete(jobs[2]);
+        for (const [name, pod] of this.pods) if (pod.metadata?.labels?.['batch.kubernetes.io/job-name'] === jobs[2]) this.pods.delete(name);
+        return status(200, '', 'deleted');
+      }
+    }
+    if (podList && req.method === 'GET') {
+      const selector = url.searchParams.get('labelSelector') ?? '';
+      if (!/^([\w./-]+=[\w.-]+)(,[\w./-]+=[\w.-]+)*$/.test(selector)) return status(400, 'BadRequest', `fake: unsupported labelSelector ${selector}`);
+      const wanted = selector.split(',').map((kv) => kv.split('=') as [string, string]);
+      const items = [...this.pods.values()].filter((p) => wanted.every(([k, v]) => p.metadata?.labels?.[k] === v));
+      return send(200, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items });
+    }
+    if (podLog && req.method === 'GET') {
+      const log = this.logs.get(podLog[2] as string);
+      if (log === undefined) return status(404, 'NotFound', `pods "${podLog[2]}" not found`);
+      const limit = Number(url.searchParams.get('limitBytes') ?? Infinity);
+      return send(200, Buffer.from(log).subarray(0, limit).toString(), 'text/plain');
+    }
+    return status(404, 'NotFound', `fake: no route ${req.method} ${url.pathname}`);
+  }
+
+  private createJob(namespace: string, raw: string, send: (c: number, b: unknown) => void, status: (c: number, r: string, m: string) => void): void {
+    const body = JSON.parse(raw) as V1Job;
+    try {
+      new Job(body as ConstructorParameters<typeof Job>[0]).validate();
+    } catch (e) {
+      return status(422, 'Invalid', `Job is invalid: ${(e as Error).message}`);
+    }
+    const name = body.metadata?.name ?? '';
+    const labelProblems = Object.entries({ ...body.metadata?.labels, ...body.spec?.template.metadata?.labels })
+      .filter(([k, v]) => !/^([a-z0-9.-]{1,253}\/)?[A-Za-z0-9]([\w.-]{0,61}[A-Za-z0-9])?$/.test(k) || !/^([A-Za-z0-9]([\w.-]{0,61}[A-Za-z0-9])?)?$/.test(v));
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name) || labelProblems.length) {
+      return status(422, 'Invalid', `Job "${name}" is invalid: name or labels ${JSON.stringify(labelProblems)}`);
+    }
+    if (body.metadata?.namespace && body.metadata.namespace !== namespace) return status(400, 'BadRequest', 'namespace mismatch');
+    const violations = restrictedViolations(body.spec?.template.spec);
+    if (violations.length) return status(403, 'Forbidden', `violates PodSecurity "restricted:latest": ${violations.join(', ')}`);
+    if (this.jobs.has(name)) return status(409, 'AlreadyExists', `jobs.batch "${name}" already exists`);
+    const uid = randomUUID();
+    const created = new Date().toISOString();
+    const job: V1Job = { ...body, metadata: { ...body.metadata, namespace, uid, creationTimestamp: created as unknown as Date }, status: {} };
+    this.jobs.set(name, job);
+    const podName = `${name.slice(0, 57)}-${randomBytes(3).toString('hex').slice(0, 5)}`;
+    this.pods.set(podName, {
+      metadata: { name: podName, namespace, creationTimestamp: created as unknown as Date,
+        labels: { ...body.spec?.template.metadata?.labels, 'batch.kubernetes.io/job-name': name, 'batch.kubernetes.io/controller-uid': uid } },
+      spec: body.spec?.template.spec,
+      status: { phase: 'Pending' },
+    });
+    send(201, job);
+  }
+}
+
+/** The "restricted" Pod Security checks a rollout pod must pass. */
+function restrictedViolations(spec: V1PodSpec | undefined): string[] {
+  if (!spec) return ['no pod spec'];
+  const out: string[] = [];
+  for (const c of spec.containers) {
+    const sc = c.securityContext;
+    if (sc?.allowPrivilegeEscalation !== false) out.push(`${c.name}: allowPrivilegeEscalation != false`);
+    if (!sc?.capabilities?.drop?.includes('ALL')) out.push(`${c.name}: capabilities.drop != ALL`);
+    if ((sc?.runAsNonRoot ?? spec.securityContext?.runAsNonRoot) !== true) out.push(`${c.name}: runAsNonRoot != true`);
+    const seccomp = sc?.seccompProfile?.type ?? spec.securityContext?.seccompProfile?.type;
+    if (seccomp !== 'RuntimeDefault' && seccomp !== 'Localhost') out.push(`${c.name}: seccompProfile`);
+  }
+  if (spec.volumes?.some((v) => v.hostPath)) out.push('hostPath volumes');
+  if (spec.hostNetwork || spec.hostPID || spec.hostIPC) out.push('host namespaces');
+  return out;
+}
