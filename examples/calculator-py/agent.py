@@ -64,16 +64,29 @@ def format_number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(round(value, 6))
 
 
+def without_words(text: str) -> str:
+    """Units and labels ("12*7 (eggs)") are not arithmetic; drop them and the brackets they leave empty."""
+    return re.sub(r"\(\s*\)", "", re.sub(r"[A-Za-z]{2,}", "", text))
+
+
+def final_answer(text: str) -> str:
+    """Models often write "4*6 = 24" or just "4*6": take the last side and compute it."""
+    try:
+        return format_number(evaluate(without_words(text.split("=")[-1])))
+    except CalcError:
+        return text.strip()
+
+
 def react_to(content: str) -> tuple[str | None, str | None]:
     """Returns (final answer, None) or (None, next user message). Tags may be left open by the stop string."""
     answer = re.search(r"<answer>([\s\S]*?)(?:</answer>|$)", content)
     if answer:
-        return answer.group(1).strip(), None
+        return final_answer(answer.group(1)), None
     calc = re.search(r"<calc>([\s\S]*?)(?:</calc>|$)", content)
     if not calc:
         return None, "Write <calc>expression</calc> to calculate or <answer>number</answer> to answer."
     try:
-        return None, f"Result: {format_number(evaluate(calc.group(1)))}"
+        return None, f"Result: {format_number(evaluate(without_words(calc.group(1))))}"
     except CalcError as error:
         return None, f"Error: {error}"
 

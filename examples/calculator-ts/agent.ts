@@ -47,15 +47,28 @@ function readTask(): z.infer<typeof taskSchema> {
   return parseOrExplain(taskSchema, JSON.parse(raw), 'task');
 }
 
+// Units and labels ("12*7 (eggs)") are not arithmetic; drop them and the brackets they leave empty.
+const withoutWords = (text: string) => text.replace(/[A-Za-z]{2,}/g, '').replace(/\(\s*\)/g, '');
+
+/** The number an answer states: models often write "4*6 = 24" or just "4*6", so take the last side and compute it. */
+function finalAnswer(text: string): string {
+  const lastSide = text.split('=').at(-1)?.trim() ?? '';
+  try {
+    return formatNumber(evaluate(withoutWords(lastSide)));
+  } catch {
+    return text.trim();
+  }
+}
+
 /** The agent's reply to one model turn: either the final answer or the next user message. */
 function reactTo(content: string): { answer: string } | { reply: string } {
   // Tags may be left open when the server cut the text at the stop string.
   const answer = /<answer>([\s\S]*?)(?:<\/answer>|$)/.exec(content);
-  if (answer) return { answer: (answer[1] ?? '').trim() };
+  if (answer) return { answer: finalAnswer(answer[1] ?? '') };
   const calc = /<calc>([\s\S]*?)(?:<\/calc>|$)/.exec(content);
   if (!calc) return { reply: 'Write <calc>expression</calc> to calculate or <answer>number</answer> to answer.' };
   try {
-    return { reply: `Result: ${formatNumber(evaluate(calc[1] ?? ''))}` };
+    return { reply: `Result: ${formatNumber(evaluate(withoutWords(calc[1] ?? '')))}` };
   } catch (error) {
     if (error instanceof ArithmeticError) return { reply: `Error: ${error.message}` };
     throw error;

@@ -76,7 +76,7 @@ for (const [name, argv] of Object.entries(agents)) {
 
     void it('evaluates precedence and parentheses, and reports calculator errors to the model', async () => {
       const { run, output, requests } = await runScripted(argv,
-        ['<calc>(2 + 3) * 4 - 6 / 4</calc>', '<calc>5/0</calc>', '<calc>__import__("os")</calc>', '<answer>18.5</answer>'], task);
+        ['<calc>(2 + 3) * 4 - 6 / 4 (chairs)</calc>', '<calc>5/0</calc>', '<calc>__import__("os")</calc>', '<answer>18.5</answer>'], task);
       assert.equal(run.code, 0, run.stderr);
       assert.equal(output, '18.5');
       assert.equal(lastUser(requests[1]!.messages), 'Result: 18.5');
@@ -96,6 +96,15 @@ for (const [name, argv] of Object.entries(agents)) {
       const { run, output } = await runScripted(argv, ['<answer>999</answer>'], task);
       assert.equal(run.code, 0, run.stderr);
       assert.equal(output, '999');
+    });
+
+    void it('normalises answers stated as arithmetic, and keeps text it cannot read', async () => {
+      const stated = await runScripted(argv, ['<answer>3 x 333 = 999 pens</answer>'], task);
+      assert.equal(stated.output, '999');
+      const expression = await runScripted(argv, ['<answer>23*12 - 45 (pens)</answer>'], task);
+      assert.equal(expression.output, '231');
+      const prose = await runScripted(argv, ['<answer>about two hundred</answer>'], task);
+      assert.equal(prose.output, 'about two hundred');
     });
 
     void it('reads the task from VOLT_TASK_FILE, from a workdir outside the repo', async () => {

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { it } from 'node:test';
+import { SHOP_QUERIES } from '../../examples/sql-agent/shop-tasks.js';
+import { makeTaskFiles } from '../../scripts/make-tasks.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
+const tasksOf = (file: string) => read(file).trimEnd().split('\n').map((line) => JSON.parse(line) as {
+  id: string; input: Record<string, string>; reference: Record<string, unknown>; setup?: { command: string[] };
+});
+
+void it('the committed task sets are exactly what the default seed generates', () => {
+  const files = makeTaskFiles(20261130);
+  assert.deepEqual(Object.keys(files).sort(), [
+    'examples/calculator/tasks/eval.jsonl', 'examples/calculator/tasks/train.jsonl', 'examples/sql-agent/shop.sql',
+    'examples/sql-agent/tasks/eval.jsonl', 'examples/sql-agent/tasks/train.jsonl',
+  ]);
+  for (const [file, text] of Object.entries(files)) assert.equal(read(file), text, `${file} is stale: run scripts/make-tasks.ts`);
+  assert.notEqual(makeTaskFiles(7)['examples/calculator/tasks/eval.jsonl'], files['examples/calculator/tasks/eval.jsonl']);
+});
+
+void it('calculator train and eval are disjoint, with unique ids and whole non-negative answers', () => {
+  const train = tasksOf('examples/calculator/tasks/train.jsonl');
+  const evalSet = tasksOf('examples/calculator/tasks/eval.jsonl');
+  assert.equal(train.length, 200);
+  assert.equal(evalSet.length, 50);
+  const evalQuestions = new Set(evalSet.map((t) => t.input.question));
+  assert.deepEqual(train.filter((t) => evalQuestions.has(t.input.question)), []);
+  assert.equal(new Set([...train, ...evalSet].map((t) => t.id)).size, 250);
+  for (const task of [...train, ...evalSet]) {
+    assert.ok(Number.isInteger(task.reference.answer) && (task.reference.answer as number) >= 0, task.id);
+    assert.deepEqual(Object.keys(task.input), ['question']);
+  }
+});
+
+void it('every SQL task\'s solution turns the seeded database into its expected rows, and is a real change', () => {
+  const train = tasksOf('examples/sql-agent/tasks/train.jsonl');
+  const evalSet = tasksOf('examples/sql-agent/tasks/eval.jsonl');
+  const evalInstructions = new Set(evalSet.map((t) => t.input.instruction));
+  assert.deepEqual(train.filter((t) => evalInstructions.has(t.input.instruction)), []);
+  // One Python process checks all tasks on in-memory copies of the seed (stdlib sqlite3).
+  const script = `
+import json, sqlite3, sys
+req = json.load(sys.stdin)
+out = []
+for sql in [None] + req["solutions"]:
+    con = sqlite3.connect(":memory:")
+    con.executescript(req["seed"])
+    if sql: con.execute(sql)
+    out.append({name: [list(r) for r in con.execute(q).fetchall()] for name, q in req["queries"].items()})
+json.dump(out, sys.stdout)`;
+  const tasks = [...train, ...evalSet];
+  const [seedState, ...states] = JSON.parse(execFileSync(path.join(root, '.venv/bin/python'), ['-c', script], {
+    input: JSON.stringify({ seed: read('examples/sql-agent/shop.sql'), queries: SHOP_QUERIES, solutions: tasks.map((t) => t.reference.solutionSql) }),
+    encoding: 'utf8',
+  })) as unknown[];
+  tasks.forEach((task, i) => {
+    assert.deepEqual(states[i], task.reference.expectedRows, task.id);
+    assert.notDeepEqual(seedState, task.reference.expectedRows, `${task.id} asks for no change`);
+    assert.deepEqual(task.setup?.command, ['python3', 'examples/sql-agent/seed_db.py', 'shop.db']);
+    assert.equal(task.input.database, 'shop.db');
+  });
+});
