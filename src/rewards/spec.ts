@@ -3,11 +3,16 @@ import { z } from 'zod';
 /** Where a reward reads the agent's answer from. */
 export const answerSourceSchema = z.enum(['output_file', 'last_assistant_message']);
 
+/** A regex source, checked at parse time so a bad pattern fails the config, not the scoring. */
+const regexSchema = z.string().min(1).refine((src) => {
+  try { new RegExp(src); return true; } catch { return false; }
+}, 'not a valid regular expression');
+
 /** Shared by the answer-reading kinds: the source text, and an optional regex over it. */
 const answerFields = {
   source: answerSourceSchema.default('output_file'),
   /** Optional regex over the source text; its first capture group (or the whole match) is the answer. */
-  pattern: z.string().optional(),
+  pattern: regexSchema.optional(),
   /** Key of task.reference holding the expected answer. */
   referenceKey: z.string().min(1).default('answer'),
 };
@@ -33,7 +38,7 @@ export const commandSchema = z.object({
   command: z.array(z.string().min(1)).min(1),
   timeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
   /** Without it, exit code 0 scores 1 and anything else 0. With it: passed/total from its named groups. */
-  passPattern: z.string().optional(),
+  passPattern: regexSchema.optional(),
   /** Globs (relative to the workdir) the agent must not change; hashed before the rollout. */
   protectedFiles: z.array(z.string().min(1)).default([]),
   tamperPenalty: z.number().default(-1),
@@ -63,7 +68,7 @@ export const llmJudgeSchema = z.object({
   rubric: z.string().min(1),
   source: answerSourceSchema.default('last_assistant_message'),
   /** The judge must answer with this regex; capture group 1 is the score. */
-  scorePattern: z.string().default('SCORE:\\s*(-?\\d+(?:\\.\\d+)?)'),
+  scorePattern: regexSchema.default('SCORE:\\s*(-?\\d+(?:\\.\\d+)?)'),
   maxScore: z.number().positive().default(10),
   timeoutMs: z.number().int().positive().max(600_000).default(60_000),
   weight: z.number().default(1),

@@ -66,5 +66,7 @@ void describe('answer-matching rewards', () => {
     assert.deepEqual(r.error!.issues.map((i) => i.path.join('.')), ['parts.a.tolerance']);
     assert.equal(rewardSpecSchema.safeParse({ kind: 'llm_judge', baseUrl: 'not a url', model: 'm', rubric: 'r' }).error!.issues[0]!.path.join('.'), 'baseUrl');
     assert.equal(rewardSpecSchema.safeParse({ kind: 'nope' }).success, false);
+    const badRegex = rewardSpecSchema.safeParse({ kind: 'command', command: ['true'], passPattern: '(unclosed' });
+    assert.deepEqual(badRegex.error!.issues.map((i) => [i.path.join('.'), i.message]), [['passPattern', 'not a valid regular expression']]);
   });
 });
