@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { readFile, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+import { loadAllYaml, type V1NetworkPolicy, type V1Role } from '@kubernetes/client-node';
+import { kubeRunnerConfigSchema } from '../../src/rollouts/kube-config.js';
+import { buildRolloutJob } from '../../src/rollouts/kube-job.js';
+import { rolloutSpecSchema } from '../../src/rollouts/spec.js';
+import { specFor } from './fixtures.js';
+
+const deployDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../deploy');
+
+interface Doc { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } }
+
+async function loadDeploy(): Promise<{ file: string; doc: Doc }[]> {
+  const files = (await readdir(deployDir, { recursive: true })).filter((f) => /\.ya?ml$/.test(f)).sort();
+  const docs = await Promise.all(files.map(async (file) =>
+    loadAllYaml(await readFile(path.join(deployDir, file), 'utf8')).filter(Boolean).map((doc) => ({ file, doc: doc as Doc }))));
+  return docs.flat();
+}
+
+/** The kubernetes-models class for a document's apiVersion and kind, e.g. networking.k8s.io/v1 NetworkPolicy. */
+async function modelFor(doc: Doc): Promise<new (d: unknown) => { validate(): void }> {
+  const mod = (await import(`kubernetes-models/${doc.apiVersion}/${doc.kind}`)) as Record<string, unknown>;
+  return mod[doc.kind] as new (d: unknown) => { validate(): void };
+}
+
+void describe('deploy/ manifests', async () => {
+  const docs = await loadDeploy();
+  const find = <T>(kind: string, name: string) => docs.find((d) => d.doc.kind === kind && d.doc.metadata.name === name)?.doc as T | undefined;
+
+  void it('parse and pass Kubernetes schema validation', async () => {
+    assert.ok(docs.length >= 8, `only ${docs.length} documents found`);
+    for (const { file, doc } of docs) {
+      assert.ok(doc.apiVersion && doc.kind, `${file}: a document without apiVersion/kind`);
+      const Model = await modelFor(doc);
+      assert.doesNotThrow(() => new Model(doc).validate(), `${file}: ${doc.kind}/${doc.metadata.name}`);
+    }
+  });
+
+  void it('put every namespaced object into a namespace that deploy/ defines', () => {
+    const namespaces = new Set(docs.filter((d) => d.doc.kind === 'Namespace').map((d) => d.doc.metadata.name));
+    for (const { file, doc } of docs.filter((d) => d.doc.metadata.namespace)) {
+      assert.ok(namespaces.has(doc.metadata.namespace as string), `${file}: unknown namespace ${doc.metadata.namespace}`);
+    }
+  });
+
+  void it('enforce the restricted Pod Security profile on the namespace the runner uses by default', () => {
+    const ns = kubeRunnerConfigSchema.parse({ image: 'x' }).namespace;
+    assert.equal(find<Doc>('Namespace', ns)?.metadata.labels?.['pod-security.kubernetes.io/enforce'], 'restricted');
+  });
+
+  void it('grant the runner exactly the calls KubeRunner makes, and no secrets', () => {
+    const role = find<V1Role>('Role', 'volt-rollout-runner');
+    const verbs = (resource: string) => role?.rules?.filter((r) => r.resources?.includes(resource)).flatMap((r) => r.verbs) ?? [];
+    assert.deepEqual(verbs('jobs').sort(), ['create', 'delete', 'get', 'list', 'watch']);
+    assert.deepEqual(verbs('pods').sort(), ['get', 'list', 'watch']);
+    assert.deepEqual(verbs('pods/log'), ['get']);
+    assert.ok(!role?.rules?.some((r) => r.resources?.some((x) => x === '*' || x === 'secrets') || r.verbs.includes('*')));
+  });
+
+  void it('deny all traffic by default and let rollout pods (as the runner labels them) reach only the gateway and DNS', () => {
+    const deny = find<V1NetworkPolicy>('NetworkPolicy', 'default-deny');
+    assert.deepEqual(deny?.spec?.podSelector, {});
+    assert.deepEqual(deny?.spec?.policyTypes, ['Ingress', 'Egress']);
+    assert.equal(deny?.spec?.ingress, undefined);
+    assert.equal(deny?.spec?.egress, undefined);
+    const allow = find<V1NetworkPolicy>('NetworkPolicy', 'rollouts-to-gateway-and-dns');
+    const job = buildRolloutJob(rolloutSpecSchema.parse(specFor(['a'])), kubeRunnerConfigSchema.parse({ image: 'x' }));
+    const podLabels = job.spec?.template.metadata?.labels ?? {};
+    for (const [k, v] of Object.entries(allow?.spec?.podSelector?.matchLabels ?? {})) assert.equal(podLabels[k], v, `pods lack ${k}=${v}`);
+    const ports = allow?.spec?.egress?.flatMap((e) => e.ports?.map((p) => `${p.protocol}/${p.port}`) ?? []);
+    assert.deepEqual(ports, ['TCP/8400', 'UDP/53', 'TCP/53']);
+  });
+});
