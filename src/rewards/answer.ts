@@ -23,7 +23,7 @@ export function normaliseAnswer(text: string): string {
   return text.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim().replace(/[.!?;:,]+$/, '').trim();
 }
 
-/** A number out of free text: strips thousands separators, accepts a trailing %, fractions like 3/4. */
+/** A number out of free text (the last one): strips thousands separators and a leading $, reads a bare fraction like 3/4. */
 export function parseNumber(text: string): number | null {
   const cleaned = text.replace(/(\d),(?=\d{3}\b)/g, '$1').replace(/^\$/, '').trim();
   const fraction = /^(-?\d+(?:\.\d+)?)\s*\/\s*(\d+(?:\.\d+)?)$/.exec(cleaned);
@@ -31,6 +31,7 @@ export function parseNumber(text: string): number | null {
     const den = Number(fraction[2]);
     return den === 0 ? null : Number(fraction[1]) / den;
   }
-  const m = /-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/.exec(cleaned);
-  return m ? Number(m[0]) : null;
+  // The last number: free-text answers reason first and conclude last ("step 1 ... so 42").
+  const all = cleaned.match(/-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?/g);
+  return all ? Number(all[all.length - 1]) : null;
 }

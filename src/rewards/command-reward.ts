@@ -36,7 +36,9 @@ export async function commandReward(
   }
   let outcome;
   try {
-    outcome = await runProcess(spec.command, { cwd: workdir, timeoutMs: spec.timeoutMs });
+    // Nothing from the operator's environment: the check sees the workdir as HOME and a plain PATH.
+    const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: workdir, LANG: 'C.UTF-8' };
+    outcome = await runProcess(spec.command, { cwd: workdir, timeoutMs: spec.timeoutMs, env });
   } catch (e) {
     throw new RewardInfraError('command', `cannot start ${JSON.stringify(spec.command[0])}: ${(e as Error).message}`, { cause: e });
   }

@@ -37,6 +37,17 @@ void describe('command reward', () => {
     assert.deepEqual(await scoreRollout(spec, task, makeEvidence({ workdir: dir }), ctx), { value: 0, parts: { command: 0 }, flags: ['exit_code:1'] });
   });
 
+  void it('runs the check without the operator environment, HOME set to the workdir', async () => {
+    const dir = await workdir('env');
+    process.env.VOLT_TEST_OPERATOR_SECRET = 'do-not-leak';
+    try {
+      const spec = rewardSpecSchema.parse({ kind: 'command', command: ['sh', '-c', `test -z "$VOLT_TEST_OPERATOR_SECRET" && test "$HOME" = "$(pwd)"`] });
+      assert.equal((await scoreRollout(spec, task, makeEvidence({ workdir: dir }), ctx)).value, 1);
+    } finally {
+      delete process.env.VOLT_TEST_OPERATOR_SECRET;
+    }
+  });
+
   void it('scores the parsed pass count as a fraction', async () => {
     const dir = await workdir('fraction');
     const spec = rewardSpecSchema.parse(suite);

@@ -12,6 +12,8 @@ void describe('answer-matching rewards', () => {
     assert.equal((await score({ kind: 'numeric_match' }, makeEvidence({ outputText: '42\n' }))).value, 1);
     assert.equal((await score({ kind: 'numeric_match' }, makeEvidence({ outputText: '42.4' }))).value, 0);
     assert.equal((await score({ kind: 'numeric_match', tolerance: 0.5 }, makeEvidence({ outputText: '42.4' }))).value, 1);
+    assert.equal((await score({ kind: 'numeric_match' }, makeEvidence({ outputText: 'Step 1: 6 * 7 = 42, so the answer is 42' }))).value, 1);
+    assert.equal((await score({ kind: 'numeric_match' }, makeEvidence({ outputText: '3/4' }))).value, 0);
     const big = { ...task, reference: { answer: 1234567 } };
     assert.equal((await scoreRollout(rewardSpecSchema.parse({ kind: 'numeric_match' }), big, makeEvidence({ outputText: '1,234,567' }), ctx)).value, 1);
   });
