@@ -1,8 +1,8 @@
 """The dynamic-batching engine: one scheduler thread runs every forward pass of the model.
 
 Requests become sequences (one per choice). Between decode steps the scheduler runs queued
-commands (adapter load/unload), admits waiting sequences up to ``max_batch`` (prefilling each on
-its own), then advances every live sequence by one token. Sequences are grouped by adapter: each
+commands (adapter load/unload), admits waiting sequences up to ``max_batch`` (prefilling those of
+one adapter together), then advances every live sequence by one token. Sequences are grouped by adapter: each
 group is one left-padded KV batch (see kv_batch.py) decoded with its adapter set active via peft,
 so a step costs one forward pass per adapter in use, never one per request.
 """
@@ -149,8 +149,11 @@ class Engine:
                 except BaseException as exc:  # handed to the caller, never kills the loop
                     future.set_exception(exc)
             with torch.inference_mode():
+                by_adapter: dict[str | None, list[Sequence]] = {}
                 for seq in admit:
-                    self._guard([seq], lambda s=seq: self._prefill(s))
+                    by_adapter.setdefault(seq.adapter, []).append(seq)
+                for key, seqs in by_adapter.items():
+                    self._guard(seqs, lambda k=key, ss=seqs: self._prefill(k, ss))
                 for key, group in list(self._groups.items()):
                     if not self._guard(group.seqs, lambda k=key, g=group: self._decode(k, g)):
                         self._groups.pop(key, None)
@@ -167,18 +170,29 @@ class Engine:
                 seq.sink(TokenEvent(None, "", "error", error=f"{type(exc).__name__}: {exc}"))
             return False
 
-    def _prefill(self, seq: Sequence) -> None:
-        if seq.cancelled:
+    def _prefill(self, adapter: str | None, seqs: list[Sequence]) -> None:
+        """Prefill sequences admitted together as one left-padded batch, then join their adapter's group."""
+        seqs = [s for s in seqs if not s.cancelled]
+        if not seqs:
             return
-        ids = torch.tensor([seq.prompt_ids], device=self.device)
-        out = self.adapters.forward(seq.adapter, input_ids=ids, cache=DynamicCache(), use_cache=True, logits_to_keep=1)
-        token = sample_token(out.logits[0, -1], seq.params, seq.generator)
-        if self._emit(seq, token):
-            return
-        group = self._groups.setdefault(seq.adapter, _Group())
-        group.batch.add(out.past_key_values, len(seq.prompt_ids))
-        group.seqs.append(seq)
-        group.last.append(token.token_id)
+        width = max(len(s.prompt_ids) for s in seqs)
+        pad_id = self.tokenizer.pad_token_id or 0
+        ids = torch.tensor([[pad_id] * (width - len(s.prompt_ids)) + s.prompt_ids for s in seqs], device=self.device)
+        mask = torch.tensor([[0] * (width - len(s.prompt_ids)) + [1] * len(s.prompt_ids) for s in seqs], device=self.device)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        out = self.adapters.forward(adapter, input_ids=ids, attention_mask=mask, position_ids=positions, cache=DynamicCache(), use_cache=True, logits_to_keep=1)
+        tokens = [sample_token(out.logits[row, -1], seq.params, seq.generator) for row, seq in enumerate(seqs)]
+        # Nothing above touched the running group, so a failure so far only fails these new sequences.
+        group = self._groups.setdefault(adapter, _Group())
+        first_row = len(group.seqs)
+        group.batch.add(out.past_key_values, mask)
+        keep = list(range(first_row))
+        for row, (seq, token) in enumerate(zip(seqs, tokens)):
+            group.seqs.append(seq)
+            group.last.append(token.token_id)
+            if not self._emit(seq, token):
+                keep.append(first_row + row)
+        self._keep(adapter, group, keep)
 
     def _decode(self, adapter: str | None, group: _Group) -> None:
         self._keep(adapter, group, [i for i, s in enumerate(group.seqs) if not s.cancelled])
@@ -205,7 +219,7 @@ class Engine:
         seq.generated.append(token.token_id)
         text = seq.text.add(token.token_id)
         finish = None
-        if token.token_id in self.eos_ids or seq.text.stopped:
+        if (token.token_id in self.eos_ids and not seq.params.ignore_eos) or seq.text.stopped:
             finish = "stop"
         elif len(seq.generated) >= seq.params.max_tokens or len(seq.prompt_ids) + len(seq.generated) >= self.max_model_len:
             finish = "length"

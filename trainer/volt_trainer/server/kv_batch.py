@@ -1,8 +1,8 @@
 """A left-padded batch of sequences sharing one transformers DynamicCache.
 
-Design: every sequence is prefilled on its own (batch of 1, no padding), then its cache is merged
-into the running batch by left-padding the shorter side with zeros and concatenating on the batch
-dimension; a 2-D attention mask hides the padding and explicit position ids keep each sequence's
+Design: sequences admitted together are prefilled together (left-padded), then their cache is
+merged into the running batch by left-padding the shorter side with zeros and concatenating on the
+batch dimension; a 2-D attention mask hides the padding and explicit position ids keep each sequence's
 own positions. Finished sequences are dropped with ``batch_select_indices`` and padding columns that
 every remaining row has are trimmed, so the cache never grows past the longest live sequence.
 Merging copies the cache, but only when sequences join; decode steps append in place.
@@ -34,24 +34,22 @@ class KvBatch:
     def __len__(self) -> int:
         return len(self.positions)
 
-    def add(self, single: DynamicCache, length: int) -> None:
-        """Append one prefilled sequence (a batch-1 cache of ``length`` real tokens) as the last row."""
-        device = single.layers[0].keys.device
+    def add(self, cache: DynamicCache, mask: torch.Tensor) -> None:
+        """Append prefilled rows (their cache and their [rows, length] left-padded mask) at the end."""
+        positions = mask.sum(dim=1).tolist()
         if self.cache is None:
-            self.cache = single
-            self.mask = torch.ones(1, length, dtype=torch.long, device=device)
-            self.positions = [length]
+            self.cache, self.mask, self.positions = cache, mask, positions
             return
-        width = max(self.mask.shape[1], length)
-        old_pad, new_pad = width - self.mask.shape[1], width - length
+        width = max(self.mask.shape[1], mask.shape[1])
+        old_pad, new_pad = width - self.mask.shape[1], width - mask.shape[1]
         merged = [
             (torch.cat([_left_pad(k, old_pad), _left_pad(nk, new_pad)]), torch.cat([_left_pad(v, old_pad), _left_pad(nv, new_pad)]))
-            for (k, v), (nk, nv) in zip(_layers(self.cache), _layers(single))
+            for (k, v), (nk, nv) in zip(_layers(self.cache), _layers(cache))
         ]
         self.cache = DynamicCache(ddp_cache_data=merged)
-        row = torch.cat([self.mask.new_zeros(1, new_pad), self.mask.new_ones(1, length)], dim=1)
-        self.mask = torch.cat([torch.nn.functional.pad(self.mask, (old_pad, 0)), row])
-        self.positions.append(length)
+        pad = torch.nn.functional.pad
+        self.mask = torch.cat([pad(self.mask, (old_pad, 0)), pad(mask, (new_pad, 0))])
+        self.positions.extend(positions)
 
     def step_inputs(self, last_tokens: list[int]) -> dict:
         """Model kwargs to decode one token per row; extends the mask for the tokens being fed."""

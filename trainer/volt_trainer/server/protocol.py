@@ -32,6 +32,7 @@ class _Sampling(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     return_token_ids: bool = False
+    ignore_eos: bool = False
 
     @field_validator("stop")
     @classmethod
@@ -56,6 +57,7 @@ class _Sampling(BaseModel):
                 logprobs=logprobs,
                 top_logprobs=top_logprobs,
                 seed=None if self.seed is None else self.seed + i,
+                ignore_eos=self.ignore_eos,
             )
             for i in range(self.n)
         ]

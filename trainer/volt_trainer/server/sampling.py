@@ -22,6 +22,7 @@ class SamplingParams:
     logprobs: bool = False
     top_logprobs: int = 0
     seed: int | None = None
+    ignore_eos: bool = False  # vLLM extension: keep generating past EOS (benchmarks)
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
