@@ -81,14 +81,12 @@ export class ObjectStore {
     assertKey(key);
     if (Buffer.isBuffer(body)) {
       if (size !== undefined && size !== body.length) throw new ObjectStoreError(`putBytes ${key}: size ${size} but buffer has ${body.length} bytes`, key);
-      const sha256 = sha256Bytes(body);
-      await this.call('put', key, () => this.client.putObject(this.bucket, key, body, body.length, { 'Content-Type': contentType, 'x-amz-meta-sha256': sha256 }));
-      return { key, sha256, size: body.length };
+      return this.putSigned(key, body, sha256Bytes(body), body.length, contentType);
     }
     const spooled = await spoolToFile(body, this.opts.tmpDir);
     try {
       if (size !== undefined && size !== spooled.size) throw new ObjectStoreError(`putBytes ${key}: size ${size} but stream had ${spooled.size} bytes`, key);
-      return await this.putHashedFile(key, spooled.file, spooled.sha256, spooled.size, contentType);
+      return await this.putSigned(key, { file: spooled.file }, spooled.sha256, spooled.size, contentType);
     } finally {
       await spooled.remove();
     }
@@ -97,7 +95,7 @@ export class ObjectStore {
   async putFile(key: string, file: string, contentType = 'application/octet-stream'): Promise<PutResult> {
     assertKey(key);
     const { sha256, size } = await sha256File(file);
-    return this.putHashedFile(key, file, sha256, size, contentType);
+    return this.putSigned(key, { file }, sha256, size, contentType);
   }
 
   async putJson(key: string, value: unknown): Promise<PutResult> {
@@ -232,13 +230,16 @@ export class ObjectStore {
     return getCheckpoint(this, sha256, dir);
   }
 
-  /** One signed PUT streamed from disk with the known length and sha256. */
-  private async putHashedFile(key: string, file: string, sha256: string, size: number, contentType: string): Promise<PutResult> {
+  /**
+   * One signed PUT with the known length and sha256, a file streamed from disk. Never minio's putObject: above
+   * 64 MiB it switches to multipart uploads, which the embedded rclone server does not speak.
+   */
+  private async putSigned(key: string, body: Buffer | { file: string }, sha256: string, size: number, contentType: string): Promise<PutResult> {
     if (size > MAX_SINGLE_PUT) throw new ObjectStoreError(`put ${key}: ${size} bytes exceeds the 5 GiB single-PUT limit`, key);
     const headers = { 'Content-Length': size, 'Content-Type': contentType, 'x-amz-meta-sha256': sha256 };
     await this.call('put', key, async () => {
       const res = await this.client.makeRequestStreamAsync(
-        { method: 'PUT', bucketName: this.bucket, objectName: key, headers }, createReadStream(file),
+        { method: 'PUT', bucketName: this.bucket, objectName: key, headers }, Buffer.isBuffer(body) ? body : createReadStream(body.file),
         this.opts.signPayload ? sha256 : '', [200], this.opts.region);
       res.resume();
     });

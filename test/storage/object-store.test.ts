@@ -98,6 +98,16 @@ void describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
     assert.equal(await store.stat('t/bytes/short.bin'), null);
   });
 
+  void it('stores objects above the minio-js multipart threshold (64 MiB) in one PUT', async () => {
+    const big = Buffer.alloc(65 * 2 ** 20, 0x5a);
+    const put = await store.putBytes('t/big/65mib.bin', big);
+    assert.equal(put.sha256, sha256Bytes(big));
+    const info = await store.stat(put.key);
+    assert.equal(info?.size, big.length);
+    assert.equal(info?.sha256, put.sha256);
+    await store.remove(put.key);
+  });
+
   void it('lists a prefix in key order with sizes, and removes by key and by prefix', async () => {
     const names = ['b.json', 'a.json', 'c/d.json', 'a0.json', 'c/a.json'];
     for (const n of names) await store.putJson(`t/list/${n}`, { n });
