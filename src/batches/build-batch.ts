@@ -49,6 +49,7 @@ export function buildBatch(scored: readonly ScoredRollout[], spansOf: SpanSource
         manifest.addSample(row);
         yield row;
       }
+      if (index === 0) manifest.rolloutWithoutSamples();
     }
     done = true;
   }

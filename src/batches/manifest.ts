@@ -10,6 +10,8 @@ export interface BatchManifest {
   counts: {
     rollouts: number; groups: number; groupsUsed: number; rolloutsUsed: number;
     spans: number; transitions: number; merges: number; samples: number; truncated: number;
+    /** Scored rollouts that yielded no sample (no usable spans, or every sample dropped). */
+    rolloutsWithoutSamples: number;
   };
   tokens: { prompt: number; response: number; trainable: number };
   mergeRate: number | null;
@@ -23,7 +25,7 @@ export interface BatchManifest {
 
 /** Accumulates the manifest while samples stream past, holding only counters, breaks and lineage. */
 export class ManifestBuilder {
-  private readonly counts = { spans: 0, transitions: 0, merges: 0, samples: 0, truncated: 0, attemptsWithTransitions: 0 };
+  private readonly counts = { spans: 0, transitions: 0, merges: 0, samples: 0, truncated: 0, rolloutsWithoutSamples: 0, attemptsWithTransitions: 0 };
   private readonly tokens = { prompt: 0, response: 0, trainable: 0 };
   private readonly reward = new RunningStats();
   private readonly advantage = new RunningStats();
@@ -52,6 +54,10 @@ export class ManifestBuilder {
     this.tokens.response += row.response_ids.length;
     for (const m of row.loss_mask) this.tokens.trainable += m;
     for (const id of row.span_ids) this.lineage.set(id, row.sample_id);
+  }
+
+  rolloutWithoutSamples(): void {
+    this.counts.rolloutsWithoutSamples += 1;
   }
 
   dropSample(reason: SampleDropReason): void {

@@ -49,6 +49,8 @@ void describe('buildBatch', () => {
     const dropped = await collect(buildBatch(scored, spansOf, batchConfigSchema.parse({ maxTokens: 16, overLength: 'drop' })));
     assert.equal(dropped.rows.length, 0);
     assert.deepEqual(dropped.manifest.drops.samples, { over_max_tokens: 2 });
+    assert.equal(dropped.manifest.counts.rolloutsWithoutSamples, 2);
+    assert.equal(truncated.manifest.counts.rolloutsWithoutSamples, 0);
     const tooLong = await collect(buildBatch(scored, spansOf, batchConfigSchema.parse({ maxTokens: 10 })));
     assert.deepEqual(tooLong.manifest.drops.samples, { prompt_too_long: 2 });
   });
