@@ -1,13 +1,15 @@
 import { setCurrentDetails } from '@temporalio/workflow';
 import type { EvalResult, EvaluationInput } from './types.js';
-import { activitiesFor } from './proxies.js';
+import { activitiesFor, validation } from './proxies.js';
 
 /**
  * Score a policy on the held-out tasks: one rollout per eval task, rewarded like training, never trained on.
  * Runs as a child of an iteration, or alone (`temporal workflow start --type evaluation`).
  */
 export async function evaluation(input: EvaluationInput): Promise<EvalResult> {
-  const { config, iteration, label, policy } = input;
+  const { iteration, label, policy } = input;
+  // Also startable alone with raw JSON, so the config is checked like a run's.
+  const config = await validation.validateRunConfig(input.config);
   const act = activitiesFor(config);
   await act.servePolicy({ policy });
   const ids = await act.listTaskIds({ file: config.tasks.evalFile, limit: config.eval.tasks });

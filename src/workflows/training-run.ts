@@ -23,18 +23,19 @@ import { evaluation } from './evaluation.js';
 import { applyHyperParameters, validateHyperParameters } from './hyper-parameters.js';
 import { validation } from './proxies.js';
 import { trainingIteration } from './training-iteration.js';
-import type { Phase, RunState, RunStatus, TrainingIterationResult, TrainingRunInput } from './types.js';
+import type { Phase, RunState, RunStatus, TrainingIterationResult } from './types.js';
+import { runIdFromWorkflowId } from './run-id.js';
 
 /**
- * A training run: validate the config (again — it may come raw from the Temporal CLI or Web UI), evaluate the base
+ * A training run, started with the run config as its only argument (`--input-file run.json`): validate the config (again — it may come raw from the Temporal CLI or Web UI), evaluate the base
  * policy once, then one child `trainingIteration` per iteration until `iterations`, continuing-as-new with the small
  * RunState when Temporal suggests it or every `continueAsNewEvery` iterations.
  */
-export async function trainingRun(input: TrainingRunInput): Promise<RunStatus> {
+export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState): Promise<RunStatus> {
   let phase: Phase = 'validating';
   let paused = false;
-  let state: RunState | undefined = input.state;
-  let config: RunConfig = input.config;
+  let state: RunState | undefined = resumeState;
+  let config: RunConfig = rawConfig;
   let iterationsThisRun = 0;
 
   const status = (): RunStatus => ({
@@ -63,7 +64,10 @@ export async function trainingRun(input: TrainingRunInput): Promise<RunStatus> {
   );
 
   // The first activity re-validates: a raw start from the CLI/UI fails here, non-retryably, naming the bad fields.
-  config = await validation.validateRunConfig(input.config);
+  config = await validation.validateRunConfig(rawConfig);
+  // The run id is the workflow id, so runs started by a Schedule (id + timestamp) never share storage.
+  const runId = runIdFromWorkflowId(workflowInfo().workflowId);
+  if (config.runId !== runId) config = { ...config, runId };
   upsertSearchAttributes([{ key: RunIdKey, value: config.runId }]);
 
   if (!state) {
@@ -99,7 +103,7 @@ export async function trainingRun(input: TrainingRunInput): Promise<RunStatus> {
     const more = state.iteration < config.iterations;
     if (more && (workflowInfo().continueAsNewSuggested || iterationsThisRun >= config.continueAsNewEvery)) {
       await condition(() => !paused);
-      await continueAsNew<typeof trainingRun>({ config, state });
+      await continueAsNew<typeof trainingRun>(config, state);
     }
   }
   phase = 'done';

@@ -45,11 +45,6 @@ export interface RunState {
   history: IterationSummary[];
 }
 
-export interface TrainingRunInput {
-  config: RunConfig;
-  state?: RunState;
-}
-
 export interface TrainingIterationInput {
   config: RunConfig;
   iteration: number;

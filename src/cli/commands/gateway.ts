@@ -1,0 +1,14 @@
+import { runGateway } from '../../gateway/server.js';
+import type { Command } from '../command.js';
+
+export const gatewayCommand: Command = {
+  name: 'gateway',
+  summary: 'run the recording gateway on VOLT_GATEWAY_URL (agents point OPENAI_BASE_URL at it)',
+  help: 'Forwards /r/<token>/v1/... to VOLT_MODEL_SERVER_URL, records one span per call (WAL, then S3), serves the admin API\n(bearer VOLT_GATEWAY_ADMIN_KEY), /healthz and /metrics. Stops gracefully on SIGTERM.',
+  options: {},
+  async run(ctx) {
+    const app = await runGateway(ctx.env());
+    await new Promise<void>((resolve) => app.server.once('close', () => resolve()));
+    return 0;
+  },
+};

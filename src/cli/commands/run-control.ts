@@ -1,0 +1,75 @@
+import { connectClient } from '../../client/connect.js';
+import { pauseRun, queryStatus, resumeRun, runHandle, setHyperParameters } from '../../client/runs.js';
+import type { HyperParameterPatch } from '../../workflows/definitions.js';
+import { UsageError, type Command, type CommandContext } from '../command.js';
+
+async function withRun(ctx: CommandContext, fn: (client: Awaited<ReturnType<typeof connectClient>>['client'], runId: string) => Promise<void>) {
+  const runId = ctx.positionals[0];
+  if (!runId) throw new UsageError('missing the run id');
+  const { client, close } = await connectClient(ctx.env());
+  try {
+    await fn(client, runId);
+    return 0;
+  } finally {
+    await close();
+  }
+}
+
+export const pauseCommand: Command = {
+  name: 'pause',
+  summary: 'pause a run before its next iteration (signal `pause`)',
+  help: 'usage: volt pause <runId>   (same as: temporal workflow signal --workflow-id <runId> --name pause)',
+  options: {},
+  run: (ctx) => withRun(ctx, async (client, runId) => { await pauseRun(client, runId); ctx.out(`pause sent to ${runId}`); }),
+};
+
+export const resumeCommand: Command = {
+  name: 'resume',
+  summary: 'resume a paused run (signal `resume`)',
+  help: 'usage: volt resume <runId>   (same as: temporal workflow signal --workflow-id <runId> --name resume)',
+  options: {},
+  run: (ctx) => withRun(ctx, async (client, runId) => { await resumeRun(client, runId); ctx.out(`resume sent to ${runId}`); }),
+};
+
+export const cancelCommand: Command = {
+  name: 'cancel',
+  summary: 'cancel a run: running agents are killed and the update stops',
+  help: 'usage: volt cancel <runId>   (same as: temporal workflow cancel --workflow-id <runId>)',
+  options: {},
+  run: (ctx) => withRun(ctx, async (client, runId) => { await runHandle(client, runId).cancel(); ctx.out(`cancel requested for ${runId}`); }),
+};
+
+export const runStatusCommand: Command = {
+  name: 'run-status',
+  summary: 'show a run: iteration, phase, rewards so far, eval scores, best checkpoint (query `status`)',
+  help: 'usage: volt run-status <runId> [--json]   (same as: temporal workflow query --workflow-id <runId> --name status)',
+  options: { json: { type: 'boolean', default: false } },
+  run: (ctx) =>
+    withRun(ctx, async (client, runId) => {
+      const s = await queryStatus(client, runId);
+      if (ctx.values.json) return ctx.out(JSON.stringify(s, null, 2));
+      ctx.out(`run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`);
+      ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
+      for (const h of s.history) {
+        ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${h.evalScore?.toFixed(3) ?? '-'}${h.promoted ? ' promoted' : ''}`);
+      }
+    }),
+};
+
+export const tuneCommand: Command = {
+  name: 'tune',
+  summary: 'change hyper-parameters of a running run between iterations (update `setHyperParameters`)',
+  help: 'usage: volt tune <runId> --set lr=1e-5 --set klCoef=0.01\nTunable: lr, klCoef, epochs, clipLow, clipHigh, groupSize, tasksPerIteration, promoteMargin. Invalid values are rejected.',
+  options: { set: { type: 'string', multiple: true } },
+  run: (ctx) =>
+    withRun(ctx, async (client, runId) => {
+      const patch: Record<string, number> = {};
+      for (const kv of (ctx.values.set as string[] | undefined) ?? []) {
+        const [k, v] = kv.split('=');
+        if (!k || v === undefined || !Number.isFinite(Number(v))) throw new UsageError(`--set expects name=number, got ${JSON.stringify(kv)}`);
+        patch[k] = Number(v);
+      }
+      const applied = await setHyperParameters(client, runId, patch as HyperParameterPatch);
+      ctx.out(`applied from the next iteration: ${JSON.stringify(applied)}`);
+    }),
+};

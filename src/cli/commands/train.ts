@@ -1,0 +1,32 @@
+import { connectClient } from '../../client/connect.js';
+import { followRun } from '../../client/progress.js';
+import { readRunConfig, startTrainingRun } from '../../client/runs.js';
+import { UsageError, type Command } from '../command.js';
+
+export const webUrl = (uiPort: number, namespace: string, workflowId: string) =>
+  `http://127.0.0.1:${uiPort}/namespaces/${namespace}/workflows/${encodeURIComponent(workflowId)}`;
+
+export const trainCommand: Command = {
+  name: 'train',
+  summary: 'start a training run from a run config (JSON), or resume following it if it already runs',
+  help: 'usage: volt train <run.json> [--follow]\nValidates the config (errors name each bad field), starts workflow trainingRun with id = runId on task queue volt-cpu,\nand prints where to watch it in Temporal Web. Equivalent: temporal workflow start --type trainingRun --task-queue volt-cpu\n--workflow-id <runId> --input-file run.json. With --follow, shows progress until the run ends (Ctrl-C stops watching only).',
+  options: { follow: { type: 'boolean', default: false } },
+  async run(ctx) {
+    const file = ctx.positionals[0];
+    if (!file) throw new UsageError('missing the run config file');
+    const config = await readRunConfig(file);
+    const env = ctx.env();
+    const { client, close } = await connectClient(env);
+    try {
+      const { started } = await startTrainingRun(client, config);
+      ctx.out(`${started ? 'started' : 'already running (resuming the watch of)'} run ${config.runId}`);
+      ctx.out(`Temporal Web: ${webUrl(env.VOLT_TEMPORAL_UI_PORT, env.VOLT_TEMPORAL_NAMESPACE, config.runId)}`);
+      if (!ctx.values.follow) return 0;
+      const final = await followRun(client, config.runId, (t) => process.stdout.write(t), process.stdout.isTTY === true);
+      ctx.out(`run ${final.runId} done: best ${final.best?.policy.name ?? '-'} with score ${final.best?.score.toFixed(3) ?? '-'}`);
+      return 0;
+    } finally {
+      await close();
+    }
+  },
+};

@@ -1,0 +1,53 @@
+import { readFile } from 'node:fs/promises';
+import type { Client, ScheduleHandle, WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { parseRunConfig, type RunConfig } from '../config/run.js';
+import { pauseSignal, resumeSignal, setHyperParametersUpdate, statusQuery, type HyperParameterPatch } from '../workflows/definitions.js';
+import { CPU_QUEUE } from '../workflows/proxies.js';
+import type { RunStatus } from '../workflows/types.js';
+
+/** Read and validate a run config file at the edge: errors name the file and every bad field's path. */
+export async function readRunConfig(file: string): Promise<RunConfig> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${file}: ${(err as Error).message}`);
+  }
+  return parseRunConfig(raw);
+}
+
+/**
+ * Start (or find) the run: the workflow id is the run id, so starting a run that is already going returns
+ * its handle — this is how an interrupted `volt train` resumes the same run.
+ */
+export async function startTrainingRun(client: Client, config: RunConfig): Promise<{ handle: WorkflowHandle; started: boolean }> {
+  try {
+    const handle = await client.workflow.start('trainingRun', {
+      taskQueue: CPU_QUEUE,
+      workflowId: config.runId,
+      args: [config],
+      staticSummary: `training run ${config.runId}: ${config.iterations} iterations of ${config.model.base}`,
+    });
+    return { handle, started: true };
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return { handle: client.workflow.getHandle(config.runId), started: false };
+    throw err;
+  }
+}
+
+export const runHandle = (client: Client, runId: string) => client.workflow.getHandle(runId);
+export const queryStatus = (client: Client, runId: string): Promise<RunStatus> => runHandle(client, runId).query(statusQuery);
+export const pauseRun = (client: Client, runId: string) => runHandle(client, runId).signal(pauseSignal);
+export const resumeRun = (client: Client, runId: string) => runHandle(client, runId).signal(resumeSignal);
+export const setHyperParameters = (client: Client, runId: string, patch: HyperParameterPatch) =>
+  runHandle(client, runId).executeUpdate(setHyperParametersUpdate, { args: [patch] });
+
+/** A Temporal Schedule that starts the run on a cron; each start gets its own run id (schedule id + time). */
+export async function createSchedule(client: Client, scheduleId: string, cron: string, config: RunConfig): Promise<ScheduleHandle> {
+  return client.schedule.create({
+    scheduleId,
+    spec: { cronExpressions: [cron] },
+    action: { type: 'startWorkflow', workflowType: 'trainingRun', taskQueue: CPU_QUEUE, workflowId: scheduleId, args: [config] },
+  });
+}
