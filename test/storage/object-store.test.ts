@@ -124,6 +124,16 @@ void describe('ObjectStore against a real S3 server (rclone serve s3)', () => {
     assert.ok(await store.stat('t/listing-sibling.json'));
     assert.equal(await store.removePrefix('t/nothing-here/'), 0);
   });
+
+  void it('removes prefixes larger than one 1000-key delete request', async () => {
+    const n = 1005;
+    for (let i = 0; i < n; i += 50) {
+      await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => store.putBytes(`t/many/${String(i + j).padStart(4, '0')}`, Buffer.from('x'))));
+    }
+    assert.equal((await collect(store.list('t/many/'))).length, n);
+    assert.equal(await store.removePrefix('t/many/'), n);
+    assert.deepEqual(await collect(store.list('t/many/')), []);
+  });
 });
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
