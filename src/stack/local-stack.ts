@@ -42,12 +42,21 @@ function runningRecord(env: VoltEnv, name: ServiceName): ServiceRecord | null {
   return null;
 }
 
+/** A service `up` finds running must be the one the environment describes, or callers would talk to the wrong port. */
+function assertRunsWhereConfigured(r: ServiceRecord, address: string, uiUrl: string | undefined, envVars: string): void {
+  if (r.address === address && (uiUrl === undefined || r.uiUrl === uiUrl)) return;
+  const where = [r.address, r.uiUrl].filter(Boolean).join(' + ');
+  throw new Error(`${r.name} already runs at ${where} (pid ${r.pid}) but ${envVars} now say ${[address, uiUrl].filter(Boolean).join(' + ')}; run \`volt down\` first`);
+}
+
 /** Starts whatever is not already running, detached so it outlives the CLI; creates the bucket. */
 export async function upStack(env: VoltEnv): Promise<ServiceStatus[]> {
   const a = stackAddresses(env);
   const creds = { accessKey: env.VOLT_S3_ACCESS_KEY, secretKey: env.VOLT_S3_SECRET_KEY, region: env.VOLT_S3_REGION };
   const temporal = runningRecord(env, 'temporal');
   const s3 = runningRecord(env, 's3');
+  if (temporal) assertRunsWhereConfigured(temporal, a.temporal.address, a.ui.url, 'VOLT_TEMPORAL_ADDRESS / VOLT_TEMPORAL_UI_PORT');
+  if (s3) assertRunsWhereConfigured(s3, `http://${a.s3.host}:${a.s3.port}`, undefined, 'VOLT_S3_ENDPOINT');
   // Check every port first so a taken one does not leave half a stack behind.
   if (!temporal) {
     await assertPortFree('Temporal gRPC', a.temporal.host, a.temporal.port, 'VOLT_TEMPORAL_ADDRESS');

@@ -93,6 +93,12 @@ void describe('volt up / down / status (real CLI, real services)', () => {
     assert.match(up.stdout, /s3\s+already running/);
   });
 
+  void it('up refuses when the environment now names other ports than the running stack', async () => {
+    const moved = await volt(['up'], { ...env, VOLT_TEMPORAL_UI_PORT: String(await freePort()) });
+    assert.equal(moved.code, 1);
+    assert.match(moved.stderr, /temporal already runs at .* but VOLT_TEMPORAL_ADDRESS \/ VOLT_TEMPORAL_UI_PORT now say .*volt down/);
+  });
+
   void it('a taken port fails before starting anything, naming the port and the variable', async () => {
     const otherDir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-cli-other-'));
     const blocker = net.createServer();
