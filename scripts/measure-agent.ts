@@ -5,7 +5,7 @@
  *   node --import tsx scripts/measure-agent.ts --base-url http://127.0.0.1:8500/v1 [--tasks FILE] [-n 50]
  *     [--concurrency 2] [--agent ts|py] [--temperature 1.0] [--model NAME]
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -36,6 +36,15 @@ export function parseAnswer(text: string): number | null {
   return match ? Number(match[0].replace(/,/g, '')) : null;
 }
 
+// Agents still running when the measurement is interrupted are stopped with it, not left behind.
+const running = new Set<ChildProcess>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    running.forEach((child) => child.kill('SIGTERM'));
+    process.exit(130);
+  });
+}
+
 interface Outcome { id: string; correct: boolean; exitCode: number | null; answer: string; ms: number }
 
 function runOne(argv: string[], task: CalcTask, env: Record<string, string>): Promise<Outcome> {
@@ -47,8 +56,10 @@ function runOne(argv: string[], task: CalcTask, env: Record<string, string>): Pr
       cwd: workdir, stdio: ['ignore', 'ignore', 'ignore'], timeout: 600_000,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, VOLT_TASK: JSON.stringify(task), VOLT_OUTPUT_FILE: outputFile },
     });
+    running.add(child);
     child.on('error', reject);
     child.on('close', (exitCode) => {
+      running.delete(child);
       let answer = '';
       try {
         answer = readFileSync(outputFile, 'utf8');
