@@ -1,8 +1,34 @@
 import type { Command } from './command.js';
 import { downCommand } from './commands/down.js';
-import { statusCommand } from './commands/status.js';
+import { gatewayCommand } from './commands/gateway.js';
+import { rollbackCommand } from './commands/rollback.js';
+import { cancelCommand, pauseCommand, resumeCommand, runStatusCommand, tuneCommand } from './commands/run-control.js';
+import { scheduleCommand } from './commands/schedule.js';
+import { serveCommand } from './commands/serve.js';
 import { smokeCommand } from './commands/smoke.js';
+import { statusCommand } from './commands/status.js';
+import { trainCommand } from './commands/train.js';
 import { upCommand } from './commands/up.js';
+import { workerCommand } from './commands/worker.js';
 
 /** Every `volt` subcommand, in the order `volt --help` lists them. Add new commands here. */
-export const commands: readonly Command[] = [upCommand, downCommand, statusCommand, smokeCommand];
+export const commands: readonly Command[] = [
+  // the local stack
+  upCommand,
+  downCommand,
+  statusCommand,
+  smokeCommand,
+  // processes of the stack
+  workerCommand,
+  gatewayCommand,
+  serveCommand,
+  // training runs
+  trainCommand,
+  runStatusCommand,
+  pauseCommand,
+  resumeCommand,
+  cancelCommand,
+  tuneCommand,
+  rollbackCommand,
+  scheduleCommand,
+];
