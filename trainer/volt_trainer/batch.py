@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -128,7 +127,3 @@ def split_minibatches(samples: list[Sample], n: int, generator: torch.Generator)
     order = torch.randperm(len(groups), generator=generator).tolist()
     n = min(n, len(groups))
     return [sorted(i for g in order[k::n] for i in groups[g]) for k in range(n)]
-
-
-def dump_line(sample: Sample) -> str:
-    return json.dumps(sample.model_dump(exclude_none=True), separators=(",", ":"))

@@ -93,7 +93,7 @@ def save_adapter(model: PeftModel, out: Path) -> tuple[Path, str]:
 def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | None = None, resume: bool = False,
           device: str | None = None) -> dict[str, Any]:
     out, samples = Path(out_dir), read_batch(batch_path)
-    run_key = {"config": {**cfg.to_json(), "max_steps": 0}, "batch_sha256": file_sha256(batch_path), "adapter_in": adapter_in}
+    run_key = {"config": {**cfg.to_json(), "max_steps": 0, "data_dir": ""}, "batch_sha256": file_sha256(batch_path), "adapter_in": adapter_in}
     state = load_state(out / "state") if resume else None
     if state is not None and state["run_key"] != run_key:
         raise ValueError(f"--resume: {out / 'state'} belongs to a different batch, config or adapter_in")
@@ -123,7 +123,7 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
         whole = pad(minibatch)
         weights_all = token_weights(whole.loss_mask, whole.rollout_index, cfg.aggregation)  # [b, R]
         optimizer.zero_grad(set_to_none=True)
-        sums = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0}
+        sums = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "tis_mean": 0.0}
         for s in range(0, len(idx), cfg.micro_batch_size):
             rows = idx[s : s + cfg.micro_batch_size]
             chunk = pad(minibatch[s : s + cfg.micro_batch_size])
