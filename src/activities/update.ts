@@ -35,7 +35,7 @@ export function trainerConfig(config: RunConfig, iteration: number, samples: num
     kl_coef: t.klCoef,
     aggregation: t.lossAggregation,
     lora_r: config.model.lora.rank,
-    lora_alpha: Math.round(config.model.lora.alpha),
+    lora_alpha: config.model.lora.alpha,
     lora_dropout: config.model.lora.dropout,
     target_modules: config.model.lora.targetModules,
   };
@@ -57,7 +57,7 @@ export const createUpdateActivities = (deps: ActivityDeps) => ({
     await deps.store.getFile(input.batchKey, batchFile);
     const samples = (await readFile(batchFile, 'utf8')).split('\n').filter(Boolean).length;
     const cfgFile = path.join(work, 'trainer.json');
-    await writeFile(cfgFile, JSON.stringify(trainerConfig(config, iteration, samples, deps.env.dataDir), null, 2));
+    await writeFile(cfgFile, JSON.stringify(trainerConfig(config, iteration, samples, deps.env.modelCacheDir), null, 2));
 
     const args = ['-m', 'volt_trainer.train', '--batch', batchFile, '--out', out, '--config', cfgFile];
     if (policy.sha256) {

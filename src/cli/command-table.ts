@@ -13,22 +13,19 @@ import { workerCommand } from './commands/worker.js';
 
 /** Every `volt` subcommand, in the order `volt --help` lists them. Add new commands here. */
 export const commands: readonly Command[] = [
-  // the local stack
   upCommand,
   downCommand,
   statusCommand,
-  smokeCommand,
-  // processes of the stack
-  workerCommand,
-  gatewayCommand,
   serveCommand,
-  // training runs
+  gatewayCommand,
+  workerCommand,
   trainCommand,
   runStatusCommand,
   pauseCommand,
   resumeCommand,
   cancelCommand,
   tuneCommand,
-  rollbackCommand,
   scheduleCommand,
+  rollbackCommand,
+  smokeCommand,
 ];

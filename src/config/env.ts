@@ -19,13 +19,16 @@ export const envSchema = z.object({
   VOLT_GATEWAY_ADMIN_KEY: z.string().min(8).default('volt-admin-dev-key'),
   VOLT_MODEL_SERVER_URL: z.url().default('http://127.0.0.1:8500'),
   VOLT_PYTHON: z.string().min(1).default('.venv/bin/python'),
+  /** Where dequantised base models are cached for the trainer and model server (default: the data dir). */
+  VOLT_MODEL_CACHE_DIR: z.string().min(1).optional(),
 });
 
-export type VoltEnv = z.output<typeof envSchema> & { readonly dataDir: string };
+export type VoltEnv = z.output<typeof envSchema> & { readonly dataDir: string; readonly modelCacheDir: string };
 
 /** Parse the Volt variables out of an environment (process.env by default), resolve paths, freeze. */
 export function loadEnv(source: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Readonly<VoltEnv> {
   const picked = Object.fromEntries(Object.entries(source).filter(([k, v]) => k.startsWith('VOLT_') && v !== ''));
   const env = parseFrozen(envSchema, picked, 'environment');
-  return Object.freeze({ ...env, dataDir: path.resolve(cwd, env.VOLT_DATA_DIR) });
+  const dataDir = path.resolve(cwd, env.VOLT_DATA_DIR);
+  return Object.freeze({ ...env, dataDir, modelCacheDir: path.resolve(cwd, env.VOLT_MODEL_CACHE_DIR ?? dataDir) });
 }

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { connectClient } from '../../src/client/connect.js';
+import { startTrainingRun } from '../../src/client/runs.js';
+import { parseRunConfig } from '../../src/config/run.js';
+import { keys } from '../../src/storage/keys.js';
+import { createObjectStore } from '../../src/storage/object-store.js';
+import type { ModelAlias } from '../../src/activities/serving.js';
+import type { RunStatus } from '../../src/workflows/types.js';
+import { startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
+
+// One real iteration end to end: real Temporal, S3, model server, gateway, worker processes and agent processes.
+describe('trainingRun end to end (tiny settings)', { timeout: 1_500_000 }, () => {
+  let stack: PipelineStack;
+  before(async () => {
+    stack = await startPipelineStack();
+    await stack.startGateway();
+    await stack.startWorker('all');
+  });
+  after(async () => stack?.stop());
+
+  it('produces a real adapter, evaluates it, and promotes it only if eval says so', async () => {
+    const config = parseRunConfig(tinyRunConfig('e2e-run'));
+    const { client, close } = await connectClient(stack.env);
+    try {
+      const { handle } = await startTrainingRun(client, config);
+      const status: RunStatus = await handle.result();
+      assert.equal(status.phase, 'done');
+      assert.equal(status.history.length, 1);
+      const it0 = status.history[0]!;
+      assert.equal(it0.rollouts, 4);
+      assert.ok(it0.samples > 0, 'the batch has samples');
+      assert.ok(it0.candidate?.sha256, 'the update produced a content-addressed adapter');
+      assert.notEqual(it0.candidate!.name, config.model.base);
+      assert.equal(typeof it0.evalScore, 'number', 'the candidate was evaluated');
+
+      const store = createObjectStore(stack.env);
+      const manifest = await store.getJson<{ files: { path: string }[] }>(keys.checkpointManifest(it0.candidate!.sha256!));
+      assert.ok(manifest.files.some((f) => f.path.endsWith('adapter_model.safetensors')));
+
+      // Promotion followed the eval result: with promoteMargin -1 any evaluated candidate beats the base.
+      assert.equal(it0.promoted, true);
+      const alias = await store.getJson<ModelAlias>(keys.modelAlias('e2e-run', 'best'));
+      assert.equal(alias.current.policy.sha256, it0.candidate!.sha256);
+      assert.equal(status.best?.policy.sha256, it0.candidate!.sha256);
+
+      // The promoted adapter is served and differs from the base model in what it says.
+      const ask = async (model: string) => {
+        const r = await fetch(`${stack.modelUrl}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model, messages: [{ role: 'user', content: 'What is 17 times 3?' }], max_tokens: 24, temperature: 0, logprobs: true }),
+        });
+        assert.equal(r.status, 200, await r.clone().text());
+        return (await r.json()) as { choices: { logprobs: { content: { logprob: number }[] } }[]; system_fingerprint: string };
+      };
+      const base = await ask(config.model.base);
+      const best = await ask('e2e-run-best');
+      assert.match(best.system_fingerprint, /^e2e-run-best@/);
+      const lp = (x: typeof base) => x.choices[0]!.logprobs.content.map((c) => c.logprob);
+      assert.notDeepEqual(lp(best), lp(base), 'the trained adapter changes what the model computes');
+    } finally {
+      await close();
+    }
+  });
+});
