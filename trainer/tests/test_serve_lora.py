@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx2 as httpx
@@ -52,12 +54,25 @@ def test_adapter_load_swap_unload(http: httpx.Client, model, tmp_path: Path) -> 
     assert served["choices"][0]["token_ids"] != base["choices"][0]["token_ids"]
     assert _chat(http, DEFAULT_MODEL).json()["choices"][0]["token_ids"] == base["choices"][0]["token_ids"]
     assert "policy" in [m["id"] for m in http.get("/v1/models").json()["data"]]
+    # Base and adapter requests in flight together are decoded in separate per-adapter batches.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        mixed = list(pool.map(lambda name: _chat(http, name).json()["choices"][0]["token_ids"], [DEFAULT_MODEL, "policy"] * 2))
+    assert mixed == [base["choices"][0]["token_ids"], served["choices"][0]["token_ids"]] * 2
 
     again = http.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": str(tmp_path / "v1")})
     assert again.status_code == 400 and again.json()["error"]["param"] == "lora_name"
 
-    swapped = http.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": str(tmp_path / "v2"), "load_inplace": True})
+    # An in-place swap while a request runs: that request finishes on the version it started with.
+    stream_body = {"model": "policy", **PROMPT, "max_tokens": 12, "stream": True}
+    with http.stream("POST", "/v1/chat/completions", json=stream_body) as streaming:
+        lines = streaming.iter_lines()
+        first = json.loads(next(line for line in lines if line.startswith("data: "))[6:])
+        swapped = http.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": str(tmp_path / "v2"), "load_inplace": True})
+        chunks = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
     assert swapped.status_code == 200, swapped.text
+    streamed_ids = [i for c in chunks for i in c["choices"][0].get("token_ids", [])]
+    assert streamed_ids[:6] == served["choices"][0]["token_ids"]
+    assert {c["system_fingerprint"] for c in [first, *chunks]} == {f"policy@{first_hash}"}
     assert second_hash != first_hash
     assert _chat(http, "policy").json()["system_fingerprint"] == f"policy@{second_hash}"
 
