@@ -5,6 +5,7 @@ import { keys } from '../storage/keys.js';
 import { parseKubeRunnerConfig, type KubeRunnerConfig, type KubeRunnerConfigInput } from './kube-config.js';
 import { AGENT_CONTAINER, JOB_NAME_LABEL, buildRolloutJob, jobName } from './kube-job.js';
 import { classifyJob, type KubeVerdict } from './kube-outcome.js';
+import { uploadLogs } from './log-sink.js';
 import { Semaphore } from './semaphore.js';
 import {
   RolloutCancelledError, rolloutSpecSchema,
@@ -69,10 +70,7 @@ export class KubeRunner implements RolloutRunner {
       let detail = v.detail;
       let outcome = v.outcome;
       try {
-        await Promise.all([
-          this.logs.put(keys.rolloutLog(spec.ref, 'stdout'), log),
-          this.logs.put(keys.rolloutLog(spec.ref, 'stderr'), Buffer.alloc(0)),
-        ]);
+        await uploadLogs(this.logs, spec.ref, log, Buffer.alloc(0));
       } catch (e) {
         [outcome, detail] = ['infra_failed', `log upload failed: ${(e as Error).message}`];
       }

@@ -5,6 +5,7 @@ import type { RolloutOutcome } from '../contracts/rollout.js';
 import { keys } from '../storage/keys.js';
 import { localAgentEnv } from './agent-env.js';
 import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
+import { uploadLogs } from './log-sink.js';
 import { Semaphore } from './semaphore.js';
 import {
   RolloutCancelledError, agentTaskJson, rolloutSpecSchema,
@@ -89,10 +90,7 @@ export class LocalRunner implements RolloutRunner {
     const outputText = await readBounded(files.outputFile, this.o.maxOutputBytes);
     let uploadError: Error | null = null;
     try {
-      await Promise.all([
-        this.o.logs.put(keys.rolloutLog(ref, 'stdout'), proc.stdout),
-        this.o.logs.put(keys.rolloutLog(ref, 'stderr'), proc.stderr),
-      ]);
+      await uploadLogs(this.o.logs, ref, proc.stdout, proc.stderr);
     } catch (e) {
       uploadError = e as Error;
     }

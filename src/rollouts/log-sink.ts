@@ -1,4 +1,5 @@
 import type { ObjectStore } from '../storage/object-store.js';
+import { keys, type RolloutRef } from '../storage/keys.js';
 import type { LogSink } from './spec.js';
 
 /** Rollout logs go to the object store under keys.rolloutLog(...), as plain text. */
@@ -9,4 +10,13 @@ export function objectStoreLogSink(store: Pick<ObjectStore, 'putBytes'>): LogSin
       await store.putBytes(key, buf, buf.length, 'text/plain; charset=utf-8');
     },
   };
+}
+
+/**
+ * Upload an attempt's two logs one after the other: rclone's S3 server (the embedded store) can answer 500
+ * when two PUTs create the same new prefix at once.
+ */
+export async function uploadLogs(sink: LogSink, ref: RolloutRef, stdout: Uint8Array, stderr: Uint8Array): Promise<void> {
+  await sink.put(keys.rolloutLog(ref, 'stdout'), stdout);
+  await sink.put(keys.rolloutLog(ref, 'stderr'), stderr);
 }

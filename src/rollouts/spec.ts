@@ -37,7 +37,8 @@ export const rolloutSpecSchema = z.object({
   /** The task's `input`; the agent sees `{ id: taskId, input }` as VOLT_TASK and in VOLT_TASK_FILE. */
   taskInput: z.record(z.string(), z.unknown()),
   agent: z.object({
-    command: z.array(z.string().min(1)).min(1),
+    // argv: the program must be named; later arguments may be empty strings (`node -e ''`).
+    command: z.array(z.string()).min(1).refine((a) => a[0] !== '', { message: 'the program (argv[0]) must not be empty', path: [0] }),
     /** Working directory of the agent process; the fresh per-attempt workdir when absent. */
     cwd: z.string().min(1).optional(),
   }),

@@ -1,0 +1,81 @@
+/**
+ * Local rollout runner throughput: rollouts started and reaped per second with a trivial agent, at several
+ * concurrencies, against spawning the same command bare (no workdir, env, logs, process-group reaping).
+ *   node --import tsx bench/rollouts.ts [--n 200] [--sink s3|discard]
+ * Logs go to a real S3 server (rclone) by default; `--sink discard` isolates the runner's own cost.
+ * Per-rollout overhead = median(run() latency - agent process lifetime). Goal: >= 20 rollouts/s.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { LocalRunner } from '../src/rollouts/local-runner.js';
+import { objectStoreLogSink } from '../src/rollouts/log-sink.js';
+import type { LogSink, RolloutSpecInput } from '../src/rollouts/spec.js';
+import { createObjectStore } from '../src/storage/object-store.js';
+import { startTestServices } from '../test/helpers/services.js';
+
+const { values } = parseArgs({ options: { n: { type: 'string', default: '200' }, sink: { type: 'string', default: 's3' } } });
+const n = Math.min(Math.max(8, Number(values.n)), 2000);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const agents: Record<string, string[]> = { '/bin/true': ['/bin/true'], "node -e ''": [process.execPath, '-e', ''] };
+
+/** Run `count` jobs with at most `limit` in flight; returns wall ms. */
+async function pool(count: number, limit: number, job: (i: number) => Promise<void>): Promise<number> {
+  const t0 = performance.now();
+  let next = 0;
+  // allSettled: a failing job must not let cleanup race the jobs still running.
+  const settled = await Promise.allSettled(Array.from({ length: limit }, async () => {
+    while (next < count) await job(next++);
+  }));
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return performance.now() - t0;
+}
+
+const bareSpawn = (argv: string[]) => new Promise<void>((resolve, reject) => {
+  // The same minimal env as an agent gets (an inherited NODE_OPTIONS would load tsx into every node child).
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  child.on('error', reject);
+  child.on('exit', () => resolve());
+});
+
+const services = values.sink === 's3' ? await startTestServices({ s3: true }) : null;
+const sink: LogSink = services ? objectStoreLogSink(createObjectStore(services.s3)) : { put: async () => undefined };
+const root = await mkdtemp(path.join(tmpdir(), 'volt-bench-rollouts-'));
+console.log(`local runner, ${n} rollouts per row (node agent: ${Math.ceil(n / 2)}), log sink: ${values.sink}\n`);
+console.log('agent        conc   bare spawn/s   runner/s   runner/bare   median run ms   median agent ms   overhead ms');
+try {
+  for (const [name, argv] of Object.entries(agents)) {
+    const count = name === '/bin/true' ? n : Math.ceil(n / 2);
+    for (const concurrency of [2, 8, 32]) {
+      const bareMs = await pool(count, concurrency, () => bareSpawn(argv));
+      const runner = new LocalRunner({ root, logs: sink, concurrency });
+      const runMs: number[] = [];
+      const agentMs: number[] = [];
+      const wallMs = await pool(count, concurrency, async (i) => {
+        const spec: RolloutSpecInput = {
+          ref: { runId: 'bench', iteration: concurrency, rolloutId: `r${i}`, attempt: 0 }, taskId: 't', groupId: 'g', mode: 'train',
+          taskInput: { i }, agent: { command: argv }, gateway: { baseUrl: 'http://127.0.0.1:9/r/t/v1', token: 't' }, timeoutMs: 60_000,
+        };
+        const t0 = performance.now();
+        const result = await runner.run(spec, new AbortController().signal);
+        runMs.push(performance.now() - t0);
+        agentMs.push(result.durationMs);
+        if (result.outcome !== 'succeeded') throw new Error(`rollout ${i}: ${result.outcome} ${result.detail}`);
+      });
+      const bareRate = (count / bareMs) * 1000;
+      const rate = (count / wallMs) * 1000;
+      const overhead = median(runMs.map((r, i) => r - (agentMs[i] as number)));
+      console.log([
+        name.padEnd(12), String(concurrency).padStart(4), bareRate.toFixed(1).padStart(14), rate.toFixed(1).padStart(10),
+        (rate / bareRate).toFixed(2).padStart(13), median(runMs).toFixed(1).padStart(15), median(agentMs).toFixed(1).padStart(17),
+        overhead.toFixed(1).padStart(13),
+      ].join(' '));
+    }
+  }
+} finally {
+  await rm(root, { recursive: true, force: true });
+  await services?.stop();
+}
