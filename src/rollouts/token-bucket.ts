@@ -31,7 +31,11 @@ export class TokenBucket {
         this.tokens -= 1;
         return;
       }
-      await sleep(Math.ceil(((1 - this.tokens) / this.perSecond) * 1000), undefined, { signal });
+      // Rejects with the signal's own reason (e.g. a TimeoutError), not a generic AbortError.
+      await sleep(Math.ceil(((1 - this.tokens) / this.perSecond) * 1000), undefined, { signal }).catch((e: unknown) => {
+        signal?.throwIfAborted();
+        throw e;
+      });
     }
   }
 }

@@ -126,7 +126,8 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     const register = async (r: RolloutRef) => ({ baseUrl: `http://gateway.volt:8400/r/tok-${r.attempt}/v1`, token: `tok-${r.attempt}` });
     const spec = specFor(['agent'], { ref: ref('retry') });
     const done = runWithRetries(runner, spec, { maxAttempts: 3, register, signal: new AbortController().signal });
-    fake.evict(jobName((await created(fake, jobName(ref('retry', 0)))) && ref('retry', 0)));
+    await created(fake, jobName(ref('retry', 0)));
+    fake.evict(jobName(ref('retry', 0)));
     const second = await created(fake, jobName(ref('retry', 1)));
     assert.equal(second.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === 'OPENAI_API_KEY')?.value, 'tok-1');
     fake.finish(jobName(ref('retry', 1)), 0);
