@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx2 as httpx
 import pytest
 
@@ -54,3 +56,14 @@ def test_server_still_healthy_after_bad_input(http: httpx.Client) -> None:
     assert http.get("/health").json()["status"] == "ok"
     ok = http.post("/v1/chat/completions", json={"model": DEFAULT_MODEL, "messages": USER, "max_tokens": 2})
     assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["role"] == "assistant"
+
+
+def test_client_that_disconnects_mid_stream_frees_its_batch_slot(http: httpx.Client) -> None:
+    body = {"model": DEFAULT_MODEL, "messages": USER, "max_tokens": 500, "ignore_eos": True, "stream": True}
+    with http.stream("POST", "/v1/chat/completions", json=body) as streaming:
+        lines = streaming.iter_lines()
+        assert sum(1 for _, line in zip(range(4), (ln for ln in lines if ln.startswith("data: ")))) == 4
+    deadline = time.monotonic() + 60
+    while http.get("/health").json()["active"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert http.get("/health").json()["active"] == 0
