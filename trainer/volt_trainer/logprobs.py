@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 
 import torch
-import torch.nn.functional as F
 from transformers import PreTrainedModel
 
 from .batch import Padded
@@ -33,5 +32,6 @@ def response_logprobs(model: torch.nn.Module, batch: Padded) -> torch.Tensor:
         positions = batch.positions.to(device)[:, :, None].expand(-1, -1, hidden.shape[-1])  # [B, R, H]
         logits = base.get_output_embeddings()(hidden.gather(1, positions))  # [B, R, V]
     targets = batch.targets.to(device)
-    nll = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), reduction="none")  # [B*R]
-    return -nll.view_as(targets) * batch.valid.to(device)
+    # log_softmax + gather rather than cross_entropy: NLLLoss has no deterministic CUDA kernel, gather does
+    logp = logits.float().log_softmax(dim=-1).gather(-1, targets[:, :, None])[:, :, 0]  # [B, R]
+    return logp * batch.valid.to(device)
