@@ -18,10 +18,13 @@ export class SpanRecorder {
   async record(ctx: CallContext, outcome: CallOutcome): Promise<Span> {
     const span = buildSpan(ctx, outcome);
     const key = keys.span(ctx.rollout.ref, span.seq);
+    // Serialised now, so the caller may strip fields from the response it hands the agent afterwards.
+    const json = JSON.stringify(span);
     if (this.deps.durability === 'direct') {
-      await this.deps.store.putJson(key, span);
+      const body = Buffer.from(json);
+      await this.deps.store.putBytes(key, body, body.length, 'application/json');
     } else {
-      this.deps.uploader.enqueue(await this.deps.wal.append(key, span));
+      this.deps.uploader.enqueue(await this.deps.wal.append(key, json));
     }
     const { metrics } = this.deps;
     metrics.spans.inc({ status: span.status });

@@ -62,7 +62,8 @@ export class SpanUploader {
   private async upload(job: Job): Promise<void> {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        await this.store.putJson(job.entry.key, job.entry.value);
+        const body = Buffer.from(job.entry.json);
+        await this.store.putBytes(job.entry.key, body, body.length, 'application/json');
         await this.wal.markUploaded(job.entry);
         this.pending.delete(job);
         job.resolve();

@@ -1,10 +1,10 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
-/** One durable record: a value that must end up in the object store at `key`. */
+/** One durable record: a JSON document (already serialised) that must end up in the object store at `key`. */
 export interface WalEntry {
   key: string;
-  value: unknown;
+  json: string;
   segment: Segment;
 }
 
@@ -19,7 +19,7 @@ interface Segment {
 interface Pending {
   line: string;
   key: string;
-  value: unknown;
+  json: string;
   resolve: (e: WalEntry) => void;
   reject: (err: unknown) => void;
 }
@@ -71,10 +71,10 @@ export class WriteAheadLog {
     return total;
   }
 
-  append(key: string, value: unknown): Promise<WalEntry> {
-    const line = `${JSON.stringify({ key, value })}\n`;
+  append(key: string, json: string): Promise<WalEntry> {
+    const line = `{"key":${JSON.stringify(key)},"value":${json}}\n`;
     return new Promise((resolve, reject) => {
-      this.pending.push({ line, key, value, resolve, reject });
+      this.pending.push({ line, key, json, resolve, reject });
       this.flushing ??= this.flushLoop();
     });
   }
@@ -105,7 +105,7 @@ export class WriteAheadLog {
         await handle.datasync();
         segment.bytes += Buffer.byteLength(data);
         segment.entries += batch.length;
-        for (const p of batch) p.resolve({ key: p.key, value: p.value, segment });
+        for (const p of batch) p.resolve({ key: p.key, json: p.json, segment });
         if (segment.bytes >= this.maxSegmentBytes) await this.seal(segment);
       } catch (err) {
         for (const p of batch) p.reject(err);
@@ -144,11 +144,11 @@ export class WriteAheadLog {
 }
 
 // A torn last line (crash mid-write, before fsync returned) was never acknowledged, so it is skipped.
-function parseLine(line: string): { key: string; value: unknown } | null {
+function parseLine(line: string): { key: string; json: string } | null {
   if (!line.trim()) return null;
   try {
     const record = JSON.parse(line) as { key?: unknown; value?: unknown };
-    return typeof record.key === 'string' ? { key: record.key, value: record.value } : null;
+    return typeof record.key === 'string' && record.value !== undefined ? { key: record.key, json: JSON.stringify(record.value) } : null;
   } catch {
     return null;
   }
