@@ -23,6 +23,8 @@ export interface AgentProcessResult {
   spawnError: Error | null;
   timedOut: boolean;
   aborted: boolean;
+  /** Pipes stayed open after the leader exited and its group was killed: something escaped the group. */
+  pipesHeld: boolean;
   durationMs: number;
   stdout: Buffer;
   stderr: Buffer;
@@ -42,6 +44,7 @@ export function runAgentProcess(o: AgentProcessOptions): Promise<AgentProcessRes
     let timedOut = false;
     let aborted = false;
     let stopping = false;
+    let pipesHeld = false;
     let spawnError: Error | null = null;
     let exit: { code: number | null; signal: string | null } = { code: null, signal: null };
     const timers: NodeJS.Timeout[] = [];
@@ -67,7 +70,7 @@ export function runAgentProcess(o: AgentProcessOptions): Promise<AgentProcessRes
       timers.forEach(clearTimeout);
       o.signal.removeEventListener('abort', onAbort);
       resolve({
-        pid, exitCode: exit.code, signal: exit.signal, spawnError, timedOut, aborted,
+        pid, exitCode: exit.code, signal: exit.signal, spawnError, timedOut, aborted, pipesHeld,
         durationMs: Math.round(performance.now() - started), stdout: out.toBuffer(), stderr: err.toBuffer(),
       });
     };
@@ -80,6 +83,7 @@ export function runAgentProcess(o: AgentProcessOptions): Promise<AgentProcessRes
       exit = { code, signal };
       if (pid !== null) signalGroup(pid, 'SIGKILL');
       timers.push(setTimeout(() => {
+        pipesHeld = true;
         child.stdout.destroy();
         child.stderr.destroy();
         finish();

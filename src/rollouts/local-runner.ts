@@ -6,6 +6,7 @@ import { keys } from '../storage/keys.js';
 import { localAgentEnv } from './agent-env.js';
 import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
 import { uploadLogs } from './log-sink.js';
+import { killByEnv } from './process-group.js';
 import { Semaphore } from './semaphore.js';
 import {
   RolloutCancelledError, agentTaskJson, rolloutSpecSchema,
@@ -87,6 +88,8 @@ export class LocalRunner implements RolloutRunner {
       timeoutMs: spec.timeoutMs, killGraceMs: this.o.killGraceMs, drainMs: this.o.drainMs, signal,
       headBytes: this.o.headBytes, tailBytes: this.o.tailBytes,
     });
+    // Whoever still holds the agent's pipes left its session (setsid); find it by this attempt's token.
+    const escaped = proc.pipesHeld ? await killByEnv(`OPENAI_API_KEY=${spec.gateway.token}`) : [];
     const outputText = await readBounded(files.outputFile, this.o.maxOutputBytes);
     let uploadError: Error | null = null;
     try {
@@ -99,7 +102,7 @@ export class LocalRunner implements RolloutRunner {
     if (proc.spawnError) return result('infra_failed', proc, `spawn ${spec.agent.command[0]} failed: ${proc.spawnError.message}`, null);
     if (uploadError) return result('infra_failed', proc, `log upload failed: ${uploadError.message}`, outputText);
     if (proc.timedOut) return result('timed_out', proc, `timed out after ${spec.timeoutMs} ms`, outputText);
-    if (proc.exitCode === 0) return result('succeeded', proc, null, outputText);
+    if (proc.exitCode === 0) return result('succeeded', proc, escaped.length ? `killed escaped processes ${escaped.join(', ')}` : null, outputText);
     return result('agent_failed', proc, proc.signal ? `agent killed by ${proc.signal}` : `agent exited with ${proc.exitCode}`, outputText);
   }
 

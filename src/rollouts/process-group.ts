@@ -39,3 +39,27 @@ export async function listProcesses(): Promise<ProcInfo[]> {
 export async function survivorsOf(pgid: number): Promise<ProcInfo[]> {
   return (await listProcesses()).filter((p) => (p.pgid === pgid || p.sid === pgid) && p.state !== 'Z');
 }
+
+/**
+ * Kill every process whose environment holds exactly `entry` (e.g. `OPENAI_API_KEY=<attempt token>`): the
+ * agent's descendants that left its session with setsid, which a group kill cannot reach. Returns their pids.
+ */
+export async function killByEnv(entry: string): Promise<number[]> {
+  const needle = Buffer.from(`\0${entry}\0`);
+  const pids = (await readdir('/proc')).filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid);
+  const found = await Promise.all(pids.map(async (pid) => {
+    try {
+      const environ = Buffer.concat([Buffer.from('\0'), await readFile(`/proc/${pid}/environ`)]);
+      return environ.includes(needle) ? Number(pid) : null;
+    } catch {
+      return null; // gone, or another user's process
+    }
+  }));
+  const hits = found.filter((p): p is number => p !== null);
+  for (const pid of hits) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch { /* exited meanwhile */ }
+  }
+  return hits;
+}

@@ -67,6 +67,18 @@ void describe('LocalRunner stopping agents', () => {
     await assertAllGone(pids);
   });
 
+  void it('kills a descendant that escaped the group with setsid but still holds the pipes', async () => {
+    const runner = new LocalRunner({ root, logs: s3.sink, drainMs: 300 });
+    const script = 'setsid sh -c \'echo $$ > escaped; exec sleep 600\' & sleep 0.2; echo started';
+    const spec = specFor(['/bin/sh', '-c', script], { keepWorkdir: true, ref: { runId: 'run-1', iteration: 0, rolloutId: 'escape', attempt: 0 } });
+    const result = await runner.run(spec, new AbortController().signal);
+    assert.equal(result.outcome, 'succeeded');
+    const pid = Number((await readFile(path.join(result.workdir as string, 'escaped'), 'utf8')).trim());
+    assert.match(result.detail ?? '', new RegExp(`killed escaped processes .*\\b${pid}\\b`));
+    await sleep(50);
+    assert.deepEqual((await listProcesses()).filter((p) => p.pid === pid && p.state !== 'Z'), []);
+  });
+
   void it('keeps head and tail of a 200 MiB stdout flood with bounded memory', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink, parentEnv: { ...process.env, FLOOD_BYTES: String(200 * 1024 * 1024) } });
     const spec = specFor([agent('flood.sh')], { envAllowList: ['PATH', 'FLOOD_BYTES'], ref: { runId: 'run-1', iteration: 0, rolloutId: 'flood', attempt: 0 } });
