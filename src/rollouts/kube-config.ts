@@ -24,8 +24,10 @@ export const kubeRunnerConfigSchema = z.object({
   createBurst: z.number().int().min(1).default(10),
   /** Most concurrent Jobs of this runner. */
   concurrency: z.number().int().min(1).default(64),
-  /** Most bytes of pod log fetched (Kubernetes merges stdout and stderr). */
-  logLimitBytes: z.number().int().min(1).default(256 * 1024),
+  /** Most bytes of the pod log's head fetched (Kubernetes merges stdout and stderr). */
+  logLimitBytes: z.number().int().min(1).default(128 * 1024),
+  /** Lines of the log's end kept too when it is longer than logLimitBytes. */
+  logTailLines: z.number().int().min(1).default(500),
   /** Consecutive failed API calls while watching before the attempt counts as infra_failed. */
   maxApiErrors: z.number().int().min(1).default(5),
 });

@@ -141,11 +141,13 @@ export class KubeRunner implements RolloutRunner {
     const created = (p: V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
     const pod = [...pods].sort((a, b) => created(b) - created(a))[0];
     if (!pod?.metadata?.name) return Buffer.from('[volt: no pod was created]\n');
+    const read = { name: pod.metadata.name, namespace: this.cfg.namespace, container: AGENT_CONTAINER };
     try {
-      const text = await this.core.readNamespacedPodLog({
-        name: pod.metadata.name, namespace: this.cfg.namespace, container: AGENT_CONTAINER, limitBytes: this.cfg.logLimitBytes,
-      });
-      return Buffer.from(text);
+      const head = Buffer.from(await this.core.readNamespacedPodLog({ ...read, limitBytes: this.cfg.logLimitBytes }));
+      if (head.length < this.cfg.logLimitBytes) return head;
+      // Cut off: the end (where errors usually are) comes from a second, tail-only read, like the local runner's.
+      const tail = Buffer.from(await this.core.readNamespacedPodLog({ ...read, tailLines: this.cfg.logTailLines, limitBytes: this.cfg.logLimitBytes }));
+      return Buffer.concat([head, Buffer.from(`\n[volt: log truncated after ${head.length} bytes; last ${this.cfg.logTailLines} lines follow]\n`), tail]);
     } catch (e) {
       return Buffer.from(`[volt: ${apiError(`log of pod ${pod.metadata.name}`, e)}]\n`);
     }

@@ -126,7 +126,9 @@ export class FakeKubeApi {
       const log = this.logs.get(podLog[2] as string);
       if (log === undefined) return status(404, 'NotFound', `pods "${podLog[2]}" not found`);
       const limit = Number(url.searchParams.get('limitBytes') ?? Infinity);
-      return send(200, Buffer.from(log).subarray(0, limit).toString(), 'text/plain');
+      const tailLines = url.searchParams.get('tailLines');
+      const lines = tailLines ? log.split(/(?<=\n)/).slice(-Number(tailLines)).join('') : log;
+      return send(200, Buffer.from(lines).subarray(0, limit).toString(), 'text/plain');
     }
     return status(404, 'NotFound', `fake: no route ${req.method} ${url.pathname}`);
   }

@@ -75,10 +75,15 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     assert.deepEqual(fake.deletes.filter((d) => d.name === name), [], 'a finished Job is left to its TTL');
   });
 
-  void it('maps a non-zero agent exit to agent_failed with the exit code', async () => {
-    const { result } = await drive('exit3', (n) => fake.finish(n, 3, 'boom\n'));
+  void it('maps a non-zero agent exit to agent_failed, keeping head and tail of a long log', async () => {
+    const long = Array.from({ length: 20_000 }, (_, i) => `line ${i}\n`).join('') + 'Traceback: boom\n';
+    const { result } = await drive('exit3', (n) => fake.finish(n, 3, long));
     assert.equal(result.outcome, 'agent_failed');
     assert.equal(result.exitCode, 3);
+    const log = (await s3.read(result.stdoutKey)).toString();
+    assert.ok(log.startsWith('line 0\nline 1\n'));
+    assert.match(log, /\[volt: log truncated after 131072 bytes; last 500 lines follow\]\nline 19501\n/);
+    assert.ok(log.endsWith('line 19999\nTraceback: boom\n'));
   });
 
   void it('maps eviction, lost nodes and image pull failures to infra_failed and deletes stuck Jobs', async () => {
