@@ -18,9 +18,11 @@ SYSTEM_PROMPT = "\n".join([
     "To calculate, write <calc>expression</calc>, for example <calc>23*12-45</calc>, and wait for the result.",
     "When you know the final answer, write <answer>number</answer>.",
 ])
+# Repeated under each question: a 135M model forgets the system prompt's format, not the last line it read.
+HINT = "Use <calc>expression</calc> to calculate, then <answer>number</answer>."
 # One worked example: tiny models copy a demonstrated pattern far better than they follow instructions.
 EXAMPLE = [
-    {"role": "user", "content": "Tom has 3 bags with 5 apples each. He eats 2 apples. How many apples are left?"},
+    {"role": "user", "content": f"Tom has 3 bags with 5 apples each. He eats 2 apples. How many apples are left?\n{HINT}"},
     {"role": "assistant", "content": "<calc>3*5-2</calc>"},
     {"role": "user", "content": "Result: 13"},
     {"role": "assistant", "content": "<answer>13</answer>"},
@@ -86,7 +88,8 @@ def react_to(content: str) -> tuple[str | None, str | None]:
     if not calc:
         return None, "Write <calc>expression</calc> to calculate or <answer>number</answer> to answer."
     try:
-        return None, f"Result: {format_number(evaluate(without_words(calc.group(1))))}"
+        # "<calc>5*2 = 10": the model guessed the result too; compute the left side.
+        return None, f"Result: {format_number(evaluate(without_words(calc.group(1).split('=')[0])))}"
     except CalcError as error:
         return None, f"Error: {error}"
 
@@ -113,7 +116,7 @@ def main() -> None:
     max_tokens = int(os.environ.get("AGENT_MAX_TOKENS", "64"))
     client = OpenAI(timeout=120.0)
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, *EXAMPLE,
-                {"role": "user", "content": task["input"]["question"]}]
+                {"role": "user", "content": f"{task['input']['question']}\n{HINT}"}]
     answer = ""
     for turn in range(1, max_turns + 1):
         completion = client.chat.completions.create(

@@ -26,9 +26,11 @@ const SYSTEM_PROMPT = [
   'When you know the final answer, write <answer>number</answer>.',
 ].join('\n');
 
+// Repeated under each question: a 135M model forgets the system prompt's format, not the last line it read.
+const HINT = 'Use <calc>expression</calc> to calculate, then <answer>number</answer>.';
 // One worked example: tiny models copy a demonstrated pattern far better than they follow instructions.
 const EXAMPLE: ChatCompletionMessageParam[] = [
-  { role: 'user', content: 'Tom has 3 bags with 5 apples each. He eats 2 apples. How many apples are left?' },
+  { role: 'user', content: `Tom has 3 bags with 5 apples each. He eats 2 apples. How many apples are left?\n${HINT}` },
   { role: 'assistant', content: '<calc>3*5-2</calc>' },
   { role: 'user', content: 'Result: 13' },
   { role: 'assistant', content: '<answer>13</answer>' },
@@ -68,7 +70,8 @@ function reactTo(content: string): { answer: string } | { reply: string } {
   const calc = /<calc>([\s\S]*?)(?:<\/calc>|$)/.exec(content);
   if (!calc) return { reply: 'Write <calc>expression</calc> to calculate or <answer>number</answer> to answer.' };
   try {
-    return { reply: `Result: ${formatNumber(evaluate(withoutWords(calc[1] ?? '')))}` };
+    // "<calc>5*2 = 10": the model guessed the result too; compute the left side.
+    return { reply: `Result: ${formatNumber(evaluate(withoutWords((calc[1] ?? '').split('=')[0] ?? '')))}` };
   } catch (error) {
     if (error instanceof ArithmeticError) return { reply: `Error: ${error.message}` };
     throw error;
@@ -82,7 +85,7 @@ async function main(): Promise<void> {
   const messages: ChatCompletionMessageParam[] = [
     { role: 'system', content: SYSTEM_PROMPT },
     ...EXAMPLE,
-    { role: 'user', content: task.input.question },
+    { role: 'user', content: `${task.input.question}\n${HINT}` },
   ];
   let answer = '';
   for (let turn = 1; turn <= settings.AGENT_MAX_TURNS; turn++) {

@@ -14,6 +14,23 @@ const CONTAINERS = ['boxes', 'bags', 'crates', 'packs', 'jars', 'baskets'];
 
 type Template = (r: SeededRandom) => WordProblem;
 
+// Plain one-operation questions: the easy half that keeps the base model's accuracy off zero.
+const PLAIN: Record<string, Template> = {
+  plainSum(r) {
+    const [a, b] = [r.int(2, 60), r.int(2, 60)];
+    return { template: 'plainSum', steps: 1, question: `What is ${a} plus ${b}?`, answer: a + b };
+  },
+  plainDifference(r) {
+    const a = r.int(10, 90);
+    const b = r.int(1, a - 1);
+    return { template: 'plainDifference', steps: 1, question: `What is ${a} minus ${b}?`, answer: a - b };
+  },
+  plainProduct(r) {
+    const [a, b] = [r.int(2, 15), r.int(2, 15)];
+    return { template: 'plainProduct', steps: 1, question: `What is ${a} times ${b}?`, answer: a * b };
+  },
+};
+
 // Each template is a short story over 1-3 arithmetic steps; answers are whole, non-negative numbers.
 const TEMPLATES: Record<string, Template> = {
   addMore(r) {
@@ -68,11 +85,12 @@ const TEMPLATES: Record<string, Template> = {
   },
 };
 
-export const TEMPLATE_NAMES = Object.keys(TEMPLATES);
+export const TEMPLATE_NAMES = [...Object.keys(PLAIN), ...Object.keys(TEMPLATES)];
 
-/** A problem from the given template, or from a random one. */
-export function makeWordProblem(r: SeededRandom, template = r.pick(TEMPLATE_NAMES)): WordProblem {
-  const make = TEMPLATES[template];
-  if (!make) throw new Error(`unknown template ${template}`);
+/** A problem from the given template, or else plain and story problems half and half. */
+export function makeWordProblem(r: SeededRandom, template?: string): WordProblem {
+  const name = template ?? (r.next() < 0.5 ? r.pick(Object.keys(PLAIN)) : r.pick(Object.keys(TEMPLATES)));
+  const make = PLAIN[name] ?? TEMPLATES[name];
+  if (!make) throw new Error(`unknown template ${name}`);
   return make(r);
 }

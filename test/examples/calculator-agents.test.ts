@@ -50,6 +50,7 @@ async function runScripted(argv: string[], replies: ScriptedReply[], task: unkno
 }
 
 const lastUser = (messages: { role: string; content: string }[]) => messages.filter((m) => m.role === 'user').at(-1)?.content;
+const HINT = 'Use <calc>expression</calc> to calculate, then <answer>number</answer>.';
 const task = { id: 'shop-1', input: { question: 'A shop has 23 boxes of 12 pens and sells 45 pens. How many pens are left?' } };
 
 for (const [name, argv] of Object.entries(agents)) {
@@ -66,7 +67,7 @@ for (const [name, argv] of Object.entries(agents)) {
       assert.equal(first?.model, 'my-policy');
       assert.equal(first?.temperature, 0.7);
       assert.equal(first?.max_tokens, 64);
-      assert.equal(lastUser(first!.messages), task.input.question);
+      assert.equal(lastUser(first!.messages), `${task.input.question}\n${HINT}`);
       // The assistant turn is kept as the server sent it (cut at the stop string) and the result follows.
       assert.deepEqual(second!.messages.slice(-2), [
         { role: 'assistant', content: '<calc>23*12-45' },
@@ -116,7 +117,7 @@ for (const [name, argv] of Object.entries(agents)) {
         const run = await runAgent(anywhereArgv[name]!, { OPENAI_BASE_URL: server.baseUrl, OPENAI_API_KEY: 'k', VOLT_TASK_FILE: file }, workdir);
         assert.equal(run.code, 0, run.stderr);
         assert.equal(run.stdout.trim(), '231');
-        assert.equal(lastUser(server.requests[0]!.messages), task.input.question);
+        assert.equal(lastUser(server.requests[0]!.messages), `${task.input.question}\n${HINT}`);
       } finally {
         await server.close();
         rmSync(workdir, { recursive: true, force: true });
