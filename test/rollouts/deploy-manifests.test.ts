@@ -46,6 +46,17 @@ void describe('deploy/ manifests', async () => {
     }
   });
 
+  void it('give every Service pods to select, and every workload a selector matching its own template', () => {
+    type Workload = Doc & { spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> } } } };
+    const workloads = docs.map((d) => d.doc).filter((d): d is Workload => ['Deployment', 'StatefulSet'].includes(d.kind));
+    const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+    for (const w of workloads) assert.ok(matches(w.spec.selector.matchLabels, w.spec.template.metadata.labels), `${w.metadata.name}: selector`);
+    for (const svc of docs.map((d) => d.doc).filter((d) => d.kind === 'Service') as (Doc & { spec: { selector: Record<string, string> } })[]) {
+      assert.ok(workloads.some((w) => w.metadata.namespace === svc.metadata.namespace && matches(svc.spec.selector, w.spec.template.metadata.labels)),
+        `Service ${svc.metadata.name} selects no pods`);
+    }
+  });
+
   void it('enforce the restricted Pod Security profile on the namespace the runner uses by default', () => {
     const ns = kubeRunnerConfigSchema.parse({ image: 'x' }).namespace;
     assert.equal(find<Doc>('Namespace', ns)?.metadata.labels?.['pod-security.kubernetes.io/enforce'], 'restricted');
