@@ -37,6 +37,8 @@ export class WriteAheadLog {
   private live = new Set<Segment>();
   private counter = 0;
   private readonly prefix = `${process.pid}-${Date.now()}`;
+  /** write+fsync rounds so far; fewer than appends when group commit batches them. */
+  commits = 0;
 
   constructor(
     readonly dir: string,
@@ -103,6 +105,7 @@ export class WriteAheadLog {
         const data = batch.map((p) => p.line).join('');
         await handle.write(data);
         await handle.datasync();
+        this.commits++;
         segment.bytes += Buffer.byteLength(data);
         segment.entries += batch.length;
         for (const p of batch) p.resolve({ key: p.key, json: p.json, segment });
