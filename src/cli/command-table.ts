@@ -1,6 +1,7 @@
 import type { Command } from './command.js';
 import { downCommand } from './commands/down.js';
 import { gatewayCommand } from './commands/gateway.js';
+import { reportCommand } from './commands/report.js';
 import { rollbackCommand } from './commands/rollback.js';
 import { cancelCommand, pauseCommand, resumeCommand, runStatusCommand, tuneCommand } from './commands/run-control.js';
 import { scheduleCommand } from './commands/schedule.js';
@@ -27,5 +28,6 @@ export const commands: readonly Command[] = [
   tuneCommand,
   scheduleCommand,
   rollbackCommand,
+  reportCommand,
   smokeCommand,
 ];

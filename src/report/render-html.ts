@@ -1,0 +1,87 @@
+import { escapeHtml, fmt, formatDuration, STYLE, table } from './html.js';
+import type { ReportData, SampleRollout } from './report-data.js';
+import { newMessagesOnly } from './transcript.js';
+
+export const CURVE_FILE = 'curve.png';
+
+function wallSeconds(data: ReportData): number {
+  const end = data.timing.closedAt ?? data.generatedAt;
+  return (Date.parse(end) - Date.parse(data.timing.startedAt)) / 1000;
+}
+
+function summary(data: ReportData): string {
+  const { status, config, baseScore } = data;
+  const best = status.best?.score ?? null;
+  const diff = best !== null && baseScore !== null ? (best - baseScore) * 100 : null;
+  const rollouts = status.history.reduce((n, h) => n + h.rollouts, 0);
+  const rows: [string, unknown][] = [
+    ['state', `${data.timing.state}${data.timing.state === 'RUNNING' ? ` (phase ${status.phase}${status.paused ? ', paused' : ''})` : ''}`],
+    ['model', config?.model ?? '-'],
+    ['iterations', `${status.history.length} done of ${config?.iterations ?? status.iterations}`],
+    ['group size', config?.groupSize ?? '-'],
+    ['tasks / iteration', config?.tasksPerIteration ?? '-'],
+    ['reward', config?.rewardKind ?? '-'],
+    ['base held-out score', fmt(baseScore)],
+    ['best held-out score', `${fmt(best)}${status.best ? ` (${status.best.policy.name})` : ''}`],
+    ['best − base', diff === null ? '-' : `${diff >= 0 ? '+' : ''}${diff.toFixed(1)} points`],
+    ['wall time', `${formatDuration(wallSeconds(data))}${data.timing.closedAt ? '' : ' so far'}`],
+    ['started / closed', `${data.timing.startedAt} / ${data.timing.closedAt ?? '-'}`],
+    ['total rollouts', rollouts],
+  ];
+  return `<table>${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('\n')}</table>`;
+}
+
+function iterationTable(data: ReportData): string {
+  const rows = data.status.history.map((h) => [
+    h.iteration, h.rollouts, h.infraFailed, fmt(h.meanReward), h.samples, h.tokens, fmt(h.evalScore), h.promoted ? 'yes' : 'no',
+    fmt(h.trainMetrics?.loss, 4), fmt(h.trainMetrics?.kl, 4),
+  ]);
+  if (rows.length === 0) return '<p>No iteration has finished yet.</p>';
+  return table(['iteration', 'rollouts', 'infra failures', 'mean reward', 'samples', 'tokens', 'eval score', 'promoted', 'trainer loss', 'KL'], rows, 'numbers');
+}
+
+function promotedSection(data: ReportData): string {
+  const p = data.promoted;
+  if (!p) return '<p>No checkpoint was promoted: the base model is still the best policy.</p>';
+  return table(['name', 'sha256', 'iteration', 'held-out score', 'promoted at'], [[p.policy.name, p.policy.sha256 ?? '-', p.iteration, fmt(p.score), p.at]]);
+}
+
+function rolloutSection(r: SampleRollout): string {
+  const turns = newMessagesOnly(r.turns).map((t) => {
+    const earlier = t.earlier ? `<p class="meta">(${t.earlier} earlier messages, shown above)</p>` : '';
+    const msgs = t.messages.map((m) => `<div class="msg ${escapeHtml(m.role)}"><b>${escapeHtml(m.role)}</b><pre>${escapeHtml(m.content)}</pre></div>`).join('\n');
+    const meta = `call ${t.seq} · finish ${t.finishReason ?? '-'} · ${t.completionTokens ?? '-'} completion tokens · served by ${t.servedBy}`;
+    const err = t.error ? `<p class="error">error: ${escapeHtml(t.error)}</p>` : '';
+    return `${earlier}${msgs}\n<div class="msg assistant"><b>assistant (policy)</b><pre>${escapeHtml(t.completion)}</pre><span class="meta">${escapeHtml(meta)}</span></div>${err}`;
+  });
+  const omitted = r.omittedTurns ? `<p class="meta">… ${r.omittedTurns} more calls not shown.</p>` : '';
+  const head = `${r.label} reward: rollout ${r.rolloutId} (attempt ${r.attempt}), task ${r.taskId}, ${r.outcome}, reward ${fmt(r.reward)}`;
+  return `<h3>${escapeHtml(head)}</h3>\n${turns.join('\n') || '<p>No LLM calls were recorded.</p>'}${omitted}`;
+}
+
+function samplesSection(data: ReportData): string {
+  const s = data.samples;
+  if (!s) return '<p>No iteration has finished yet.</p>';
+  if (s.rollouts.length === 0) return `<p>Iteration ${s.iteration} has no scored rollout.</p>`;
+  return `<p>Iteration ${s.iteration}: the rollouts with the best and the worst reward.</p>\n${s.rollouts.map(rolloutSection).join('\n')}`;
+}
+
+/** The whole report as one self-contained page; the only other file it refers to is curve.png next to it. */
+export function renderReportHtml(data: ReportData): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Volt run ${escapeHtml(data.runId)}</title><style>${STYLE}</style></head>
+<body>
+<h1>Volt run ${escapeHtml(data.runId)}</h1>
+<p class="meta">Report generated ${escapeHtml(data.generatedAt)}.</p>
+${summary(data)}
+<h2>Learning curve</h2>
+<img src="${CURVE_FILE}" alt="mean training reward and held-out eval score per iteration" width="800">
+<h2>Iterations</h2>
+${iterationTable(data)}
+<h2>Promoted checkpoint</h2>
+${promotedSection(data)}
+<h2>Sample rollouts</h2>
+${samplesSection(data)}
+</body></html>
+`;
+}

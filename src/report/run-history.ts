@@ -1,0 +1,63 @@
+import type { temporal } from '@temporalio/proto';
+import type { PayloadConverter } from '@temporalio/common';
+import type { RunConfig } from '../config/run.js';
+import type { EvalResult, RunState, RunStatus, TrainingIterationResult } from '../workflows/types.js';
+import type { ConfigSummary } from './report-data.js';
+
+type History = temporal.api.history.v1.IHistory;
+
+const payloads = (p: temporal.api.common.v1.IPayloads | null | undefined) => p?.payloads ?? [];
+
+/** The input of the latest execution of the run: its (possibly tuned) config and the state it continued from. */
+export function startInput(history: History, converter: PayloadConverter): { config: RunConfig | null; resumeState: RunState | null; firstExecutionRunId: string | null } {
+  const attrs = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const [config, resumeState] = payloads(attrs?.input).map((p) => converter.fromPayload<unknown>(p));
+  return {
+    config: (config as RunConfig | undefined) ?? null,
+    resumeState: (resumeState as RunState | undefined) ?? null,
+    firstExecutionRunId: attrs?.firstExecutionRunId || null,
+  };
+}
+
+export function summarizeConfig(config: RunConfig): ConfigSummary {
+  return {
+    model: config.model.base,
+    iterations: config.iterations,
+    groupSize: config.rollouts.groupSize,
+    tasksPerIteration: config.rollouts.tasksPerIteration,
+    rewardKind: config.reward.kind === 'weighted_sum' ? `weighted_sum(${Object.values(config.reward.parts).map((p) => p.kind).join(', ')})` : config.reward.kind,
+  };
+}
+
+/**
+ * The status of a run that ended without a result (failed, cancelled, terminated), rebuilt from its history alone —
+ * the state it continued from plus every child iteration that completed — so no worker has to replay it.
+ */
+export function statusFromHistory(runId: string, history: History, converter: PayloadConverter): RunStatus {
+  const { config, resumeState } = startInput(history, converter);
+  let state: RunState | null = resumeState;
+  for (const event of history.events ?? []) {
+    const done = event.childWorkflowExecutionCompletedEventAttributes;
+    if (!done) continue;
+    const [result] = payloads(done.result).map((p) => converter.fromPayload<unknown>(p));
+    if (done.workflowType?.name === 'evaluation' && !state) {
+      const base = result as EvalResult;
+      state = { iteration: 0, policy: base.policy, best: { policy: base.policy, score: base.score }, history: [] };
+    } else if (done.workflowType?.name === 'trainingIteration' && state) {
+      const r = result as TrainingIterationResult;
+      state = { iteration: r.summary.iteration + 1, policy: r.policy, best: r.best, history: [...state.history, r.summary] };
+    }
+  }
+  return {
+    runId,
+    iteration: state?.iteration ?? 0,
+    iterations: config?.iterations ?? state?.iteration ?? 0,
+    phase: 'done',
+    paused: false,
+    policy: state?.policy ?? null,
+    best: state?.best ?? null,
+    meanRewards: state?.history.map((h) => h.meanReward) ?? [],
+    evalScores: state?.history.map((h) => h.evalScore) ?? [],
+    history: state?.history ?? [],
+  };
+}

@@ -1,0 +1,47 @@
+import type { RewardsFile, ScoredRolloutRecord } from '../activities/rewards.js';
+import type { ModelAlias } from '../activities/serving.js';
+import type { Span } from '../contracts/span.js';
+import { keys } from '../storage/keys.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import type { ReportData, SampleRollout } from './report-data.js';
+import { spanToTurn } from './transcript.js';
+
+/** A transcript longer than this shows its first turns only; the rest are counted, not rendered. */
+export const MAX_TURNS = 20;
+
+/** The best and the worst scored rollout of an iteration (one when only one was scored, none when none was). */
+export function pickSamples(rollouts: ScoredRolloutRecord[]): { label: SampleRollout['label']; record: ScoredRolloutRecord }[] {
+  const scored = rollouts.filter((r) => r.reward !== null);
+  if (scored.length === 0) return [];
+  // Stable order on ties: the earliest rollout id wins both ends, so the report is reproducible.
+  const sorted = [...scored].sort((a, b) => b.reward! - a.reward! || a.rolloutId.localeCompare(b.rolloutId));
+  const best = sorted[0]!;
+  const worst = sorted.slice(1).sort((a, b) => a.reward! - b.reward! || a.rolloutId.localeCompare(b.rolloutId))[0];
+  return worst ? [{ label: 'best', record: best }, { label: 'worst', record: worst }] : [{ label: 'best', record: best }];
+}
+
+async function loadSample(store: ObjectStore, runId: string, iteration: number, label: SampleRollout['label'], r: ScoredRolloutRecord): Promise<SampleRollout> {
+  const ref = { runId, iteration, rolloutId: r.rolloutId, attempt: r.attempt };
+  const spanKeys: string[] = [];
+  for await (const o of store.list(keys.spans(ref))) if (o.key.endsWith('.json')) spanKeys.push(o.key);
+  const turns = [];
+  for (const key of spanKeys.slice(0, MAX_TURNS)) turns.push(spanToTurn(await store.getJson<Span>(key)));
+  return {
+    label, rolloutId: r.rolloutId, attempt: r.attempt, taskId: r.taskId, outcome: r.outcome, reward: r.reward,
+    turns, omittedTurns: Math.max(0, spanKeys.length - MAX_TURNS),
+  };
+}
+
+/** What the object store knows about a run: base score, promoted checkpoint, sample rollouts of `lastIteration`. */
+export async function readStoreData(store: ObjectStore, runId: string, lastIteration: number | null): Promise<Pick<ReportData, 'baseScore' | 'promoted' | 'samples'>> {
+  const base = await store.getJsonOrNull<RewardsFile>(keys.evaluation(runId, 0, 'base'));
+  const alias = await store.getJsonOrNull<ModelAlias>(keys.modelAlias(runId, 'best'));
+  let samples: ReportData['samples'] = null;
+  if (lastIteration !== null) {
+    const rewards = await store.getJsonOrNull<RewardsFile>(keys.rewards(runId, lastIteration));
+    const rollouts = [];
+    for (const { label, record } of pickSamples(rewards?.rollouts ?? [])) rollouts.push(await loadSample(store, runId, lastIteration, label, record));
+    samples = { iteration: lastIteration, rollouts };
+  }
+  return { baseScore: base?.meanReward ?? null, promoted: alias?.current ?? null, samples };
+}
