@@ -180,12 +180,13 @@ class Engine:
         ids = torch.tensor([[pad_id] * (width - len(s.prompt_ids)) + s.prompt_ids for s in seqs], device=self.device)
         mask = torch.tensor([[0] * (width - len(s.prompt_ids)) + [1] * len(s.prompt_ids) for s in seqs], device=self.device)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        out = self.adapters.forward(adapter, input_ids=ids, attention_mask=mask, position_ids=positions, cache=DynamicCache(), use_cache=True, logits_to_keep=1)
+        cache = DynamicCache()  # filled in place by the forward pass
+        out = self.adapters.forward(adapter, input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=1)
         tokens = [sample_token(out.logits[row, -1], seq.params, seq.generator) for row, seq in enumerate(seqs)]
         # Nothing above touched the running group, so a failure so far only fails these new sequences.
         group = self._groups.setdefault(adapter, _Group())
         first_row = len(group.seqs)
-        group.batch.add(out.past_key_values, mask)
+        group.batch.add(cache, mask)
         keep = list(range(first_row))
         for row, (seq, token) in enumerate(zip(seqs, tokens)):
             group.seqs.append(seq)
