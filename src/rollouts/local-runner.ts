@@ -1,3 +1,4 @@
+import { constants } from 'node:fs';
 import { mkdir, open, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseFrozen } from '../config/errors.js';
@@ -111,15 +112,17 @@ export class LocalRunner implements RolloutRunner {
   }
 }
 
-/** The first `max` bytes of a file as UTF-8, or null if the agent did not write it. */
+/** The first `max` bytes of a regular file as UTF-8, or null if the agent wrote none (or a FIFO, or a symlink). */
 async function readBounded(file: string, max: number): Promise<string | null> {
   let handle;
   try {
-    handle = await open(file, 'r');
+    // Non-blocking and no symlink: an agent cannot park the worker on a FIFO or point it at another file.
+    handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   } catch {
     return null;
   }
   try {
+    if (!(await handle.stat()).isFile()) return null;
     const buf = Buffer.alloc(max);
     const { bytesRead } = await handle.read(buf, 0, max, 0);
     return buf.subarray(0, bytesRead).toString('utf8');

@@ -108,6 +108,15 @@ void describe('LocalRunner', () => {
     assert.match(bad.detail ?? '', /snapshot disk full/);
   });
 
+  void it('ignores a VOLT_OUTPUT_FILE that is a FIFO or a symlink instead of blocking on it or following it', async () => {
+    const runner = new LocalRunner({ root, logs });
+    const fifo = await runner.run(specFor(['/bin/sh', '-c', 'mkfifo "$VOLT_OUTPUT_FILE"']), new AbortController().signal);
+    assert.equal(fifo.outcome, 'succeeded');
+    assert.equal(fifo.outputText, null);
+    const link = await runner.run(specFor(['/bin/sh', '-c', 'ln -s /etc/passwd "$VOLT_OUTPUT_FILE"']), new AbortController().signal);
+    assert.equal(link.outputText, null);
+  });
+
   void it('never runs more agents at once than its concurrency', async () => {
     const shared = await tempDir('shared');
     const runner = new LocalRunner({ root, logs, concurrency: 2 });
