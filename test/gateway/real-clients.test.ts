@@ -84,6 +84,28 @@ void describe('real clients through the gateway to the real model server', () =>
     }
   });
 
+  void it('openai npm SDK legacy completions, plain and streaming, keep the engine token ids', async () => {
+    const r = await open();
+    const client = new OpenAI({ baseURL: r.baseUrl, apiKey: r.token, maxRetries: 0 });
+    const plain = (await client.completions.create({ model: 'x', prompt: 'Once upon a time', max_tokens: 6, temperature: 0, ...withTokenIds })) as OpenAI.Completion & { choices: { token_ids: number[] }[] };
+    const stream = await client.completions.create({ model: 'x', prompt: 'The sky is', max_tokens: 6, stream: true, logprobs: 0 });
+    let streamed = '';
+    let streamedLogprobs = 0;
+    for await (const chunk of stream) {
+      streamed += chunk.choices[0]?.text ?? '';
+      streamedLogprobs += chunk.choices[0]?.logprobs?.token_logprobs?.length ?? 0;
+    }
+    const [s0, s1] = (await r.spans()) as [Span, Span];
+    assert.equal(s0.endpoint, 'completions');
+    assert.deepEqual(s0.choices[0]!.tokenIds, plain.choices[0]!.token_ids);
+    assert.equal(s0.choices[0]!.text, plain.choices[0]!.text);
+    assert.equal(s0.choices[0]!.logprobs!.length, s0.choices[0]!.tokenIds!.length);
+    assert.equal(plain.choices[0]!.logprobs, null);
+    assert.equal(s1.choices[0]!.text, streamed);
+    assert.equal(streamedLogprobs, s1.choices[0]!.tokenIds!.length, 'asked-for logprobs reach the agent');
+    assert.deepEqual((s1.upstreamRequest as { logprobs: number }).logprobs, 0);
+  });
+
   void it('Python openai SDK streaming: the span text is what the client printed', async () => {
     const r = await open();
     const script = [
