@@ -26,6 +26,8 @@ export interface SpawnServiceOptions {
   env?: Record<string, string>;
   /** Detached services outlive the process that started them (the CLI); test services do not. */
   detached: boolean;
+  /** Working directory of the child (default: this process's). */
+  cwd?: string;
 }
 
 export const runDir = (dataDir: string) => path.join(dataDir, 'run');
@@ -43,6 +45,7 @@ export function spawnService(opts: SpawnServiceOptions): { record: ServiceRecord
       stdio: ['ignore', log, log],
       detached: opts.detached,
       env: { ...process.env, ...opts.env },
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
     });
     if (child.pid === undefined) throw new Error(`${opts.name}: could not start ${opts.command}`);
     if (opts.detached) child.unref();

@@ -28,7 +28,8 @@ export async function waitUntilReady(
 
 /** Temporal answers when its frontend passes a gRPC health check and the namespace is served. */
 export async function temporalAnswers(address: string, namespace: string): Promise<boolean> {
-  const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+  // Generous: on a loaded machine a one-shot probe (`volt status`) must not report a healthy server as down.
+  const connection = await Connection.connect({ address, connectTimeout: 5_000 });
   try {
     const health = await connection.healthService.check({ service: 'temporal.api.workflowservice.v1.WorkflowService' });
     if (health.status !== 1) return false; // 1 = SERVING

@@ -1,0 +1,36 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../../src/stack/ports.js';
+import { processGone } from '../../src/stack/processes.js';
+
+const run = promisify(execFile);
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/** Runs the real CLI; never throws, returns exit code and output. */
+export async function volt(args: string[], env: Record<string, string>, timeoutMs = 120_000) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'bin/volt.mjs'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, timeout: timeoutMs });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+export const pidAlive = (pid: number) => !processGone(pid);
+
+/** VOLT_* variables for a whole stack of its own: dataDir plus free loopback ports for every service. */
+export async function stackEnv(dataDir: string) {
+  const [grpc, ui, s3, model, gateway] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  return {
+    VOLT_DATA_DIR: dataDir,
+    VOLT_TEMPORAL_ADDRESS: `127.0.0.1:${grpc}`,
+    VOLT_TEMPORAL_UI_PORT: String(ui),
+    VOLT_S3_ENDPOINT: `http://127.0.0.1:${s3}`,
+    VOLT_MODEL_SERVER_URL: `http://127.0.0.1:${model}`,
+    VOLT_GATEWAY_URL: `http://127.0.0.1:${gateway}`,
+  };
+}
+
+export type StackEnv = Awaited<ReturnType<typeof stackEnv>>;
