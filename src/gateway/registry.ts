@@ -114,7 +114,8 @@ export class RolloutRegistry {
   private async writeFile(): Promise<void> {
     await fs.mkdir(path.dirname(this.file), { recursive: true });
     const tmp = `${this.file}.${process.pid}.tmp`;
-    const handle = await fs.open(tmp, 'w');
+    // Tokens are capabilities: the file is readable by the gateway's user only.
+    const handle = await fs.open(tmp, 'w', 0o600);
     try {
       await handle.writeFile(JSON.stringify(this.all().map((r) => r.record), null, 1));
       await handle.sync();
