@@ -1,16 +1,35 @@
 #!/usr/bin/env bash
-# The demo for a fresh machine (for now): set up, bring the local stack up, run the smoke workflow on it.
-# The stack stays up afterwards so you can look at the run in Temporal Web; `node bin/volt.mjs down` stops it.
+# `make demo`: set up, bring the whole local stack up, train the calculator agent (or run the smoke workflow while
+# examples/calculator/run.json does not exist yet), report. Never wipes .volt/, so a re-run resumes the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+volt() { node bin/volt.mjs "$@"; }
+web="http://127.0.0.1:${VOLT_TEMPORAL_UI_PORT:-8233}"
+ns=${VOLT_TEMPORAL_NAMESPACE:-default}
+
 bash scripts/setup.sh
 
-printf '\n==> volt up\n'
-node bin/volt.mjs up
+printf '\n==> volt up (Temporal, S3, model server, gateway, worker)\n'
+volt up
 
-printf '\n==> volt smoke\n'
-node bin/volt.mjs smoke
+config=examples/calculator/run.json
+if [ -f "$config" ]; then
+  run_id=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).runId)' "$config")
+  printf '\n==> volt train %s --follow   (run %s)\n' "$config" "$run_id"
+  printf 'Ctrl-C only stops watching: the run goes on in the worker. `make demo` again resumes watching the same run.\n\n'
+  trap 'printf "\nStopped watching; run %s goes on. Watch: %s/namespaces/%s/workflows/%s  (or: make demo)\n" "$run_id" "$web" "$ns" "$run_id"; exit 130' INT
+  volt train "$config" --follow
+  trap - INT
+  if [ -f scripts/report.ts ]; then
+    printf '\n==> report for %s\n' "$run_id"
+    node --import tsx scripts/report.ts "$run_id"
+  fi
+  printf '\nThe run in Temporal Web: %s/namespaces/%s/workflows/%s\n' "$web" "$ns" "$run_id"
+else
+  printf '\n==> volt smoke   (%s is not there yet)\n' "$config"
+  volt smoke
+fi
 
 printf '\n==> volt status\n'
-node bin/volt.mjs status
-printf '\nStack is still running. Stop it with: node bin/volt.mjs down   (or: make down)\n'
+volt status || true
+printf '\nTemporal Web: %s\nThe stack is still running. Stop it with: node bin/volt.mjs down   (or: make down)\n' "$web"
