@@ -71,16 +71,20 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
   upsertSearchAttributes([{ key: RunIdKey, value: config.runId }]);
 
   if (!state) {
-    phase = 'evaluating-base';
-    setCurrentDetails(`evaluating the base policy ${config.model.base}`);
     const basePolicy = { name: config.model.base, checkpointKey: null, sha256: null, iteration: null };
-    const base = await executeChild(evaluation, {
-      workflowId: `${config.runId}-eval-base`,
-      args: [{ config, iteration: 0, label: 'base', policy: basePolicy }],
-      staticSummary: 'held-out evaluation of the base policy',
-    });
-    state = { iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: base.score }, history: [] };
-    upsertSearchAttributes([{ key: BestScoreKey, value: base.score }]);
+    let baseScore = 0; // with evaluation off nothing is ever promoted, so the base's score is never compared
+    if (config.eval.everyIterations > 0) {
+      phase = 'evaluating-base';
+      setCurrentDetails(`evaluating the base policy ${config.model.base}`);
+      const base = await executeChild(evaluation, {
+        workflowId: `${config.runId}-eval-base`,
+        args: [{ config, iteration: 0, label: 'base', policy: basePolicy }],
+        staticSummary: 'held-out evaluation of the base policy',
+      });
+      baseScore = base.score;
+    }
+    state = { iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: baseScore }, history: [] };
+    upsertSearchAttributes([{ key: BestScoreKey, value: baseScore }]);
   }
 
   while (state.iteration < config.iterations) {

@@ -1,9 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadEnv, type VoltEnv } from '../../src/config/env.js';
 import type { RunConfigInput } from '../../src/config/run.js';
 import { freePort } from '../../src/stack/ports.js';
+import { temporalAnswers } from '../../src/stack/readiness.js';
+import { devServerArgs } from '../../src/stack/temporal-config.js';
+import { TEMPORAL_BIN, temporalDbFile } from '../../src/stack/temporal.js';
 import { startModelServer } from '../gateway/model-server.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
@@ -17,7 +21,16 @@ export interface PipelineStack {
   startGateway(): Promise<ChildProcess>;
   /** A `volt worker` process; kill it with SIGKILL to simulate a crash. */
   startWorker(queue: 'cpu' | 'gpu' | 'all'): Promise<ChildProcess>;
+  /** Only with `ownTemporal`: (re)start the dev server on the same port and SQLite file. */
+  startTemporal(): Promise<ChildProcess>;
+  /** SIGKILL the latest gateway or Temporal server process and wait until it is gone. */
+  kill(what: 'gateway' | 'temporal'): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface PipelineStackOptions {
+  /** Run the Temporal dev server from the harness so a test can kill -9 and restart it; extra dynamic config. */
+  ownTemporal?: { dynamicConfig?: Record<string, string | number | boolean> };
 }
 
 async function waitFor(what: string, ok: () => Promise<boolean>, child: ChildProcess, log: () => string, ms = 120_000) {
@@ -37,13 +50,15 @@ function spawnLogged(args: string[], env: Record<string, string>) {
 }
 
 /** Real Temporal + S3 + model server + gateway (a process); workers are processes the test starts and kills. */
-export async function startPipelineStack(): Promise<PipelineStack> {
-  const services = await startTestServices({ temporal: true, s3: true });
+export async function startPipelineStack(options: PipelineStackOptions = {}): Promise<PipelineStack> {
+  const services = await startTestServices({ temporal: !options.ownTemporal, s3: true });
+  const temporalPort = options.ownTemporal ? await freePort('127.0.0.1') : 0;
+  const temporalAddress = options.ownTemporal ? `127.0.0.1:${temporalPort}` : services.temporalAddress;
   const model = await startModelServer();
   const gatewayPort = await freePort('127.0.0.1');
   const vars: Record<string, string> = {
     ...services.env,
-    VOLT_TEMPORAL_ADDRESS: services.temporalAddress,
+    VOLT_TEMPORAL_ADDRESS: temporalAddress,
     VOLT_MODEL_SERVER_URL: model.url,
     VOLT_GATEWAY_URL: `http://127.0.0.1:${gatewayPort}`,
     VOLT_GATEWAY_ADMIN_KEY: 'pipeline-test-admin-key',
@@ -52,7 +67,23 @@ export async function startPipelineStack(): Promise<PipelineStack> {
   };
   const env = loadEnv(vars, root);
   const children: ChildProcess[] = [];
+  const latest: Partial<Record<'gateway' | 'temporal', ChildProcess>> = {};
   const volt = path.join(root, 'bin/volt.mjs');
+  const startTemporal = async () => {
+    const dbFile = temporalDbFile(services.dataDir);
+    fs.mkdirSync(path.dirname(dbFile), { recursive: true });
+    const args = devServerArgs({ dbFile, host: '127.0.0.1', port: temporalPort, uiPort: null, namespace: 'default' });
+    for (const [k, v] of Object.entries(options.ownTemporal?.dynamicConfig ?? {})) args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
+    const child = spawn(TEMPORAL_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    child.stdout!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
+    child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
+    children.push(child);
+    latest.temporal = child;
+    await waitFor('temporal', () => temporalAnswers(temporalAddress, 'default'), child, () => log);
+    return child;
+  };
+  if (options.ownTemporal) await startTemporal();
   return {
     services,
     env,
@@ -61,6 +92,7 @@ export async function startPipelineStack(): Promise<PipelineStack> {
     async startGateway() {
       const { child, log } = spawnLogged([volt, 'gateway'], vars);
       children.push(child);
+      latest.gateway = child;
       await waitFor('gateway', () => fetch(`${vars.VOLT_GATEWAY_URL}/healthz`).then((r) => r.ok, () => false), child, log);
       return child;
     },
@@ -71,6 +103,14 @@ export async function startPipelineStack(): Promise<PipelineStack> {
       child.stdout!.on('data', (d: Buffer) => (ready ||= d.toString().includes('volt worker polling')));
       await waitFor(`worker ${queue}`, async () => ready, child, log);
       return child;
+    },
+    startTemporal,
+    async kill(what) {
+      const child = latest[what];
+      if (!child || child.exitCode !== null || child.signalCode !== null) throw new Error(`no running ${what} to kill`);
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await gone;
     },
     async stop() {
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -100,7 +140,7 @@ export function tinyRunConfig(runId: string, overrides: Partial<RunConfigInput> 
     },
     batch: { minGroupSize: 2 },
     trainer: { lr: 1e-3, minibatchSize: 4, microBatchSize: 4 },
-    eval: { tasks: 2, everyIterations: 1, promoteMargin: -1 },
+    eval: { tasks: 2, everyIterations: 1, promoteMargin: 0 },
     timeouts: { heartbeatSec: 30, rolloutsSec: 900, updateSec: 900 },
     ...overrides,
   } as RunConfigInput;

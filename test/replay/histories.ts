@@ -1,0 +1,45 @@
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
+import { WORKFLOWS_PATH } from '../../src/workers/workers.js';
+
+export const HISTORIES_DIR = path.resolve(import.meta.dirname, 'histories');
+
+export interface RecordedHistory {
+  workflowId: string;
+  history: unknown;
+}
+
+/** Fetch the histories of every closed Volt workflow on the server; with `save`, write them as replay fixtures. */
+export async function recordHistories(client: Client, save: boolean): Promise<RecordedHistory[]> {
+  const out: RecordedHistory[] = [];
+  const query = "WorkflowType IN ('trainingRun', 'trainingIteration', 'evaluation') AND ExecutionStatus != 'Running'";
+  for await (const w of client.workflow.list({ query })) {
+    const history = await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
+    out.push({ workflowId: `${w.workflowId}-${w.runId.slice(0, 8)}`, history });
+  }
+  if (save) {
+    mkdirSync(HISTORIES_DIR, { recursive: true });
+    for (const h of out) writeFileSync(path.join(HISTORIES_DIR, `${h.workflowId}.json`), JSON.stringify(h.history));
+  }
+  return out;
+}
+
+export function loadRecordedHistories(): RecordedHistory[] {
+  let files: string[] = [];
+  try {
+    files = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json'));
+  } catch {
+    return [];
+  }
+  return files.map((f) => ({ workflowId: f.replace(/\.json$/, ''), history: JSON.parse(readFileSync(path.join(HISTORIES_DIR, f), 'utf8')) }));
+}
+
+/** Replay with the current workflow code; any non-determinism fails with the workflow id that broke. */
+export async function replayAll(histories: RecordedHistory[]): Promise<void> {
+  const results = Worker.runReplayHistories({ workflowsPath: WORKFLOWS_PATH }, histories.map((h) => ({ workflowId: h.workflowId, history: h.history as never })));
+  const failures: string[] = [];
+  for await (const r of results) if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+  if (failures.length) throw new Error(`replay failed:\n${failures.join('\n')}`);
+}
