@@ -41,6 +41,7 @@ from .config import TrainConfig, add_config_flags, load_config
 from .logprobs import response_logprobs
 from .loss import policy_loss, token_weights
 from .model import load_model
+from .parent_watch import exit_with_parent
 from .train_state import file_sha256, load_state, restore_rng, rng_state, save_state, trainable_state
 
 
@@ -161,6 +162,7 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
 
 
 def main(argv: list[str] | None = None) -> int:
+    exit_with_parent()  # a SIGKILLed worker must not leave this update running beside its retry
     parser = argparse.ArgumentParser(prog="python -m volt_trainer.train", description=__doc__.split("\n")[0])
     parser.add_argument("--batch", required=True, help="samples.jsonl (schemas/sample.schema.json per line)")
     parser.add_argument("--out", required=True, help="output dir: adapter/ and state/")
