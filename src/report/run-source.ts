@@ -1,4 +1,4 @@
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { statusQuery } from '../workflows/definitions.js';
 import type { RunStatus } from '../workflows/types.js';
 import type { ReportData } from './report-data.js';
@@ -10,7 +10,10 @@ import { startInput, statusFromHistory, summarizeConfig } from './run-history.js
  */
 export async function readRunData(client: Client, runId: string): Promise<Pick<ReportData, 'status' | 'timing' | 'config'>> {
   const handle = client.workflow.getHandle(runId);
-  const desc = await handle.describe();
+  const desc = await handle.describe().catch((err: unknown) => {
+    if (err instanceof WorkflowNotFoundError) throw new Error(`no run ${runId} in Temporal namespace ${client.options.namespace}`, { cause: err });
+    throw err;
+  });
   // Volt uses no payload codec, so the payload converter alone decodes inputs and results.
   const converter = client.workflow.options.loadedDataConverter.payloadConverter;
   const history = await client.workflow.getHandle(runId, desc.runId).fetchHistory();

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { curveData } from '../../src/report/curve-data.js';
+import { escapeHtml, formatDuration } from '../../src/report/html.js';
+import { renderReportHtml } from '../../src/report/render-html.js';
+import type { ReportData } from '../../src/report/report-data.js';
+import { pickSamples } from '../../src/report/store-data.js';
+import { newMessagesOnly, requestMessages, spanToTurn } from '../../src/report/transcript.js';
+import { alias, history, lastRewards, RUN_ID, span, spans, status, XSS } from './synthetic-run.js';
+
+const data = (o: Partial<ReportData> = {}): ReportData => ({
+  runId: RUN_ID, status, config: { model: 'm', iterations: 2, groupSize: 2, tasksPerIteration: 2, rewardKind: 'numeric_match' },
+  timing: { state: 'COMPLETED', startedAt: '2026-11-30T10:00:00.000Z', closedAt: '2026-11-30T12:01:01.000Z' },
+  baseScore: 0.25, promoted: alias.current, samples: null, generatedAt: '2026-11-30T13:00:00.000Z', ...o,
+});
+
+describe('report rendering (pure)', () => {
+  it('picks the best and the worst scored rollout, never an unscored one', () => {
+    assert.deepEqual(pickSamples(lastRewards.rollouts).map((s) => [s.label, s.record.rolloutId]), [['best', 'g0-r1'], ['worst', 'g0-r0']]);
+    assert.deepEqual(pickSamples(lastRewards.rollouts.slice(1, 3)).map((s) => s.record.rolloutId), ['g0-r1']);
+    assert.deepEqual(pickSamples(lastRewards.rollouts.slice(2, 3)), []);
+    const tie = lastRewards.rollouts.map((r) => ({ ...r, reward: r.reward === null ? null : 1 }));
+    assert.deepEqual(pickSamples(tie).map((s) => s.record.rolloutId), ['g0-r0', 'g0-r1']);
+  });
+
+  it('shows each turn only what is new since the previous call', () => {
+    const turns = newMessagesOnly(spans.slice(0, 2).map(spanToTurn));
+    assert.deepEqual(turns.map((t) => t.messages.map((m) => m.role)), [['system', 'user'], ['tool']]);
+    assert.deepEqual(turns.map((t) => t.earlier), [0, 3]);
+    // A call that is not a continuation (new conversation) keeps all its messages.
+    const fresh = newMessagesOnly([spans[0]!, span('g0-r1', 1, [{ role: 'user', content: 'other' }], 'x')].map(spanToTurn));
+    assert.deepEqual(fresh[1]!.messages, [{ role: 'user', content: 'other' }]);
+  });
+
+  it('flattens content parts, tool calls and legacy prompts into text', () => {
+    assert.deepEqual(requestMessages({ messages: [
+      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
+      { role: 'assistant', content: null, tool_calls: [{ id: '1', function: { name: 'calc' } }] },
+    ] }), [{ role: 'user', content: 'a\nb' }, { role: 'assistant', content: 'tool calls: [{"id":"1","function":{"name":"calc"}}]' }]);
+    assert.deepEqual(requestMessages({ prompt: 'Q: 2+2' }), [{ role: 'prompt', content: 'Q: 2+2' }]);
+    assert.deepEqual(requestMessages('not an object'), []);
+  });
+
+  it('puts the base score at 0 and each eval after its update; skipped evals are left out', () => {
+    const skipped = { ...status, history: [history[0]!, { ...history[1]!, evalScore: null }] };
+    assert.deepEqual(curveData(data({ status: skipped })), {
+      title: `run ${RUN_ID}`, iterations: [0, 1], meanReward: [0.3, 0.55], evalIterations: [0, 1], evalScores: [0.25, 0.5], baseScore: 0.25,
+    });
+    assert.deepEqual(curveData(data({ baseScore: null })).evalIterations, [1, 2]);
+  });
+
+  it('summarises a finished run: score difference in points, wall time, totals, per-iteration rows', () => {
+    const html = renderReportHtml(data());
+    assert.match(html, /<th>best − base<\/th><td>\+25\.0 points<\/td>/);
+    assert.match(html, /<th>wall time<\/th><td>2h 1m 1s<\/td>/);
+    assert.match(html, /<th>total rollouts<\/th><td>8<\/td>/);
+    assert.match(html, /<tr><td>1<\/td><td>4<\/td><td>1<\/td><td>0\.550<\/td><td>2<\/td><td>210<\/td><td>0\.375<\/td><td>no<\/td><td>-0\.0500<\/td><td>0\.0040<\/td><\/tr>/);
+  });
+
+  it('describes a running run with nothing finished and nothing promoted', () => {
+    const running = { ...status, phase: 'rollouts' as const, iteration: 0, best: null, history: [], meanRewards: [], evalScores: [] };
+    const html = renderReportHtml(data({ status: running, promoted: null, baseScore: null, timing: { state: 'RUNNING', startedAt: '2026-11-30T12:59:30.000Z', closedAt: null } }));
+    assert.match(html, /RUNNING \(phase rollouts\)/);
+    assert.match(html, /30s so far/);
+    assert.match(html, /No checkpoint was promoted/);
+    assert.match(html, /<th>best − base<\/th><td>-<\/td>/);
+    assert.equal(html.match(/No iteration has finished yet/g)?.length, 2);
+  });
+
+  it('escapes everything that came from agents and models, and says what it cut', () => {
+    const turn = { ...spanToTurn(span('r', 0, [{ role: '<img onerror=x>', content: XSS }], '</pre><script>')), error: '<b>upstream</b>' };
+    const html = renderReportHtml(data({ samples: { iteration: 1, rollouts: [
+      { label: 'worst', rolloutId: 'r', attempt: 0, taskId: '<t>', outcome: 'agent_failed', reward: -0.5, turns: [turn], omittedTurns: 7 },
+    ] } }));
+    assert.ok(!html.includes('<script>') && !html.includes('<img onerror') && !html.includes('<b>upstream'));
+    assert.match(html, /task &lt;t&gt;, agent_failed, reward -0\.500/);
+    assert.match(html, /… 7 more calls not shown/);
+    assert.equal(escapeHtml(`"'&`), '&quot;&#39;&amp;');
+    assert.equal(formatDuration(59.6), '1m 0s');
+  });
+});
