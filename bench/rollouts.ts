@@ -36,8 +36,9 @@ async function pool(count: number, limit: number, job: (i: number) => Promise<vo
 }
 
 const bareSpawn = (argv: string[]) => new Promise<void>((resolve, reject) => {
-  // The same minimal env as an agent gets (an inherited NODE_OPTIONS would load tsx into every node child).
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  // Own session like the runner's agents: with sched autogroup each session is scheduled as its own group,
+  // so a non-detached baseline would get less CPU than the agents on a busy machine.
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore', detached: true, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
   child.on('error', reject);
   child.on('exit', () => resolve());
 });
