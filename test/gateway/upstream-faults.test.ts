@@ -161,6 +161,24 @@ void describe('gateway against the scripted upstream', () => {
     assert.match(span!.error!.message, /client disconnected/);
   });
 
+  void it('a client disconnect mid-stream aborts the upstream stream and the span keeps what was streamed', async () => {
+    const r = await open();
+    upstream.script.push({ kind: 'sse', chunkDelayMs: 300 });
+    const controller = new AbortController();
+    const res = await r.post(chat({ stream: true }), controller.signal);
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    assert.match(new TextDecoder().decode(first.value), /^data: /);
+    controller.abort();
+    const entry = upstream.received.at(-1)!;
+    for (let i = 0; i < 100 && !entry.aborted; i++) await sleep(20);
+    assert.equal(entry.aborted, true, 'upstream saw the abort');
+    const [span] = await r.spans();
+    assert.equal(span!.status, 'error');
+    assert.match(span!.error!.message, /client disconnected/);
+    assert.ok(span!.firstByteAt);
+  });
+
   void it('the scripted upstream only ever saw well-formed requests', () => {
     assert.deepEqual(upstream.errors, []);
   });
