@@ -37,10 +37,16 @@ export interface AppServiceOptions {
   detached: boolean;
 }
 
+/** Checked before `up` starts anything, so a missing venv does not leave half a stack behind. */
+export function assertPythonExists(env: VoltEnv): void {
+  const python = pythonPath(env);
+  if (!fs.existsSync(python)) throw new Error(`VOLT_PYTHON: ${python} does not exist; run \`make setup\` or point VOLT_PYTHON at the venv's python`);
+}
+
 /** `python -m volt_trainer.serve` on host:port; the first start dequantises the GGUF into modelCacheDir (~20 s). */
 export async function startModelServer(o: AppServiceOptions): Promise<ServiceRecord> {
   const python = pythonPath(o.env);
-  if (!fs.existsSync(python)) throw new Error(`VOLT_PYTHON: ${python} does not exist; run \`make setup\` or point VOLT_PYTHON at the venv's python`);
+  assertPythonExists(o.env);
   const url = `http://${o.host}:${o.port}`;
   const { record, child } = spawnService({
     name: 'model-server',

@@ -48,7 +48,9 @@ export async function upStack(env: VoltEnv, only?: readonly ServiceName[], onRea
   }
   // Check every port first so a taken one does not leave half a stack behind.
   for (const s of services) {
-    if (!found.get(s.name)) for (const p of s.ports) await assertPortFree(p.label, p.host, p.port, p.envVar);
+    if (found.get(s.name)) continue;
+    for (const p of s.ports) await assertPortFree(p.label, p.host, p.port, p.envVar);
+    s.preflight?.();
   }
   const results: ServiceStatus[] = [];
   for (const s of services) {

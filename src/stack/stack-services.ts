@@ -1,6 +1,6 @@
 import type { VoltEnv } from '../config/env.js';
 import { stackAddresses } from './addresses.js';
-import { gatewayAnswers, GATEWAY_READY_MS, modelServerAnswers, MODEL_SERVER_READY_MS, startGateway, startModelServer, startWorker, workerAddress, WORKER_READY_MS } from './app-processes.js';
+import { assertPythonExists, gatewayAnswers, GATEWAY_READY_MS, modelServerAnswers, MODEL_SERVER_READY_MS, startGateway, startModelServer, startWorker, workerAddress, WORKER_READY_MS } from './app-processes.js';
 import type { ServiceRecord } from './processes.js';
 import { temporalAnswers } from './readiness.js';
 import { ensureBucket, s3Client, startS3Server } from './s3.js';
@@ -20,6 +20,8 @@ export interface StackService {
   envVars: string;
   /** Ports it binds, checked free before anything starts. */
   ports: { label: string; host: string; port: number; envVar: string }[];
+  /** Other checks to pass before anything starts (throws, naming the variable). */
+  preflight?(): void;
   /** Starts it detached and resolves once it is ready. */
   start(): Promise<ServiceRecord>;
   /** Ready to serve (`up` waits on it for a service it finds starting); may create what it needs (the bucket). */
@@ -59,6 +61,7 @@ export function stackServices(env: VoltEnv): StackService[] {
     {
       name: 'model-server', address: a.modelServer.url, envVars: 'VOLT_MODEL_SERVER_URL',
       ports: [{ label: 'model server', host: a.modelServer.host, port: a.modelServer.port, envVar: 'VOLT_MODEL_SERVER_URL' }],
+      preflight: () => assertPythonExists(env),
       start: () => startModelServer({ env, host: a.modelServer.host, port: a.modelServer.port, detached: true }),
       ready: modelUp, answers: modelUp, readyTimeoutMs: MODEL_SERVER_READY_MS,
     },

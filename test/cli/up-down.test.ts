@@ -107,6 +107,23 @@ void describe('volt up --only temporal,s3 / down / status (real CLI, real servic
     }
   });
 
+  void it('a missing VOLT_PYTHON fails before anything starts; a model server that dies is reported with its log', async () => {
+    const otherDir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-cli-py-'));
+    try {
+      const other = await stackEnv(otherDir);
+      const missing = await volt(['up'], { ...other, VOLT_PYTHON: path.join(otherDir, 'no-python') });
+      assert.equal(missing.code, 1);
+      assert.match(missing.stderr, /VOLT_PYTHON: .*no-python does not exist/);
+      assert.equal(readRecord(otherDir, 'temporal'), null, 'Temporal must not start when the model server cannot');
+      const dies = await volt(['up', '--only', 'model-server'], { ...other, VOLT_PYTHON: '/bin/false' });
+      assert.equal(dies.code, 1);
+      assert.match(dies.stderr, new RegExp(`model server at ${other.VOLT_MODEL_SERVER_URL} exited with code 1; last log lines \\(${otherDir}/logs/model-server.log\\)`));
+    } finally {
+      await volt(['down'], { VOLT_DATA_DIR: otherDir });
+      fs.rmSync(otherDir, { recursive: true, force: true });
+    }
+  });
+
   void it('bad environment is a usage error naming the variable', async () => {
     const bad = await volt(['status'], { ...env, VOLT_TEMPORAL_UI_PORT: 'eighty' });
     assert.equal(bad.code, 2);
