@@ -39,6 +39,7 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   const json = tryParse(text);
   if (res.statusCode >= 400 || json === undefined) {
     const message = upstreamMessage(json, text, res.statusCode);
+    core.metrics.upstreamErrors.inc({ kind: `status_${res.statusCode}` });
     await core.recorder.record(ctx, { response: json ?? null, firstByteAt, error: { status: res.statusCode, message } });
     throw agentError(res, message);
   }
@@ -59,6 +60,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     const text = await res.body.text().catch((e: Error) => e.message);
     const json = tryParse(text);
     const message = res.statusCode >= 400 ? upstreamMessage(json, text, res.statusCode) : `upstream answered ${contentType || 'no content-type'} to a stream request`;
+    core.metrics.upstreamErrors.inc({ kind: `status_${res.statusCode}` });
     await core.recorder.record(ctx, { response: json ?? null, firstByteAt: new Date(), error: { status: res.statusCode, message } });
     throw res.statusCode >= 400 ? agentError(res, message) : new GatewayError(502, message, { type: 'upstream_error', code: 'bad_upstream_stream' });
   }
@@ -91,6 +93,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
       await write(`data: ${JSON.stringify(stripExtensions(chunk, asked))}\n\n`);
     }
     if (!done && !error) error = { status: null, message: 'upstream stream ended before [DONE]' };
+    if (error) core.metrics.upstreamErrors.inc({ kind: 'stream_interrupted' });
   } catch (err) {
     error = { status: null, message: signal.aborted ? 'client disconnected' : `upstream stream failed: ${(err as Error).message}` };
     res.body.destroy();

@@ -101,6 +101,9 @@ void describe('gateway against the scripted upstream', () => {
     const [span] = await r.spans();
     assert.equal(span!.status, 'error');
     assert.equal(span!.error!.status, 500);
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.match(metrics, /volt_gateway_upstream_errors_total\{kind="retry_500"\} [3-9]/);
+    assert.match(metrics, /volt_gateway_upstream_errors_total\{kind="status_500"\} 1/);
   });
 
   void it('streams chunks through without extension fields and records the assembled stream', async () => {
