@@ -2,15 +2,15 @@ import { z } from 'zod';
 import { parseFrozen } from '../config/errors.js';
 
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, 'not a Kubernetes quantity');
-const resources = z.object({ cpu: quantity, memory: quantity, 'ephemeral-storage': quantity.optional() });
+const resources = z.strictObject({ cpu: quantity, memory: quantity, 'ephemeral-storage': quantity.optional() });
 
 /** How the Kubernetes runner creates rollout Jobs; parsed once with zod, frozen. */
-export const kubeRunnerConfigSchema = z.object({
+export const kubeRunnerConfigSchema = z.strictObject({
   namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'not a DNS-1123 label').default('volt-rollouts'),
   /** The agent's image; the agent command runs in it unchanged. */
   image: z.string().min(1),
   imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
-  resources: z.object({ requests: resources, limits: resources })
+  resources: z.strictObject({ requests: resources, limits: resources })
     .default({ requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '1', memory: '1Gi' } }),
   /** The rollout pods' own UID/GID (must be non-zero: pods run as non-root). */
   runAsUser: z.number().int().min(1).default(65532),

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import { ConfigError } from '../../src/config/errors.js';
+import { parseKubeRunnerConfig } from '../../src/rollouts/kube-config.js';
 import { jobName } from '../../src/rollouts/kube-job.js';
 import { classifyJob } from '../../src/rollouts/kube-outcome.js';
 
@@ -39,5 +41,13 @@ void describe('classifyJob', () => {
     const waiting = (reason: string) => pod({ phase: 'Pending', containerStatuses: [{ name: 'agent', image: 'i', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason } } }] });
     assert.equal(classifyJob(job(), [waiting('ErrImagePull')])?.outcome, 'infra_failed');
     assert.equal(classifyJob(job(), [waiting('ContainerCreating')]), null);
+  });
+});
+
+void describe('parseKubeRunnerConfig', () => {
+  void it('names misspelt or bad fields instead of dropping them', () => {
+    assert.throws(() => parseKubeRunnerConfig({ image: 'x', imagePulPolicy: 'Always', resources: { requests: { cpu: 'lots', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } } }),
+      (e: unknown) => e instanceof ConfigError && e.message.includes('imagePulPolicy') && e.issues.some((i) => i.path === 'resources.requests.cpu'));
+    assert.equal(parseKubeRunnerConfig({ image: 'x' }).namespace, 'volt-rollouts');
   });
 });
