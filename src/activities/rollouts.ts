@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import type { RunConfig } from '../config/run.js';
 import type { RolloutOutcome } from '../contracts/rollout.js';
@@ -8,6 +9,7 @@ import { Semaphore } from '../rollouts/semaphore.js';
 import type { RunnerResult } from '../rollouts/spec.js';
 import { keys, type RolloutRef } from '../storage/keys.js';
 import type { PolicyRef } from '../workflows/types.js';
+import { resolveAgentCommand } from './agent-command.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface LaunchRolloutsInput {

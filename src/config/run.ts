@@ -35,7 +35,7 @@ export const runConfigSchema = z.strictObject({
   agent: z.strictObject({
     /** argv of the agent process, run without a shell, e.g. ["node", "examples/agent.mjs"]. */
     command: z.array(z.string().min(1)).min(1),
-    /** Directory the command path is resolved from; each rollout still gets a fresh working directory. */
+    /** Base for relative file paths in `command` (default: the worker's cwd); the agent itself always runs in a fresh per-rollout working directory. */
     cwd: z.string().min(1).optional(),
     /** Worker environment variables passed through to the agent; everything else is withheld. */
     envAllowList: z.array(envName).default([...DEFAULT_ENV_ALLOW_LIST]),
