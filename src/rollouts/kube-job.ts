@@ -7,6 +7,8 @@ import type { RolloutRef } from '../storage/keys.js';
 
 export const AGENT_CONTAINER = 'agent';
 export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
+/** Selects every Job (and pod) the runner creates. */
+export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=volt';
 const TASK_ANNOTATION = 'volt.dev/task';
 const TASK_DIR = '/volt/task';
 const WORKSPACE = '/workspace';

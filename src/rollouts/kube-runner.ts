@@ -1,9 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiException, BatchV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { parseFrozen } from '../config/errors.js';
 import { keys } from '../storage/keys.js';
 import { parseKubeRunnerConfig, type KubeRunnerConfig, type KubeRunnerConfigInput } from './kube-config.js';
-import { AGENT_CONTAINER, JOB_NAME_LABEL, buildRolloutJob, jobName } from './kube-job.js';
+import { JobPoller } from './kube-job-poller.js';
+import { AGENT_CONTAINER, buildRolloutJob, jobName } from './kube-job.js';
 import { classifyJob, type KubeVerdict } from './kube-outcome.js';
 import { uploadLogs } from './log-sink.js';
 import { Semaphore } from './semaphore.js';
@@ -26,13 +26,14 @@ function apiError(what: string, e: unknown): string {
   return `${what}: ${(e as Error).message}`;
 }
 
-/** Runs each rollout attempt as one Kubernetes Job, polls it to an outcome, and keeps the pod's log. */
+/** Runs each rollout attempt as one Kubernetes Job, polls it (shared LISTs) to an outcome, and keeps the pod's log. */
 export class KubeRunner implements RolloutRunner {
   private readonly cfg: Readonly<KubeRunnerConfig>;
   private readonly batch: BatchV1Api;
   private readonly core: CoreV1Api;
   private readonly creates: TokenBucket;
   private readonly slots: Semaphore;
+  private readonly poller: JobPoller;
 
   constructor(kubeConfig: KubeConfig, config: KubeRunnerConfigInput, private readonly logs: LogSink) {
     this.cfg = parseKubeRunnerConfig(config);
@@ -40,6 +41,7 @@ export class KubeRunner implements RolloutRunner {
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.creates = new TokenBucket(this.cfg.createsPerSecond, this.cfg.createBurst);
     this.slots = new Semaphore(this.cfg.concurrency);
+    this.poller = new JobPoller(this.batch, this.core, this.cfg.namespace, this.cfg.pollIntervalMs);
   }
 
   async run(input: RolloutSpecInput, signal: AbortSignal): Promise<RunnerResult> {
@@ -100,14 +102,15 @@ export class KubeRunner implements RolloutRunner {
       }
       let verdict: KubeVerdict | null = null;
       try {
-        const job = await this.batch.readNamespacedJob({ name, namespace });
-        pods = (await this.core.listNamespacedPod({ namespace, labelSelector: `${JOB_NAME_LABEL}=${name}` })).items;
+        const snapshot = await this.poller.next(name, signal);
+        pods = snapshot.pods;
         apiErrors = 0;
-        verdict = classifyJob(job, pods);
+        verdict = snapshot.job
+          ? classifyJob(snapshot.job, pods)
+          : { outcome: 'infra_failed', exitCode: null, detail: `Job ${name} disappeared before it finished` };
       } catch (e) {
-        if (e instanceof ApiException && e.code === 404) {
-          verdict = { outcome: 'infra_failed', exitCode: null, detail: `Job ${name} disappeared before it finished` };
-        } else if (++apiErrors >= this.cfg.maxApiErrors) {
+        if (signal.aborted) continue;
+        if (++apiErrors >= this.cfg.maxApiErrors) {
           verdict = { outcome: 'infra_failed', exitCode: null, detail: apiError(`watching Job ${name}`, e) };
         }
       }
@@ -122,7 +125,6 @@ export class KubeRunner implements RolloutRunner {
         }
         return finish(verdict, pods);
       }
-      await sleep(this.cfg.pollIntervalMs, undefined, { signal }).catch(() => undefined);
     }
   }
 

@@ -6,7 +6,7 @@ import type { V1Job, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 
 /**
  * A FAKE Kubernetes API server (no real cluster can run here), speaking only what KubeRunner uses:
- * create/get/delete Job, list pods by label, read a pod's log. Every Job it receives is validated against
+ * create/list/get/delete Jobs, list pods by label, read a pod's log. Every Job it receives is validated against
  * the Kubernetes schema (kubernetes-models) and rejected with a 422 Status when invalid; it is stricter than
  * a real cluster in refusing pod templates that break the "restricted" Pod Security profile (403).
  * Tests drive pod and Job status by hand through the methods below.
@@ -17,6 +17,8 @@ export class FakeKubeApi {
   readonly logs = new Map<string, string>();
   readonly deletes: { name: string; propagationPolicy: string | null }[] = [];
   readonly rejected: { code: number; message: string }[] = [];
+  /** `METHOD path` of every request, in order. */
+  readonly requests: string[] = [];
   private failures: number[] = [];
   private server: Server | null = null;
 
@@ -85,6 +87,7 @@ export class FakeKubeApi {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
+    this.requests.push(`${req.method} ${url.pathname}`);
     const send = (code: number, body: unknown, type = 'application/json') => {
       res.writeHead(code, { 'content-type': type });
       res.end(typeof body === 'string' ? body : JSON.stringify(body));
@@ -102,7 +105,18 @@ export class FakeKubeApi {
     const jobs = url.pathname.match(/^\/apis\/batch\/v1\/namespaces\/([^/]+)\/jobs(?:\/([^/]+))?$/);
     const podList = url.pathname.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods$/);
     const podLog = url.pathname.match(/^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/log$/);
+    const selected = <T extends V1Job | V1Pod>(items: Iterable<T>): T[] | null => {
+      const selector = url.searchParams.get('labelSelector') ?? '';
+      if (!/^([\w./-]+=[\w.-]+)(,[\w./-]+=[\w.-]+)*$/.test(selector)) return null;
+      const wanted = selector.split(',').map((kv) => kv.split('=') as [string, string]);
+      return [...items].filter((o) => wanted.every(([k, v]) => o.metadata?.labels?.[k] === v));
+    };
     if (jobs && req.method === 'POST' && !jobs[2]) return this.createJob(jobs[1] as string, raw, send, status);
+    if (jobs && req.method === 'GET' && !jobs[2]) {
+      const items = selected(this.jobs.values());
+      if (!items) return status(400, 'BadRequest', 'fake: unsupported labelSelector');
+      return send(200, { kind: 'JobList', apiVersion: 'batch/v1', metadata: {}, items });
+    }
     if (jobs?.[2]) {
       const job = this.jobs.get(jobs[2]);
       if (!job) return status(404, 'NotFound', `jobs.batch "${jobs[2]}" not found`);
@@ -116,10 +130,8 @@ export class FakeKubeApi {
       }
     }
     if (podList && req.method === 'GET') {
-      const selector = url.searchParams.get('labelSelector') ?? '';
-      if (!/^([\w./-]+=[\w.-]+)(,[\w./-]+=[\w.-]+)*$/.test(selector)) return status(400, 'BadRequest', `fake: unsupported labelSelector ${selector}`);
-      const wanted = selector.split(',').map((kv) => kv.split('=') as [string, string]);
-      const items = [...this.pods.values()].filter((p) => wanted.every(([k, v]) => p.metadata?.labels?.[k] === v));
+      const items = selected(this.pods.values());
+      if (!items) return status(400, 'BadRequest', 'fake: unsupported labelSelector');
       return send(200, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items });
     }
     if (podLog && req.method === 'GET') {

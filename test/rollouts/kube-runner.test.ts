@@ -110,7 +110,8 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     const create = await runner.run(specFor(['a'], { ref: ref('create-fails') }), new AbortController().signal);
     assert.equal(create.outcome, 'infra_failed');
     assert.match(create.detail ?? '', /create Job .*HTTP 503/);
-    const watch = await drive('watch-fails', () => fake.failNext(3));
+    // Each poll is two LISTs (Jobs, pods); three failed polls in a row give up.
+    const watch = await drive('watch-fails', () => fake.failNext(6));
     assert.equal(watch.result.outcome, 'infra_failed');
     assert.match(watch.result.detail ?? '', /watching Job .*HTTP 503/);
   });
@@ -137,6 +138,22 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     assert.equal(second.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === 'OPENAI_API_KEY')?.value, 'tok-1');
     fake.finish(jobName(ref('retry', 1)), 0);
     assert.deepEqual((await done).map((r) => r.outcome), ['infra_failed', 'succeeded']);
+  });
+
+  void it('watches many running Jobs with one LIST of Jobs and one of pods per poll, not one call per Job', async () => {
+    const ids = Array.from({ length: 12 }, (_, i) => `many-${i}`);
+    const before = fake.requests.length;
+    const t0 = performance.now();
+    const runs = ids.map((id) => runner.run(specFor(['a'], { ref: ref(id) }), new AbortController().signal));
+    await Promise.all(ids.map((id) => created(fake, jobName(ref(id)))));
+    await sleep(200);
+    for (const id of ids) fake.finish(jobName(ref(id)), 0);
+    assert.deepEqual((await Promise.all(runs)).map((r) => r.outcome), ids.map(() => 'succeeded'));
+    const polls = Math.ceil((performance.now() - t0) / config.pollIntervalMs) + 1;
+    const calls = fake.requests.slice(before);
+    const lists = calls.filter((c) => c === 'GET /apis/batch/v1/namespaces/volt-rollouts/jobs').length;
+    assert.ok(lists <= polls, `${lists} Job LISTs for at most ${polls} polls`);
+    assert.equal(calls.filter((c) => /^GET \/apis\/batch\/v1\/namespaces\/[^/]+\/jobs\/./.test(c)).length, 0, 'no per-Job GETs');
   });
 
   void it('the fake rejects a Job that fails schema validation with a 422 Status', async () => {
