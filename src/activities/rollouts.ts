@@ -101,7 +101,8 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             signal: ctx.cancellationSignal,
             register: async (ref: RolloutRef) => {
               await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name });
-              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name });
+              const sampling = mode === 'eval' && config.eval.temperature !== null ? { temperature: config.eval.temperature } : null;
+                const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling });
               tokens.set(ref.attempt, token);
               return { token, baseUrl };
             },

@@ -94,6 +94,8 @@ export const runConfigSchema = z.strictObject({
     everyIterations: int(0).default(1),
     /** Eval tasks used each time (the first N of the eval file, so scores are comparable). */
     tasks: int(1).max(100_000).default(8),
+    /** Temperature the gateway imposes on evaluation calls: 0 (greedy) makes scores comparable across checkpoints; null keeps the agent's own sampling. */
+    temperature: z.number().min(0).max(2).nullable().default(0),
     /** A checkpoint is promoted when its eval score beats the best so far by more than this. */
     promoteMargin: z.number().min(0).default(0),
   }).prefault({}),

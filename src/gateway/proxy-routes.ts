@@ -37,7 +37,7 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
         startedAt: new Date(),
         startMs: performance.now(),
         request: { body: request.body, headers: redactHeaders(request.headers) },
-        upstreamRequest: upstreamBody(body, endpoint, rollout.record.policyModel),
+        upstreamRequest: upstreamBody(body, endpoint, rollout.record.policyModel, rollout.record.sampling),
       };
       const asked = askedBy(body, endpoint);
       if (ctx.stream) return await relayStream(core, ctx, asked, reply, request, abort.signal);

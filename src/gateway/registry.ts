@@ -21,6 +21,8 @@ export const registerRolloutSchema = z.strictObject({
   attempt: z.number().int().min(0),
   mode: z.enum(['train', 'eval']),
   policyModel: z.string().min(1).max(256),
+  /** Sampling the gateway imposes on every call of this rollout (e.g. greedy evaluation); null leaves the agent's. */
+  sampling: z.strictObject({ temperature: z.number().min(0).max(2).optional(), top_p: z.number().gt(0).max(1).optional() }).nullish(),
   promptOverlay: z.looseObject({ version: z.number().int().min(0) }).nullish(),
 });
 export type RegisterRollout = z.output<typeof registerRolloutSchema>;

@@ -26,8 +26,8 @@ after(async () => {
 
 const chat = (extra: Record<string, unknown> = {}) => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra });
 
-async function open() {
-  const input = rolloutInput();
+async function open(overrides: Record<string, unknown> = {}) {
+  const input = rolloutInput(overrides);
   const { token, baseUrl } = await gw.admin.register(input);
   const ref = { runId: input.runId, iteration: input.iteration, rolloutId: input.rolloutId, attempt: input.attempt };
   const post = (body: unknown, signal?: AbortSignal) =>
@@ -68,6 +68,15 @@ void describe('gateway against the scripted upstream', () => {
     assert.deepEqual(span!.servedBy, { model: 'policy-a', version: 'v7' });
     assert.equal(span!.request.headers.authorization, '[redacted]');
     assert.equal(JSON.stringify(span).includes(r.token), false, 'the rollout token never reaches the store');
+  });
+
+  void it('imposes the rollout\'s registered sampling (greedy evaluation) over the agent\'s', async () => {
+    const r = await open({ rolloutId: 'eval-greedy', mode: 'eval', sampling: { temperature: 0 } });
+    assert.equal((await r.post(chat({ temperature: 1.3 }))).status, 200);
+    assert.equal(upstream.received.at(-1)!.body.temperature, 0);
+    const [span] = await r.spans();
+    assert.equal((span!.request.body as { temperature: number }).temperature, 1.3, 'the span keeps what the agent asked');
+    assert.equal((span!.upstreamRequest as { temperature: number }).temperature, 0);
   });
 
   void it('keeps the extension fields when the agent asked for them', async () => {

@@ -7,7 +7,9 @@ import { WORKFLOWS_PATH } from '../../src/workers/workers.js';
 export const HISTORIES_DIR = path.resolve(import.meta.dirname, 'histories');
 
 export interface RecordedHistory {
+  /** The real workflow id: workflows derive ids (run id, child ids) from it, so replay must use the same. */
   workflowId: string;
+  runId: string;
   history: unknown;
 }
 
@@ -17,11 +19,11 @@ export async function recordHistories(client: Client, save: boolean): Promise<Re
   const query = "WorkflowType IN ('trainingRun', 'trainingIteration', 'evaluation') AND ExecutionStatus != 'Running'";
   for await (const w of client.workflow.list({ query })) {
     const history = await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
-    out.push({ workflowId: `${w.workflowId}-${w.runId.slice(0, 8)}`, history });
+    out.push({ workflowId: w.workflowId, runId: w.runId, history });
   }
   if (save) {
     mkdirSync(HISTORIES_DIR, { recursive: true });
-    for (const h of out) writeFileSync(path.join(HISTORIES_DIR, `${h.workflowId}.json`), JSON.stringify(h.history));
+    for (const h of out) writeFileSync(path.join(HISTORIES_DIR, `${h.workflowId}--${h.runId}.json`), JSON.stringify(h.history));
   }
   return out;
 }
@@ -33,7 +35,10 @@ export function loadRecordedHistories(): RecordedHistory[] {
   } catch {
     return [];
   }
-  return files.map((f) => ({ workflowId: f.replace(/\.json$/, ''), history: JSON.parse(readFileSync(path.join(HISTORIES_DIR, f), 'utf8')) }));
+  return files.map((f) => {
+    const [workflowId = '', runId = ''] = f.replace(/\.json$/, '').split('--');
+    return { workflowId, runId, history: JSON.parse(readFileSync(path.join(HISTORIES_DIR, f), 'utf8')) };
+  });
 }
 
 /** Replay with the current workflow code; any non-determinism fails with the workflow id that broke. */
@@ -41,5 +46,6 @@ export async function replayAll(histories: RecordedHistory[]): Promise<void> {
   const results = Worker.runReplayHistories({ workflowsPath: WORKFLOWS_PATH }, histories.map((h) => ({ workflowId: h.workflowId, history: h.history as never })));
   const failures: string[] = [];
   for await (const r of results) if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+  // Several executions share a workflow id (continue-as-new); the SDK reports them by id, which is enough to find them.
   if (failures.length) throw new Error(`replay failed:\n${failures.join('\n')}`);
 }
