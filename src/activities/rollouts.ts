@@ -90,7 +90,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             groupId: job.groupId,
             mode,
             taskInput: task.input,
-            agent: { command: [...config.agent.command], ...(config.agent.cwd && { cwd: config.agent.cwd }) },
+            agent: { command: resolveAgentCommand(config.agent.command, path.resolve(config.agent.cwd ?? '.')) },
             timeoutMs: config.agent.timeoutSec * 1000,
             envAllowList: [...config.agent.envAllowList],
             keepWorkdir: true,
