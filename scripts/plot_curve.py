@@ -26,7 +26,10 @@ def plot(data: dict, out: str) -> None:
     ax.set_title(data["title"])
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.grid(alpha=0.3)
-    ax.legend(loc="best")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best")
+    else:
+        ax.text(0.5, 0.5, "no iteration finished yet", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
     fig.savefig(out, format="png")
     plt.close(fig)

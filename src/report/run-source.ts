@@ -20,7 +20,11 @@ export async function readRunData(client: Client, runId: string): Promise<Pick<R
   const { config, firstExecutionRunId } = startInput(history, converter);
   const state = desc.status.name;
   let status: RunStatus;
-  if (state === 'RUNNING') status = await handle.query(statusQuery);
+  if (state === 'RUNNING') {
+    status = await handle.query(statusQuery).catch((err: unknown) => {
+      throw new Error(`run ${runId} is running; its status query failed (is a worker polling ${desc.taskQueue}? \`volt worker\`): ${(err as Error).message}`, { cause: err });
+    });
+  }
   else if (state === 'COMPLETED') status = (await handle.result()) as RunStatus;
   else status = statusFromHistory(runId, history, converter);
   // After continue-as-new the latest execution started late; the run started with the first one.
