@@ -1,5 +1,6 @@
 import type { VoltEnv } from '../config/env.js';
 import type { GatewayAdminClient } from '../gateway/admin-client.js';
+import type { KubeRunnerConfigInput } from '../rollouts/kube-config.js';
 import type { RolloutRunner } from '../rollouts/spec.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { TaskSets } from './task-sets.js';
@@ -9,7 +10,10 @@ export interface ActivityDeps {
   env: Readonly<VoltEnv>;
   store: ObjectStore;
   gateway: GatewayAdminClient;
+  /** The embedded runner (local processes). */
   runner: RolloutRunner;
+  /** Kubernetes Jobs runner for runs with rollouts.runner = 'kubernetes', built once per distinct Job config. */
+  kubeRunner: (config: KubeRunnerConfigInput) => RolloutRunner;
   taskSets: TaskSets;
   /** Python interpreter with volt_trainer installed (VOLT_PYTHON, resolved). */
   python: string;

@@ -53,6 +53,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     const beat = () => ctx.heartbeat({ ...progress });
     const ticker = setInterval(beat, 2000);
     const slots = new Semaphore(config.rollouts.concurrency);
+    const runner = config.rollouts.runner === 'kubernetes' && config.rollouts.kubernetes ? deps.kubeRunner(config.rollouts.kubernetes) : deps.runner;
     try {
       const settled = await Promise.allSettled(
         jobs.map(async (job): Promise<LaunchedRollout> => {
@@ -83,7 +84,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
         const snapshots: Record<string, ProtectedSnapshot> = {};
         const tokens = new Map<number, string>();
         const attempts = await runWithRetries(
-          deps.runner,
+          runner,
           {
             ref: { runId, iteration, rolloutId: job.rolloutId, attempt: firstAttempt },
             taskId: job.taskId,

@@ -3,6 +3,8 @@ import type { ActivityDeps } from '../activities/deps.js';
 import { TaskSets } from '../activities/task-sets.js';
 import type { VoltEnv } from '../config/env.js';
 import { GatewayAdminClient } from '../gateway/admin-client.js';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeRunner } from '../rollouts/kube-runner.js';
 import { LocalRunner } from '../rollouts/local-runner.js';
 import { objectStoreLogSink } from '../rollouts/log-sink.js';
 import { createObjectStore } from '../storage/object-store.js';
@@ -11,12 +13,26 @@ import { createObjectStore } from '../storage/object-store.js';
 export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cwd()): Promise<ActivityDeps> {
   const store = createObjectStore(env);
   await store.ensureBucket();
+  const logs = objectStoreLogSink(store);
+  const kubeRunners = new Map<string, KubeRunner>();
   return {
     env,
     store,
     gateway: new GatewayAdminClient(env.VOLT_GATEWAY_URL, env.VOLT_GATEWAY_ADMIN_KEY),
     // The per-run bound is rollouts.concurrency (enforced by the activity); this caps the whole worker.
-    runner: new LocalRunner({ root: path.join(env.dataDir, 'rollouts'), logs: objectStoreLogSink(store), concurrency: 64 }),
+    runner: new LocalRunner({ root: path.join(env.dataDir, 'rollouts'), logs, concurrency: 64 }),
+    kubeRunner: (config) => {
+      const id = JSON.stringify(config);
+      let runner = kubeRunners.get(id);
+      if (!runner) {
+        // In-cluster service account, or ~/.kube/config / KUBECONFIG outside a cluster.
+        const kc = new KubeConfig();
+        kc.loadFromDefault();
+        runner = new KubeRunner(kc, config, logs);
+        kubeRunners.set(id, runner);
+      }
+      return runner;
+    },
     taskSets: new TaskSets(cwd),
     python: path.resolve(cwd, env.VOLT_PYTHON),
     modelServerUrl: env.VOLT_MODEL_SERVER_URL,
