@@ -12,7 +12,9 @@ export const defaultReportDir = (env: Pick<VoltEnv, 'dataDir'>, runId: string) =
 /** Gather a run's report from Temporal and the object store and write it to `outDir`. */
 export async function buildRunReport(env: Readonly<VoltEnv>, runId: string, outDir = defaultReportDir(env, runId)): Promise<WrittenReport> {
   assertId('run', runId);
-  const { client, close } = await connectClient(env);
+  const { client, close } = await connectClient(env).catch((err: unknown) => {
+    throw new Error(`Temporal at ${env.VOLT_TEMPORAL_ADDRESS}: ${(err as Error).message} (is it up? \`volt up\`)`, { cause: err });
+  });
   try {
     const data = await gatherReport(client, createObjectStore(env), runId);
     return await writeReport(data, outDir, path.resolve(env.VOLT_PYTHON));
