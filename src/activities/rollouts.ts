@@ -11,6 +11,7 @@ import { keys, type RolloutRef } from '../storage/keys.js';
 import type { PolicyRef } from '../workflows/types.js';
 import { resolveAgentCommand } from './agent-command.js';
 import type { ActivityDeps } from './deps.js';
+import { runTaskSetup } from './task-setup.js';
 
 export interface LaunchRolloutsInput {
   config: RunConfig;
@@ -53,6 +54,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     const beat = () => ctx.heartbeat({ ...progress });
     const ticker = setInterval(beat, 2000);
     const slots = new Semaphore(config.rollouts.concurrency);
+    const baseDir = path.resolve(config.agent.cwd ?? '.');
     const runner = config.rollouts.runner === 'kubernetes' && config.rollouts.kubernetes ? deps.kubeRunner(config.rollouts.kubernetes) : deps.runner;
     try {
       const settled = await Promise.allSettled(
@@ -91,7 +93,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             groupId: job.groupId,
             mode,
             taskInput: task.input,
-            agent: { command: resolveAgentCommand(config.agent.command, path.resolve(config.agent.cwd ?? '.')) },
+            agent: { command: resolveAgentCommand(config.agent.command, baseDir) },
             timeoutMs: config.agent.timeoutSec * 1000,
             envAllowList: [...config.agent.envAllowList],
             keepWorkdir: true,
@@ -108,6 +110,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
               return { token, baseUrl };
             },
             prepareWorkdir: async (workdir) => {
+              await runTaskSetup(task, workdir, baseDir);
               Object.assign(snapshots, await prepareReward(config.reward, workdir));
             },
           },

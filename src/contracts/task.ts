@@ -6,4 +6,6 @@ export interface Task {
   id: string;
   input: Record<string, unknown>;
   reference?: Record<string, unknown>;
+  /** A command run in the fresh rollout workdir before the agent starts (e.g. seeding a database); never seen by the agent. */
+  setup?: { command: string[] };
 }

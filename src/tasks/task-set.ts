@@ -7,6 +7,7 @@ const taskSchema = z.object({
   id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'task ids use [A-Za-z0-9_.-]'),
   input: z.record(z.string(), z.unknown()),
   reference: z.record(z.string(), z.unknown()).optional(),
+  setup: z.strictObject({ command: z.array(z.string().min(1)).min(1) }).optional(),
 });
 
 export class TaskSetError extends Error {
