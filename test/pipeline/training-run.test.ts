@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { connectClient } from '../../src/client/connect.js';
 import { startTrainingRun } from '../../src/client/runs.js';
@@ -7,15 +11,18 @@ import { keys } from '../../src/storage/keys.js';
 import { createObjectStore } from '../../src/storage/object-store.js';
 import type { ModelAlias } from '../../src/activities/serving.js';
 import type { RunStatus } from '../../src/workflows/types.js';
-import { startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
+import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
+
+const run = promisify(execFile);
 
 // One real iteration end to end: real Temporal, S3, model server, gateway, worker processes and agent processes.
-describe('trainingRun end to end (tiny settings)', { timeout: 1_500_000 }, () => {
+describe('trainingRun end to end (tiny settings), then its report', { timeout: 1_500_000 }, () => {
   let stack: PipelineStack;
+  let worker: ChildProcess;
   before(async () => {
     stack = await startPipelineStack();
     await stack.startGateway();
-    await stack.startWorker('all');
+    worker = await stack.startWorker('all');
   });
   after(async () => stack?.stop());
 
@@ -68,5 +75,19 @@ describe('trainingRun end to end (tiny settings)', { timeout: 1_500_000 }, () =>
     } finally {
       await close();
     }
+
+    // The report is built from Temporal and the object store alone, after the worker is gone.
+    worker.kill('SIGKILL');
+    const { stdout } = await run(process.execPath, [path.join(root, 'bin/volt.mjs'), 'report', 'e2e-run'], { cwd: root, env: { ...process.env, ...stack.vars } });
+    const dir = path.join(stack.env.dataDir, 'reports', 'e2e-run');
+    assert.deepEqual(stdout.trim().split('\n'), [path.join(dir, 'index.html'), path.join(dir, 'curve.png')]);
+    assert.equal((await readFile(path.join(dir, 'curve.png'))).subarray(1, 4).toString(), 'PNG');
+    const html = await readFile(path.join(dir, 'index.html'), 'utf8');
+    assert.match(html, /<th>state<\/th><td>COMPLETED<\/td>/);
+    assert.match(html, /<th>total rollouts<\/th><td>4<\/td>/);
+    // The calculator agent's real system prompt and the model's real answers, with who served them.
+    assert.match(html, /<div class="msg system"><b>system<\/b><pre>[^<]+/);
+    assert.match(html, /served by smollm2-135m-instruct/);
+    assert.match(html, /finish (stop|length)/);
   });
 });
