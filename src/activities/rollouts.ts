@@ -10,6 +10,7 @@ import type { RunnerResult } from '../rollouts/spec.js';
 import { keys, type RolloutRef } from '../storage/keys.js';
 import type { PolicyRef } from '../workflows/types.js';
 import { resolveAgentCommand } from './agent-command.js';
+import { closingRunner } from './closing-runner.js';
 import type { ActivityDeps } from './deps.js';
 import { runTaskSetup } from './task-setup.js';
 
@@ -55,7 +56,10 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     const ticker = setInterval(beat, 2000);
     const slots = new Semaphore(config.rollouts.concurrency);
     const baseDir = path.resolve(config.agent.cwd ?? '.');
-    const runner = config.rollouts.runner === 'kubernetes' && config.rollouts.kubernetes ? deps.kubeRunner(config.rollouts.kubernetes) : deps.runner;
+    const runner = closingRunner(
+      config.rollouts.runner === 'kubernetes' && config.rollouts.kubernetes ? deps.kubeRunner(config.rollouts.kubernetes) : deps.runner,
+      deps.gateway,
+    );
     try {
       const settled = await Promise.allSettled(
         jobs.map(async (job): Promise<LaunchedRollout> => {
@@ -84,7 +88,6 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
         if (!task) throw new Error(`task ${job.taskId} is not in the task set`);
         const firstAttempt = await nextAttempt(deps, runId, iteration, job.rolloutId);
         const snapshots: Record<string, ProtectedSnapshot> = {};
-        const tokens = new Map<number, string>();
         const attempts = await runWithRetries(
           runner,
           {
@@ -105,8 +108,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             register: async (ref: RolloutRef) => {
               await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name });
               const sampling = mode === 'eval' && config.eval.temperature !== null ? { temperature: config.eval.temperature } : null;
-                const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling });
-              tokens.set(ref.attempt, token);
+              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling });
               return { token, baseUrl };
             },
             prepareWorkdir: async (workdir) => {
@@ -115,8 +117,6 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             },
           },
         );
-        // Closing waits until every span of the attempt is in the object store, so rewards and batches see them all.
-        for (const token of tokens.values()) await deps.gateway.close(token);
         const final = attempts[attempts.length - 1]!;
         for (const a of attempts) await deps.store.putJson(keys.rolloutResult(a.ref), a);
         record = {

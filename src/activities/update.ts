@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { availableParallelism } from 'node:os';
 import { createInterface } from 'node:readline';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { RunConfig } from '../config/run.js';
@@ -38,6 +39,8 @@ export function trainerConfig(config: RunConfig, iteration: number, samples: num
     lora_alpha: config.model.lora.alpha,
     lora_dropout: config.model.lora.dropout,
     target_modules: config.model.lora.targetModules,
+    // The update runs while agents and the model server are idle, so it may use every core (fixed per machine).
+    threads: Math.max(1, Math.min(availableParallelism(), 8)),
   };
 }
 

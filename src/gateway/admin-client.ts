@@ -4,6 +4,7 @@ import type { RegisterRollout, RolloutRecord } from './registry.js';
 export interface RolloutInfo extends Omit<RolloutRecord, 'token'> {
   inFlight: number;
   nextSeq: number;
+  upstreamFailures: number;
 }
 
 export class GatewayAdminError extends Error {
@@ -29,8 +30,11 @@ export class GatewayAdminClient {
     return this.call('GET', `/admin/rollouts/${encodeURIComponent(token)}`);
   }
 
-  /** Waits for the rollout's in-flight calls and for all its spans to be in the object store. */
-  close(token: string): Promise<{ spans: number }> {
+  /**
+   * Waits for the rollout's in-flight calls and for all its spans to be in the object store. `upstreamFailures`
+   * counts calls that failed on the model side since this gateway process started (not across a restart).
+   */
+  close(token: string): Promise<{ spans: number; upstreamFailures: number }> {
     return this.call('POST', `/admin/rollouts/${encodeURIComponent(token)}/close`);
   }
 

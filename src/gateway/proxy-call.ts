@@ -39,7 +39,7 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   const json = tryParse(text);
   if (res.statusCode >= 400 || json === undefined) {
     const message = upstreamMessage(json, text, res.statusCode);
-    core.metrics.upstreamErrors.inc({ kind: `status_${res.statusCode}` });
+    upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
     await core.recorder.record(ctx, { response: json ?? null, firstByteAt, error: { status: res.statusCode, message } });
     throw agentError(res, message);
   }
@@ -60,7 +60,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     const text = await res.body.text().catch((e: Error) => e.message);
     const json = tryParse(text);
     const message = res.statusCode >= 400 ? upstreamMessage(json, text, res.statusCode) : `upstream answered ${contentType || 'no content-type'} to a stream request`;
-    core.metrics.upstreamErrors.inc({ kind: `status_${res.statusCode}` });
+    upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
     await core.recorder.record(ctx, { response: json ?? null, firstByteAt: new Date(), error: { status: res.statusCode, message } });
     throw res.statusCode >= 400 ? agentError(res, message) : new GatewayError(502, message, { type: 'upstream_error', code: 'bad_upstream_stream' });
   }
@@ -93,9 +93,10 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
       await write(`data: ${JSON.stringify(stripExtensions(chunk, asked))}\n\n`);
     }
     if (!done && !error) error = { status: null, message: 'upstream stream ended before [DONE]' };
-    if (error) core.metrics.upstreamErrors.inc({ kind: 'stream_interrupted' });
+    if (error) upstreamFailed(core, ctx, 'stream_interrupted', null);
   } catch (err) {
     error = { status: null, message: signal.aborted ? 'client disconnected' : `upstream stream failed: ${(err as Error).message}` };
+    if (!signal.aborted) upstreamFailed(core, ctx, 'stream_interrupted', null);
     res.body.destroy();
   }
   try {
@@ -114,9 +115,16 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
 
 async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unknown, signal: AbortSignal): Promise<never> {
   const message = signal.aborted ? 'client disconnected' : `upstream unreachable: ${(err as Error).message}`;
-  core.metrics.upstreamErrors.inc({ kind: signal.aborted ? 'client_abort' : 'connect' });
+  if (signal.aborted) core.metrics.upstreamErrors.inc({ kind: 'client_abort' });
+  else upstreamFailed(core, ctx, 'connect', null);
   await core.recorder.record(ctx, { response: null, firstByteAt: null, error: { status: null, message } });
   throw new GatewayError(502, message, { type: 'upstream_error', code: 'upstream_unreachable' });
+}
+
+/** Counts a failure on the model side; a 4xx other than 429 is the agent's own bad request, not the model's. */
+function upstreamFailed(core: GatewayCore, ctx: CallContext, kind: string, status: number | null): void {
+  core.metrics.upstreamErrors.inc({ kind });
+  if (status === null || status === 429 || status >= 500 || status < 400) ctx.rollout.upstreamFailures += 1;
 }
 
 // Exhausted 429s keep their status and Retry-After so the agent's SDK backs off; 5xx become 502; other 4xx pass through.

@@ -42,6 +42,8 @@ export interface Rollout {
   ref: RolloutRef;
   nextSeq: number;
   inFlight: number;
+  /** Calls of this attempt that failed on the model side (after retries): the attempt is an infra failure. */
+  upstreamFailures: number;
   idle: (() => void)[];
 }
 
@@ -101,7 +103,7 @@ export class RolloutRegistry {
 
   private add(record: RolloutRecord): Rollout {
     const ref: RolloutRef = { runId: record.runId, iteration: record.iteration, rolloutId: record.rolloutId, attempt: record.attempt };
-    const rollout: Rollout = { record, ref, nextSeq: 0, inFlight: 0, idle: [] };
+    const rollout: Rollout = { record, ref, nextSeq: 0, inFlight: 0, upstreamFailures: 0, idle: [] };
     this.byToken.set(record.token, rollout);
     this.byRef.set(refKey(ref), rollout);
     return rollout;

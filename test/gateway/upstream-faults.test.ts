@@ -32,13 +32,14 @@ async function open(overrides: Record<string, unknown> = {}) {
   const ref = { runId: input.runId, iteration: input.iteration, rolloutId: input.rolloutId, attempt: input.attempt };
   const post = (body: unknown, signal?: AbortSignal) =>
     fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body), signal });
+  let upstreamFailures = -1;
   const spans = async () => {
-    await gw.admin.close(token);
+    ({ upstreamFailures } = await gw.admin.close(token));
     const list: Span[] = [];
     for await (const o of store.list(keys.spans(ref))) list.push(await store.getJson<Span>(o.key));
     return list;
   };
-  return { token, post, spans };
+  return { token, post, spans, upstreamFailures: () => upstreamFailures };
 }
 
 function sseEvents(text: string): string[] {
@@ -110,6 +111,7 @@ void describe('gateway against the scripted upstream', () => {
     const [span] = await r.spans();
     assert.equal(span!.status, 'error');
     assert.equal(span!.error!.status, 500);
+    assert.equal(r.upstreamFailures(), 1, 'the attempt is marked as failed on the model side');
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     assert.match(metrics, /volt_gateway_upstream_errors_total\{kind="retry_500"\} [3-9]/);
     assert.match(metrics, /volt_gateway_upstream_errors_total\{kind="status_500"\} 1/);
@@ -171,6 +173,7 @@ void describe('gateway against the scripted upstream', () => {
     const [span] = await r.spans();
     assert.equal(span!.status, 'error');
     assert.match(span!.error!.message, /client disconnected/);
+    assert.equal(r.upstreamFailures(), 0, "the agent's own disconnect is not a model failure");
   });
 
   void it('a client disconnect mid-stream aborts the upstream stream and the span keeps what was streamed', async () => {

@@ -1,0 +1,20 @@
+import type { GatewayAdminClient } from '../gateway/admin-client.js';
+import type { RolloutRunner } from '../rollouts/spec.js';
+
+/**
+ * Wraps a runner so each attempt ends by closing its gateway token (which waits until every span is in the object
+ * store) and so an attempt whose model calls failed on the model side counts as infra_failed, whatever the agent
+ * did with the error: it is retried as a new attempt and never trained on or scored as the agent's failure.
+ */
+export function closingRunner(inner: RolloutRunner, gateway: Pick<GatewayAdminClient, 'close'>): RolloutRunner {
+  return {
+    async run(spec, signal, options) {
+      const result = await inner.run(spec, signal, options);
+      const closed = await gateway.close(spec.gateway.token);
+      if (closed.upstreamFailures > 0 && result.outcome !== 'infra_failed') {
+        return { ...result, outcome: 'infra_failed', detail: `${closed.upstreamFailures} model call(s) failed upstream (the agent then ${result.outcome})` };
+      }
+      return result;
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { closingRunner } from '../../src/activities/closing-runner.js';
+import type { RolloutRunner, RunnerResult } from '../../src/rollouts/spec.js';
+
+const spec = {
+  ref: { runId: 'r', iteration: 0, rolloutId: 'g0-r0', attempt: 0 },
+  taskId: 't', groupId: 'g0', mode: 'train' as const, taskInput: {},
+  agent: { command: ['true'] }, gateway: { baseUrl: 'http://127.0.0.1:1/r/x/v1', token: 'tok-1' }, timeoutMs: 1000,
+};
+
+function finished(outcome: RunnerResult['outcome']): RolloutRunner {
+  return { run: async (s) => ({ ref: s.ref, taskId: s.taskId, groupId: s.groupId, mode: 'train', outcome, exitCode: 1, signal: null, durationMs: 1, outputText: null, stdoutKey: 'a', stderrKey: 'b', detail: null, workdir: null }) };
+}
+
+describe('closingRunner', () => {
+  it('closes the attempt\'s token and keeps the outcome when the model answered every call', async () => {
+    const closed: string[] = [];
+    const runner = closingRunner(finished('agent_failed'), { close: async (t) => (closed.push(t), { spans: 2, upstreamFailures: 0 }) });
+    const r = await runner.run(spec, new AbortController().signal);
+    assert.equal(r.outcome, 'agent_failed');
+    assert.deepEqual(closed, ['tok-1']);
+  });
+
+  it('turns an attempt whose model calls failed upstream into infra_failed, never an agent failure', async () => {
+    const runner = closingRunner(finished('agent_failed'), { close: async () => ({ spans: 1, upstreamFailures: 1 }) });
+    const r = await runner.run(spec, new AbortController().signal);
+    assert.equal(r.outcome, 'infra_failed');
+    assert.match(r.detail ?? '', /1 model call\(s\) failed upstream \(the agent then agent_failed\)/);
+  });
+});
