@@ -121,10 +121,13 @@ async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unk
   throw new GatewayError(502, message, { type: 'upstream_error', code: 'upstream_unreachable' });
 }
 
-/** Counts a failure on the model side; a 4xx other than 429 is the agent's own bad request, not the model's. */
+/**
+ * Counts a failure on the model side. A 404 is one too (the gateway chose the model, so an unknown one is not the
+ * agent's fault); other 4xx are the agent's own bad requests.
+ */
 function upstreamFailed(core: GatewayCore, ctx: CallContext, kind: string, status: number | null): void {
   core.metrics.upstreamErrors.inc({ kind });
-  if (status === null || status === 429 || status >= 500 || status < 400) ctx.rollout.upstreamFailures += 1;
+  if (status === null || status === 404 || status === 429 || status >= 500 || status < 400) ctx.rollout.upstreamFailures += 1;
 }
 
 // Exhausted 429s keep their status and Retry-After so the agent's SDK backs off; 5xx become 502; other 4xx pass through.
