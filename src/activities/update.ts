@@ -70,7 +70,9 @@ export const createUpdateActivities = (deps: ActivityDeps) => ({
     }
     if (existsSync(path.join(out, 'state'))) args.push('--resume');
 
+    const t0 = performance.now();
     const done = await runTrainer(deps.python, args, ctx);
+    const trainerSeconds = (performance.now() - t0) / 1000;
     const stored = await deps.store.putDirContentAddressed(done.adapter_dir);
     const trained: PolicyRef = {
       name: `${config.runId}-${stored.sha256.slice(0, 12)}`,
@@ -78,7 +80,7 @@ export const createUpdateActivities = (deps: ActivityDeps) => ({
       sha256: stored.sha256,
       iteration,
     };
-    return { policy: trained, metrics: done.metrics };
+    return { policy: trained, metrics: { ...done.metrics, trainer_seconds: trainerSeconds } };
   },
 });
 

@@ -1,6 +1,8 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
+import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import type { History } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { WORKFLOWS_PATH } from '../../src/workers/workers.js';
 
@@ -23,7 +25,8 @@ export async function recordHistories(client: Client, save: boolean): Promise<Re
   }
   if (save) {
     mkdirSync(HISTORIES_DIR, { recursive: true });
-    for (const h of out) writeFileSync(path.join(HISTORIES_DIR, `${h.workflowId}--${h.runId}.json`), JSON.stringify(h.history));
+    // The Temporal CLI's JSON form (`temporal workflow show --output json`), so files are readable and portable.
+    for (const h of out) writeFileSync(path.join(HISTORIES_DIR, `${h.workflowId}--${h.runId}.json`), historyToJSON(h.history as History));
   }
   return out;
 }
@@ -37,7 +40,7 @@ export function loadRecordedHistories(): RecordedHistory[] {
   }
   return files.map((f) => {
     const [workflowId = '', runId = ''] = f.replace(/\.json$/, '').split('--');
-    return { workflowId, runId, history: JSON.parse(readFileSync(path.join(HISTORIES_DIR, f), 'utf8')) };
+    return { workflowId, runId, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES_DIR, f), 'utf8'))) };
   });
 }
 
