@@ -8,7 +8,7 @@ const client = new OpenAI({ maxRetries: 5 });
 const reply = await client.chat.completions.create({
   model: 'policy',
   messages: [{ role: 'user', content: `${task.input.question} Answer with a number only.` }],
-  max_tokens: Number(process.env.AGENT_MAX_TOKENS ?? 8),
+  max_tokens: Number(process.env.AGENT_MAX_TOKENS ?? 24),
   temperature: 1,
 });
 const text = reply.choices[0]?.message.content ?? '';
