@@ -1,17 +1,10 @@
 import type { Span } from '../contracts/span.js';
 import type { RolloutRef } from '../storage/keys.js';
 
-/** Seeded PRNG (mulberry32): synthetic data must be reproducible. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../workflows/sampling.js';
+
+// Synthetic data must be reproducible: the same seeded PRNG that task sampling uses.
+export { seededRandom };
 
 export interface SyntheticRolloutOptions {
   turns: number;

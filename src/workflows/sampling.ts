@@ -2,7 +2,8 @@
  * Deterministic task sampling from the run seed and iteration: the same run replays the same tasks.
  * A small PRNG (mulberry32) keyed by a hash of (seed, iteration) — Math.random is banned in workflows.
  */
-function mulberry32(seed: number): () => number {
+/** Seeded PRNG (mulberry32); pure, so workflows and synthetic-data generators share it. */
+export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -22,7 +23,7 @@ function mix(seed: number, iteration: number): number {
 
 /** Pick `count` distinct ids (all of them, shuffled, when count >= ids.length). */
 export function sampleTaskIds(ids: readonly string[], count: number, seed: number, iteration: number): string[] {
-  const rand = mulberry32(mix(seed, iteration));
+  const rand = seededRandom(mix(seed, iteration));
   const pool = [...ids];
   const n = Math.min(count, pool.length);
   for (let i = 0; i < n; i++) {
