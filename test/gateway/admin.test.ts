@@ -60,10 +60,10 @@ void describe('gateway admin API', () => {
     await new Promise((r) => setTimeout(r, 50));
     const closed = await gw.admin.close(token);
     assert.equal((await slow).status, 200, 'the in-flight call completed');
-    assert.deepEqual(closed, { spans: 1 });
+    assert.deepEqual(closed, { spans: 1, upstreamFailures: 0 });
     assert.ok(await store.stat(keys.span(input, 0)));
     assert.equal((await post(`${baseUrl}/chat/completions`)).status, 401);
-    assert.deepEqual(await gw.admin.close(token), { spans: 1 }, 'close is idempotent');
+    assert.deepEqual(await gw.admin.close(token), { spans: 1, upstreamFailures: 0 }, 'close is idempotent');
     await assert.rejects(gw.admin.register(input), (e: GatewayAdminError) => e.status === 409);
     assert.equal((await gw.admin.get(token)).status, 'closed');
   });

@@ -75,7 +75,7 @@ void describe('gateway crash recovery', () => {
 
     const again = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
     assert.equal(again.status, 200, 'the rollout token survived the restart');
-    assert.deepEqual(await admin.close(token), { spans: 2 });
+    assert.deepEqual(await admin.close(token), { spans: 2, upstreamFailures: 0 });
     const seqs: number[] = [];
     for await (const o of store.list(keys.spans(input))) seqs.push((await store.getJson<Span>(o.key)).seq);
     assert.deepEqual(seqs, [0, 1]);
