@@ -99,6 +99,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             agent: { command: resolveAgentCommand(config.agent.command, baseDir) },
             timeoutMs: config.agent.timeoutSec * 1000,
             envAllowList: [...config.agent.envAllowList],
+            env: { ...config.agent.env },
             keepWorkdir: true,
           },
           {

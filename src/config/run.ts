@@ -37,6 +37,8 @@ export const runConfigSchema = z.strictObject({
     command: z.array(z.string().min(1)).min(1),
     /** Base for relative file paths in `command` (default: the worker's cwd); the agent itself always runs in a fresh per-rollout working directory. */
     cwd: z.string().min(1).optional(),
+    /** Variables set for the agent, e.g. { "AGENT_TEMPERATURE": "0.7" } (not for secrets: they are stored with the run). */
+    env: z.record(envName, z.string()).default({}),
     /** Worker environment variables passed through to the agent; everything else is withheld. */
     envAllowList: z.array(envName).default([...DEFAULT_ENV_ALLOW_LIST]),
     /** A rollout running longer than this is killed and counts as timed_out. */

@@ -1,8 +1,9 @@
 import { DEFAULT_ENV_ALLOW_LIST, agentTaskJson, type RolloutSpec } from './spec.js';
 
-/** The variables of the rollout contract (DESIGN.md): gateway, token, task; nothing of the operator's. */
+/** The run config's fixed variables, then the rollout contract (DESIGN.md): gateway, token, task; nothing of the operator's. */
 export function contractEnv(spec: RolloutSpec, files: { taskFile: string; outputFile?: string }): Record<string, string> {
   const env: Record<string, string> = {
+    ...spec.env,
     OPENAI_BASE_URL: spec.gateway.baseUrl,
     OPENAI_API_KEY: spec.gateway.token,
     VOLT_TASK: agentTaskJson(spec),

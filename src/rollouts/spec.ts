@@ -49,6 +49,8 @@ export const rolloutSpecSchema = z.object({
   }),
   timeoutMs: z.number().int().positive(),
   envAllowList: z.array(envName).optional(),
+  /** Fixed variables from the run config (e.g. AGENT_TEMPERATURE); the contract variables always win over them. */
+  env: z.record(envName, z.string()).optional(),
   /** Keep the workdir after the attempt and return its path (rewards that inspect files need it). */
   keepWorkdir: z.boolean().default(false),
 });
