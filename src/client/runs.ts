@@ -18,14 +18,16 @@ export async function readRunConfig(file: string): Promise<RunConfig> {
 }
 
 /**
- * Start (or find) the run: the workflow id is the run id, so starting a run that is already going returns
- * its handle — this is how an interrupted `volt train` resumes the same run.
+ * Start (or find) the run: the workflow id is the run id, so starting a run that exists (running or ended)
+ * returns its handle — this is how an interrupted `volt train` / `make demo` resumes the same run.
  */
 export async function startTrainingRun(client: Client, config: RunConfig): Promise<{ handle: WorkflowHandle; started: boolean }> {
   try {
     const handle = await client.workflow.start('trainingRun', {
       taskQueue: CPU_QUEUE,
       workflowId: config.runId,
+      // A run id names one run's storage for good: starting it again attaches to that run, even when it has ended.
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [config],
       staticSummary: `training run ${config.runId}: ${config.iterations} iterations of ${config.model.base}`,
     });

@@ -19,7 +19,7 @@ export const trainCommand: Command = {
     const { client, close } = await connectClient(env);
     try {
       const { started } = await startTrainingRun(client, config);
-      ctx.out(`${started ? 'started' : 'already running (resuming the watch of)'} run ${config.runId}`);
+      ctx.out(`${started ? 'started' : 'attached to the existing'} run ${config.runId}`);
       ctx.out(`Temporal Web: ${webUrl(env.VOLT_TEMPORAL_UI_PORT, env.VOLT_TEMPORAL_NAMESPACE, config.runId)}`);
       if (!ctx.values.follow) return 0;
       const final = await followRun(client, config.runId, (t) => process.stdout.write(t), process.stdout.isTTY === true);
