@@ -85,14 +85,8 @@ export const agentEmittedSchema = z.object({
 });
 
 /** Every kind that scores on its own; weighted_sum combines these. */
-export const leafRewardSpecSchema = z.discriminatedUnion('kind', [
-  numericMatchSchema,
-  stringMatchSchema,
-  commandSchema,
-  sqliteStateSchema,
-  llmJudgeSchema,
-  agentEmittedSchema,
-]);
+const leafSchemas = [numericMatchSchema, stringMatchSchema, commandSchema, sqliteStateSchema, llmJudgeSchema, agentEmittedSchema] as const;
+export const leafRewardSpecSchema = z.discriminatedUnion('kind', [...leafSchemas]);
 
 export const weightedSumSchema = z.object({
   kind: z.literal('weighted_sum'),
@@ -104,15 +98,7 @@ export const weightedSumSchema = z.object({
 });
 
 /** A reward spec in a run config. */
-export const rewardSpecSchema = z.discriminatedUnion('kind', [
-  numericMatchSchema,
-  stringMatchSchema,
-  commandSchema,
-  sqliteStateSchema,
-  llmJudgeSchema,
-  agentEmittedSchema,
-  weightedSumSchema,
-]);
+export const rewardSpecSchema = z.discriminatedUnion('kind', [...leafSchemas, weightedSumSchema]);
 export type RewardSpec = z.output<typeof rewardSpecSchema>;
 export type LeafRewardSpec = z.output<typeof leafRewardSpecSchema>;
 export type RewardKind = RewardSpec['kind'];
