@@ -4,6 +4,7 @@ import { rewardSpecSchema } from '../rewards/spec.js';
 import { kubeRunnerConfigSchema } from '../rollouts/kube-config.js';
 import { DEFAULT_ENV_ALLOW_LIST } from '../rollouts/spec.js';
 import { isSafeId } from '../storage/keys.js';
+import { apoConfigSchema } from './apo.js';
 import { parseFrozen } from './errors.js';
 
 const int = (min: number) => z.number().int().min(min);
@@ -101,6 +102,8 @@ export const runConfigSchema = z.strictObject({
     /** A checkpoint is promoted when its eval score beats the best so far by more than this. */
     promoteMargin: z.number().min(0).default(0),
   }).prefault({}),
+  /** Prompt optimisation (`volt optimize-prompt`); training runs ignore it. */
+  apo: apoConfigSchema.optional(),
   /** The run workflow continues-as-new after this many iterations, keeping its history small. */
   continueAsNewEvery: int(1).max(1000).default(5),
   /** Activity time limits; long steps also heartbeat, so a dead worker is noticed after heartbeatSec. */
@@ -122,6 +125,9 @@ export const runConfigSchema = z.strictObject({
   }
   if (c.trainer.microBatchSize > c.trainer.minibatchSize) {
     fail(['trainer', 'microBatchSize'], `must be <= trainer.minibatchSize (${c.trainer.minibatchSize})`);
+  }
+  if (c.apo?.strategies.includes('textual_gradient') && !c.apo.optimizer) {
+    fail(['apo', 'optimizer'], "required when apo.strategies includes 'textual_gradient'");
   }
   if (c.timeouts.rolloutsSec < c.agent.timeoutSec) fail(['timeouts', 'rolloutsSec'], `must be >= agent.timeoutSec (${c.agent.timeoutSec})`);
 });
