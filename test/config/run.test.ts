@@ -89,4 +89,13 @@ void describe('run config', () => {
     const k = parseRunConfig({ ...minimal(), rollouts: { runner: 'kubernetes', kubernetes: { image: 'ghcr.io/example/agent:1' } } });
     assert.equal(k.rollouts.kubernetes?.namespace, 'volt-rollouts');
   });
+  void it('fills the apo section and requires an optimiser for textual gradients', () => {
+    const c = parseRunConfig({ ...minimal(), apo: {} });
+    assert.equal(c.apo?.beamWidth, 2);
+    assert.deepEqual(c.apo?.strategies, ['bootstrap']);
+    assert.equal(c.apo?.optimizer, undefined);
+    assert.deepEqual(badPaths({ ...minimal(), apo: { strategies: ['textual_gradient'] } }), ['apo.optimizer']);
+    assert.deepEqual(badPaths({ ...minimal(), apo: { strategies: ['textual_gradient'], optimizer: { baseUrl: 'not a url', model: 'm' } } }), ['apo.optimizer.baseUrl']);
+    assert.deepEqual(badPaths({ ...minimal(), apo: { beamWidth: 0, seed: { mode: 'swap', template: 'x' } } }), ['apo.beamWidth', 'apo.seed.mode']);
+  });
 });
