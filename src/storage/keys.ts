@@ -91,5 +91,9 @@ export const keys = {
   /** What the trainer reports for one update (losses, KL, grad norm, clip fractions). */
   trainerMetrics: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}trainer-metrics.json`,
   modelAlias: (runId: string, alias: string) => `${keys.run(runId)}aliases/${assertId('alias', alias)}.json`,
+  /** Overlay versions are zero-padded, so a prefix listing is in version order. */
+  promptOverlays: (runId: string) => `${keys.run(runId)}overlays/`,
   promptOverlay: (runId: string, version: number) => `${keys.run(runId)}overlays/${pad(assertIndex('overlay version', version))}.json`,
+  /** The run's active prompt (which overlay version its rollouts use) with its promotion history. */
+  activePrompt: (runId: string) => `${keys.run(runId)}active-prompt.json`,
 } as const;
