@@ -1,6 +1,7 @@
 import { createBatchActivities } from './batches.js';
 import { createConfigActivities } from './config.js';
 import type { ActivityDeps } from './deps.js';
+import { createPromptOptimizationActivities } from './prompt-optimization.js';
 import { createRewardActivities } from './rewards.js';
 import { createRolloutActivities } from './rollouts.js';
 import { createServingActivities } from './serving.js';
@@ -12,6 +13,7 @@ export const createCpuActivities = (deps: ActivityDeps) => ({
   ...createRolloutActivities(deps),
   ...createRewardActivities(deps),
   ...createBatchActivities(deps),
+  ...createPromptOptimizationActivities(deps),
 });
 
 /** Activities of the `volt-gpu` queue: the policy update and serving control. */

@@ -1,0 +1,85 @@
+import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import type { createCpuActivities } from '../activities/index.js';
+import type { LaunchedRollout, LaunchRolloutsInput } from '../activities/rollouts.js';
+import type { RunConfig } from '../config/run.js';
+import type { PromptOverlay } from '../contracts/prompt-overlay.js';
+import { nonRetryableFailureTypes } from '../contracts/failures.js';
+import type { RolloutRef } from '../storage/keys.js';
+import { CPU_QUEUE } from './proxies.js';
+import type { PolicyRef } from './types.js';
+
+type Cpu = ReturnType<typeof createCpuActivities>;
+
+/** The proposers' activity (src/activities/prompt-proposals.ts), as the APO interface fixes it. */
+export interface ProposeOverlaysInput {
+  config: RunConfig;
+  round: number;
+  parents: { version: number; overlay: PromptOverlay | null }[];
+  rollouts: { ref: RolloutRef; taskId: string; reward: number; parentVersion: number }[];
+  versions: number[];
+}
+interface Proposers {
+  proposeOverlays(input: ProposeOverlaysInput): Promise<{ overlays: PromptOverlay[]; skipped?: { reason: string }[] }>;
+}
+
+/** One prompt version run on a list of tasks: rollout ids are unique per (iteration, prefix, version, task). */
+export interface VersionRun {
+  config: RunConfig;
+  iteration: number;
+  mode: 'train' | 'eval';
+  label: string;
+  version: number;
+  taskIds: string[];
+  idPrefix: string;
+}
+
+/**
+ * Activities of a promptOptimization run, with Web UI summaries per call. Rollout steps are bounded by heartbeats
+ * like training's; proposing may call an external optimiser, so it gets retries with backoff for an endpoint down.
+ */
+export function apoActivities(config: RunConfig, policy: PolicyRef) {
+  const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: nonRetryableFailureTypes };
+  const quick: ActivityOptions = { taskQueue: CPU_QUEUE, startToCloseTimeout: '2 minutes', retry: { ...retry, maximumAttempts: 5 } };
+  const long: ActivityOptions = {
+    taskQueue: CPU_QUEUE,
+    startToCloseTimeout: `${config.timeouts.rolloutsSec}s`,
+    heartbeatTimeout: `${config.timeouts.heartbeatSec}s`,
+    retry: { ...retry, maximumAttempts: 10 },
+  };
+  const propose: ActivityOptions = { taskQueue: CPU_QUEUE, startToCloseTimeout: '10 minutes', retry: { ...retry, maximumAttempts: 8 } };
+  const q = proxyActivities<Cpu>(quick);
+  const l = proxyActivities<Cpu>(long);
+  const p = proxyActivities<Proposers>(propose);
+
+  const launch = (run: VersionRun, summary: string): Promise<{ results: LaunchedRollout[] }> => {
+    const input: LaunchRolloutsInput & { promptOverlay: { version: number } | null } = {
+      config: run.config,
+      iteration: run.iteration,
+      mode: run.mode,
+      label: run.label,
+      policy,
+      tasks: run.taskIds.map((taskId, i) => ({ taskId, groupId: `v${run.version}-t${i}`, rolloutIds: [`${run.idPrefix}-v${run.version}-t${i}`] })),
+      promptOverlay: run.version > 0 ? { version: run.version } : null,
+    };
+    return l.launchRollouts.executeWithOptions({ ...long, summary }, [input]);
+  };
+
+  return {
+    splitApoTasks: q.splitApoTasks,
+    storeSeedOverlay: q.storeSeedOverlay,
+    scoredRollouts: q.scoredRollouts,
+    promoteBestPrompt: q.promoteBestPrompt,
+    listTaskIds: q.listTaskIds,
+    launch,
+    computeRewards: l.computeRewards,
+    proposeOverlays: (input: ProposeOverlaysInput, summary: string) => p.proposeOverlays.executeWithOptions({ ...propose, summary }, [input]),
+    /** Run a version greedily on tasks and score it: the mean reward over the rollouts that were scored. */
+    async score(run: VersionRun, summary: string): Promise<number> {
+      const { results } = await launch(run, summary);
+      const rewards = await l.computeRewards.executeWithOptions({ ...long, summary: `rewards: ${summary}` }, [
+        { config: run.config, iteration: run.iteration, mode: run.mode, label: run.label, results },
+      ]);
+      return rewards.meanReward;
+    },
+  };
+}
