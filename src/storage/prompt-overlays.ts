@@ -1,7 +1,13 @@
 import { z } from 'zod';
 import type { ActivePrompt, PromptOverlay } from '../contracts/prompt-overlay.js';
 import { assertId, keys } from './keys.js';
-import type { ObjectStore } from './object-store.js';
+
+/** The slice of ObjectStore this needs, so the gateway's narrower store works too; every read is validated here. */
+export interface OverlayObjectStore {
+  getJsonOrNull(key: string): Promise<unknown>;
+  putJson(key: string, value: unknown): Promise<unknown>;
+  list(prefix: string): AsyncIterable<{ key: string }>;
+}
 
 const isoDate = z.string().min(1);
 
@@ -38,12 +44,20 @@ export class PromptOverlayError extends Error {
   }
 }
 
+const issues = (error: z.ZodError) => error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+
 export type PromptOverlayStore = ReturnType<typeof createPromptOverlayStore>;
 
 /** Versioned prompt overlays of a run and its active prompt, at keys.promptOverlay / keys.activePrompt. */
-export function createPromptOverlayStore(store: ObjectStore) {
-  const get = (runId: string, version: number): Promise<PromptOverlay | null> =>
-    store.getJsonOrNull(keys.promptOverlay(runId, version), promptOverlaySchema);
+export function createPromptOverlayStore(store: OverlayObjectStore) {
+  const read = async <T>(key: string, schema: z.ZodType<T>): Promise<T | null> => {
+    const value = await store.getJsonOrNull(key);
+    if (value === null) return null;
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) throw new PromptOverlayError(`corrupt ${key}: ${issues(parsed.error)}`);
+    return parsed.data;
+  };
+  const get = (runId: string, version: number): Promise<PromptOverlay | null> => read(keys.promptOverlay(runId, version), promptOverlaySchema);
 
   return {
     /**
@@ -53,10 +67,10 @@ export function createPromptOverlayStore(store: ObjectStore) {
     async put(overlay: PromptOverlay): Promise<PromptOverlay> {
       const parsed = promptOverlaySchema.safeParse(overlay);
       if (!parsed.success) {
-        throw new PromptOverlayError(`invalid prompt overlay: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+        throw new PromptOverlayError(`invalid prompt overlay: ${issues(parsed.error)}`);
       }
       const key = keys.promptOverlay(assertId('run', overlay.runId), overlay.version);
-      const stored = await store.getJsonOrNull(key, promptOverlaySchema);
+      const stored = await read(key, promptOverlaySchema);
       if (stored) return stored;
       await store.putJson(key, parsed.data);
       return parsed.data;
@@ -68,20 +82,21 @@ export function createPromptOverlayStore(store: ObjectStore) {
     async list(runId: string): Promise<PromptOverlay[]> {
       const out: PromptOverlay[] = [];
       for await (const o of store.list(keys.promptOverlays(runId))) {
-        if (o.key.endsWith('.json')) out.push(await store.getJson(o.key, promptOverlaySchema));
+        const overlay = o.key.endsWith('.json') ? await read(o.key, promptOverlaySchema) : null;
+        if (overlay) out.push(overlay);
       }
       return out.sort((a, b) => a.version - b.version);
     },
 
     getActive(runId: string): Promise<ActivePrompt | null> {
-      return store.getJsonOrNull(keys.activePrompt(runId), activePromptSchema);
+      return read(keys.activePrompt(runId), activePromptSchema);
     },
 
     /** Make `version` (0 = the agent's own prompt) the run's active prompt; a repeat of the current one is a no-op. */
     async promote(runId: string, version: number, score: number | null): Promise<ActivePrompt> {
       const key = keys.activePrompt(runId);
       if (!Number.isSafeInteger(version) || version < 0) throw new PromptOverlayError(`promote ${runId}: version must be an integer >= 0, got ${version}`);
-      const current = await store.getJsonOrNull(key, activePromptSchema);
+      const current = await read(key, activePromptSchema);
       if (current?.version === version) return current;
       if (version > 0 && !(await get(runId, version))) throw new PromptOverlayError(`promote ${runId}: overlay version ${version} does not exist`);
       const promotedAt = new Date().toISOString();
