@@ -1,6 +1,7 @@
 import type { Command } from './command.js';
 import { downCommand } from './commands/down.js';
 import { gatewayCommand } from './commands/gateway.js';
+import { optimizePromptCommand } from './commands/optimize-prompt.js';
 import { reportCommand } from './commands/report.js';
 import { rollbackCommand } from './commands/rollback.js';
 import { cancelCommand, pauseCommand, resumeCommand, runStatusCommand, tuneCommand } from './commands/run-control.js';
@@ -21,6 +22,7 @@ export const commands: readonly Command[] = [
   gatewayCommand,
   workerCommand,
   trainCommand,
+  optimizePromptCommand,
   runStatusCommand,
   pauseCommand,
   resumeCommand,

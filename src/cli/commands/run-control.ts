@@ -1,4 +1,5 @@
 import { connectClient } from '../../client/connect.js';
+import { apoStatusLines, isApoStatus } from '../../client/prompt-optimization.js';
 import { pauseRun, queryStatus, resumeRun, runHandle, setHyperParameters } from '../../client/runs.js';
 import type { HyperParameterPatch } from '../../workflows/definitions.js';
 import { UsageError, type Command, type CommandContext } from '../command.js';
@@ -48,6 +49,8 @@ export const runStatusCommand: Command = {
     withRun(ctx, async (client, runId) => {
       const s = await queryStatus(client, runId);
       if (ctx.values.json) return ctx.out(JSON.stringify(s, null, 2));
+      // A promptOptimization run answers the same `status` query with its own shape.
+      if (isApoStatus(s)) return void apoStatusLines(s).forEach((line) => ctx.out(line));
       ctx.out(`run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`);
       ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
       for (const h of s.history) {
