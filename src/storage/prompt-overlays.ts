@@ -57,7 +57,7 @@ export function createPromptOverlayStore(store: OverlayObjectStore) {
     if (!parsed.success) throw new PromptOverlayError(`corrupt ${key}: ${issues(parsed.error)}`);
     return parsed.data;
   };
-  const get = (runId: string, version: number): Promise<PromptOverlay | null> => read(keys.promptOverlay(runId, version), promptOverlaySchema);
+  const get = async (runId: string, version: number): Promise<PromptOverlay | null> => read(keys.promptOverlay(runId, version), promptOverlaySchema);
 
   return {
     /**
@@ -65,11 +65,12 @@ export function createPromptOverlayStore(store: OverlayObjectStore) {
      * first output. Versions are allocated by the one workflow of the run, so no two writers race for a version.
      */
     async put(overlay: PromptOverlay): Promise<PromptOverlay> {
+      assertId('run', overlay.runId);
       const parsed = promptOverlaySchema.safeParse(overlay);
       if (!parsed.success) {
         throw new PromptOverlayError(`invalid prompt overlay: ${issues(parsed.error)}`);
       }
-      const key = keys.promptOverlay(assertId('run', overlay.runId), overlay.version);
+      const key = keys.promptOverlay(overlay.runId, overlay.version);
       const stored = await read(key, promptOverlaySchema);
       if (stored) return stored;
       await store.putJson(key, parsed.data);
@@ -88,7 +89,7 @@ export function createPromptOverlayStore(store: OverlayObjectStore) {
       return out.sort((a, b) => a.version - b.version);
     },
 
-    getActive(runId: string): Promise<ActivePrompt | null> {
+    async getActive(runId: string): Promise<ActivePrompt | null> {
       return read(keys.activePrompt(runId), activePromptSchema);
     },
 
