@@ -21,6 +21,8 @@ export interface LaunchRolloutsInput {
   label: string;
   policy: PolicyRef;
   tasks: { taskId: string; groupId: string; rolloutIds: string[] }[];
+  /** The prompt overlay the gateway applies to every call of these rollouts; null or version 0: the agent's own. */
+  promptOverlay?: { version: number } | null;
 }
 
 /** The final word on one rollout, written once at keys.rolloutOutcome: a retried activity reuses it. */
@@ -109,7 +111,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             register: async (ref: RolloutRef) => {
               await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name });
               const sampling = mode === 'eval' && config.eval.temperature !== null ? { temperature: config.eval.temperature } : null;
-              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling });
+              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling, promptOverlay: input.promptOverlay ?? null });
               return { token, baseUrl };
             },
             prepareWorkdir: async (workdir) => {
