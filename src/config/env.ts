@@ -17,6 +17,8 @@ export const envSchema = z.object({
   VOLT_S3_REGION: z.string().min(1).default('us-east-1'),
   VOLT_GATEWAY_URL: z.url().default('http://127.0.0.1:8400'),
   VOLT_GATEWAY_ADMIN_KEY: z.string().min(8).default('volt-admin-dev-key'),
+  /** When a span counts as durable: 'write' survives kill -9 (fdatasync follows within ms); 'fsync' also an OS crash. */
+  VOLT_GATEWAY_WAL_SYNC: z.enum(['write', 'fsync']).default('write'),
   VOLT_MODEL_SERVER_URL: z.url().default('http://127.0.0.1:8500'),
   VOLT_PYTHON: z.string().min(1).default('.venv/bin/python'),
   /** Where dequantised base models are cached for the trainer and model server (default: the data dir). */

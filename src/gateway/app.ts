@@ -7,13 +7,14 @@ import { registerErrorHandling } from './error-handling.js';
 import { InFlight } from './in-flight.js';
 import { createGatewayMetrics } from './metrics.js';
 import { PauseGate } from './pause-gate.js';
+import { PromptOverlayCache } from './prompt-overlay-cache.js';
 import { registerProxyRoutes } from './proxy-routes.js';
 import { RolloutRegistry } from './registry.js';
 import { SpanRecorder, type Durability } from './span-recorder.js';
 import { listKeys, type GatewayStore } from './store.js';
 import { SpanUploader } from './uploader.js';
 import { Upstream, type UpstreamOptions } from './upstream.js';
-import { WriteAheadLog } from './wal.js';
+import { WriteAheadLog, type WalSync } from './wal.js';
 
 export interface GatewayDeps {
   store: GatewayStore;
@@ -25,6 +26,8 @@ export interface GatewayDeps {
   publicUrl?: string;
   bodyLimit?: number;
   durability?: Durability;
+  /** When a WAL append counts as durable (see WalSync); 'write' unless set. */
+  walSync?: WalSync;
   pauseWaitMs?: number;
   pauseRetryAfterS?: number;
   upstream?: UpstreamOptions;
@@ -40,7 +43,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: deps.logger ?? false, bodyLimit: deps.bodyLimit ?? 16 * 1024 * 1024 });
   const root = path.join(deps.dataDir, 'gateway');
   const registry = new RolloutRegistry(path.join(root, 'rollouts.json'));
-  const wal = new WriteAheadLog(path.join(root, 'wal'));
+  const wal = new WriteAheadLog(path.join(root, 'wal'), {
+    sync: deps.walSync ?? 'write',
+    onSyncError: (err) => app.log.error({ err }, 'background WAL fdatasync failed; spans survive a process kill but not an OS crash'),
+  });
   const inFlight = new InFlight();
   const uploader = new SpanUploader(deps.store, wal, {
     concurrency: deps.uploadConcurrency,
@@ -59,6 +65,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     upstream,
     metrics,
     store: deps.store,
+    overlays: new PromptOverlayCache(deps.store),
     gate: new PauseGate(),
     log: app.log,
     closing: new Set(),

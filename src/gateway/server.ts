@@ -18,6 +18,7 @@ export async function runGateway(env: Readonly<VoltEnv> = loadEnv()): Promise<Fa
     dataDir: env.dataDir,
     modelServerUrl: env.VOLT_MODEL_SERVER_URL,
     adminKey: env.VOLT_GATEWAY_ADMIN_KEY,
+    walSync: env.VOLT_GATEWAY_WAL_SYNC,
     publicUrl: url.origin,
     logger: { level: process.env.LOG_LEVEL ?? 'warn' },
   });

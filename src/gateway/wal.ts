@@ -1,5 +1,31 @@
-import fs from 'node:fs/promises';
+import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
+
+const fdatasync = promisify(fs.fdatasync);
+const fsyncDir = async (dir: string) => {
+  const handle = await fs.promises.open(dir, 'r');
+  await handle.sync().finally(() => handle.close());
+};
+
+/**
+ * When an append counts as durable. 'write': once write(2) returned (the bytes are in the page cache, so they
+ * survive `kill -9` of the gateway; fdatasync follows in the background within `syncIntervalMs`, so an OS crash or
+ * power loss can lose that window). 'fsync': once fdatasync returned (also survives an OS crash; costs a disk
+ * flush per group commit on the response path).
+ */
+export type WalSync = 'write' | 'fsync';
+
+export interface WalOptions {
+  sync?: WalSync;
+  /** 'write' mode: how long appended bytes may wait for their background fdatasync. */
+  syncIntervalMs?: number;
+  maxSegmentBytes?: number;
+  /** An idle segment at least this big whose entries are all uploaded is rotated early. */
+  rotateIdleBytes?: number;
+  /** 'write' mode: a background fdatasync failed (nobody awaits it, so it is reported here). */
+  onSyncError?: (err: unknown) => void;
+}
 
 /** One durable record: a JSON document (already serialised) that must end up in the object store at `key`. */
 export interface WalEntry {
@@ -10,51 +36,58 @@ export interface WalEntry {
 
 interface Segment {
   file: string;
+  fd: number | null;
   bytes: number;
   entries: number;
   uploaded: number;
   sealed: boolean;
+  /** Written since its last fdatasync. */
+  dirty: boolean;
 }
 
-interface Pending {
-  line: string;
-  key: string;
-  json: string;
-  resolve: (e: WalEntry) => void;
+interface SyncWaiter {
+  seq: number;
+  resolve: () => void;
   reject: (err: unknown) => void;
 }
 
 /**
- * A per-process append-only JSONL write-ahead log. Concurrent appends are group-committed: everything queued
- * while one write+fsync runs goes out in the next single write+fsync. A sealed segment whose entries are all
- * uploaded is deleted.
+ * A per-process append-only JSONL write-ahead log. Each append is one synchronous write(2) of one line (no torn
+ * line survives a process kill); fdatasync is group-committed: one round covers every line written before it
+ * started. A sealed segment whose entries are all uploaded is deleted.
  */
 export class WriteAheadLog {
   private current: Segment | null = null;
-  private handle: fs.FileHandle | null = null;
-  private pending: Pending[] = [];
-  private flushing: Promise<void> | null = null;
   private live = new Set<Segment>();
   private counter = 0;
+  private written = 0;
+  private synced = 0;
+  private waiters: SyncWaiter[] = [];
+  private syncing: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private dirSyncNeeded = false;
   private readonly prefix = `${process.pid}-${Date.now()}`;
-  /** write+fsync rounds so far; fewer than appends when group commit batches them. */
+  private readonly opts: Required<Omit<WalOptions, 'onSyncError'>> & Pick<WalOptions, 'onSyncError'>;
+  /** fdatasync rounds so far; fewer than appends when group commit batches them. */
   commits = 0;
 
-  constructor(
-    readonly dir: string,
-    private readonly maxSegmentBytes = 8 * 1024 * 1024,
-    private readonly rotateIdleBytes = 256 * 1024,
-  ) {}
+  constructor(readonly dir: string, opts: WalOptions = {}) {
+    this.opts = { sync: 'write', syncIntervalMs: 5, maxSegmentBytes: 8 * 1024 * 1024, rotateIdleBytes: 256 * 1024, ...opts };
+  }
+
+  get sync(): WalSync {
+    return this.opts.sync;
+  }
 
   /** Reads the segments left by earlier processes; they are adopted (sealed) and deleted once uploaded. */
   async open(): Promise<WalEntry[]> {
-    await fs.mkdir(this.dir, { recursive: true });
-    const names = (await fs.readdir(this.dir)).filter((n) => n.endsWith('.jsonl')).sort();
+    await fs.promises.mkdir(this.dir, { recursive: true });
+    const names = (await fs.promises.readdir(this.dir)).filter((n) => n.endsWith('.jsonl')).sort();
     const replay: WalEntry[] = [];
     for (const name of names) {
       const file = path.join(this.dir, name);
-      const text = await fs.readFile(file, 'utf8');
-      const segment: Segment = { file, bytes: Buffer.byteLength(text), entries: 0, uploaded: 0, sealed: true };
+      const text = await fs.promises.readFile(file, 'utf8');
+      const segment: Segment = { file, fd: null, bytes: Buffer.byteLength(text), entries: 0, uploaded: 0, sealed: true, dirty: false };
       for (const line of text.split('\n')) {
         const record = parseLine(line);
         if (!record) continue;
@@ -73,12 +106,33 @@ export class WriteAheadLog {
     return total;
   }
 
+  /** Resolves once the entry is durable under the sync policy; rejects if the write or its fdatasync failed. */
   append(key: string, json: string): Promise<WalEntry> {
-    const line = `{"key":${JSON.stringify(key)},"value":${json}}\n`;
-    return new Promise((resolve, reject) => {
-      this.pending.push({ line, key, json, resolve, reject });
-      this.flushing ??= this.flushLoop();
-    });
+    let entry: WalEntry;
+    try {
+      const segment = this.writable();
+      const line = Buffer.from(`{"key":${JSON.stringify(key)},"value":${json}}\n`);
+      writeAll(segment.fd!, line);
+      segment.bytes += line.length;
+      segment.entries++;
+      segment.dirty = true;
+      entry = { key, json, segment };
+      if (segment.bytes >= this.opts.maxSegmentBytes) this.seal(segment);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const seq = ++this.written;
+    if (this.opts.sync === 'write') {
+      this.timer ??= setTimeout(() => {
+        this.timer = null;
+        this.startSync();
+      }, this.opts.syncIntervalMs).unref();
+      return Promise.resolve(entry);
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.waiters.push({ seq, resolve, reject });
+      this.startSync();
+    }).then(() => entry);
   }
 
   /** Called by the uploader once an entry is in the object store. */
@@ -86,67 +140,86 @@ export class WriteAheadLog {
     const segment = entry.segment;
     segment.uploaded++;
     // Rotate an idle, fully uploaded segment early so the log stays small between bursts.
-    if (segment === this.current && !this.flushing && segment.uploaded === segment.entries && segment.bytes >= this.rotateIdleBytes) {
-      await this.seal(segment);
-    }
+    if (segment === this.current && segment.uploaded === segment.entries && segment.bytes >= this.opts.rotateIdleBytes) this.seal(segment);
     await this.maybeDelete(segment);
   }
 
+  /** Syncs everything written so far and closes the segment files. */
   async close(): Promise<void> {
-    await this.flushing;
-    if (this.current) await this.seal(this.current);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.current) this.seal(this.current);
+    while (this.syncing || this.synced < this.written) await (this.syncing ?? this.startSync());
   }
 
-  private async flushLoop(): Promise<void> {
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0);
+  private startSync(): Promise<void> {
+    this.syncing ??= this.syncLoop().finally(() => (this.syncing = null));
+    return this.syncing;
+  }
+
+  private async syncLoop(): Promise<void> {
+    while (this.synced < this.written || this.dirSyncNeeded) {
+      const target = this.written;
+      const dirty = [...this.live].filter((s) => s.dirty && s.fd !== null);
+      for (const s of dirty) s.dirty = false;
+      let failure: unknown = null;
       try {
-        const { segment, handle } = await this.writable();
-        const data = batch.map((p) => p.line).join('');
-        await handle.write(data);
-        await handle.datasync();
+        if (this.dirSyncNeeded) {
+          this.dirSyncNeeded = false;
+          await fsyncDir(this.dir);
+        }
+        await Promise.all(dirty.map((s) => fdatasync(s.fd!)));
         this.commits++;
-        segment.bytes += Buffer.byteLength(data);
-        segment.entries += batch.length;
-        for (const p of batch) p.resolve({ key: p.key, json: p.json, segment });
-        if (segment.bytes >= this.maxSegmentBytes) await this.seal(segment);
       } catch (err) {
-        for (const p of batch) p.reject(err);
+        failure = err;
+        if (this.opts.sync === 'write') this.opts.onSyncError?.(err);
       }
+      this.synced = target;
+      const due = this.waiters.filter((w) => w.seq <= target);
+      this.waiters = this.waiters.filter((w) => w.seq > target);
+      for (const w of due) (failure ? w.reject(failure) : w.resolve());
+      // A sealed segment's descriptor is closed only here, after its last fdatasync, so no sync races the close.
+      for (const s of dirty) if (s.sealed && !s.dirty) this.closeFd(s);
     }
-    this.flushing = null;
   }
 
-  private async writable(): Promise<{ segment: Segment; handle: fs.FileHandle }> {
-    if (this.current && this.handle) return { segment: this.current, handle: this.handle };
+  private writable(): Segment {
+    if (this.current) return this.current;
     const file = path.join(this.dir, `${this.prefix}-${String(this.counter++).padStart(6, '0')}.jsonl`);
-    this.handle = await fs.open(file, 'a');
-    const dir = await fs.open(this.dir, 'r');
-    await dir.sync().finally(() => dir.close());
-    this.current = { file, bytes: 0, entries: 0, uploaded: 0, sealed: false };
+    const fd = fs.openSync(file, 'a');
+    this.dirSyncNeeded = true;
+    this.current = { file, fd, bytes: 0, entries: 0, uploaded: 0, sealed: false, dirty: false };
     this.live.add(this.current);
-    return { segment: this.current, handle: this.handle };
+    return this.current;
   }
 
-  private async seal(segment: Segment): Promise<void> {
-    if (segment === this.current) {
-      const handle = this.handle;
-      this.current = null;
-      this.handle = null;
-      await handle?.close();
-    }
+  private seal(segment: Segment): void {
+    if (segment === this.current) this.current = null;
     segment.sealed = true;
-    await this.maybeDelete(segment);
+    if (!segment.dirty) this.closeFd(segment);
+    else this.startSync().catch(() => undefined);
+    void this.maybeDelete(segment);
+  }
+
+  private closeFd(segment: Segment): void {
+    if (segment.fd === null) return;
+    fs.closeSync(segment.fd);
+    segment.fd = null;
   }
 
   private async maybeDelete(segment: Segment): Promise<void> {
     if (!segment.sealed || segment.uploaded < segment.entries || !this.live.has(segment)) return;
     this.live.delete(segment);
-    await fs.rm(segment.file, { force: true });
+    // Unlinking while a final fdatasync is pending is safe: the descriptor stays valid until closeFd.
+    await fs.promises.rm(segment.file, { force: true });
   }
 }
 
-// A torn last line (crash mid-write, before fsync returned) was never acknowledged, so it is skipped.
+function writeAll(fd: number, data: Buffer): void {
+  for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off);
+}
+
+// A torn last line (power loss mid-write, before fdatasync) was never acknowledged in 'fsync' mode, so it is skipped.
 function parseLine(line: string): { key: string; json: string } | null {
   if (!line.trim()) return null;
   try {
