@@ -1,0 +1,93 @@
+import type { Span } from '../contracts/span.js';
+import type { Task } from '../contracts/task.js';
+import { requestMessages } from '../report/transcript.js';
+import { keys, type RolloutRef } from '../storage/keys.js';
+import type { ObjectStore } from '../storage/object-store.js';
+
+/** Digests go into optimiser prompts and overlays, so every text in one is bounded. */
+export const DIGEST_LIMITS = { messageChars: 1500, headMessages: 2, tailMessages: 10, systemPromptChars: 20_000 } as const;
+
+/** One rollout as the proposers see it: the task, its reward, and a bounded transcript of the agent's conversation. */
+export interface RolloutDigest {
+  rolloutId: string;
+  taskId: string;
+  reward: number;
+  task: Task['input'];
+  reference?: unknown;
+  /** The agent's last request (system message left out) and the final response, long messages cut, middle turns dropped. */
+  transcript: { role: string; content: string }[];
+  /** Text of the final model response (what the agent read last), null when no call succeeded. */
+  finalAnswer: string | null;
+  /** The agent's own system message as it sent it (what {{original}} renders as), null when it sent none. */
+  agentSystemPrompt: string | null;
+}
+
+export interface DigestRef {
+  ref: RolloutRef;
+  taskId: string;
+  reward: number;
+}
+
+/** Keep the start and end of a long text: instructions open a message, answers close it. */
+export function truncateMiddle(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const marker = `\n[… ${text.length - max} characters cut …]\n`;
+  const head = Math.ceil((max - marker.length) / 2);
+  return text.slice(0, Math.max(head, 0)) + marker + text.slice(text.length - Math.max(max - marker.length - head, 0));
+}
+
+const isSystem = (role: string) => role === 'system' || role === 'developer';
+
+/** Pure: the digest of a rollout attempt from its spans (any order) and its task. */
+export function digestFromSpans(spans: readonly Span[], task: Task, meta: { rolloutId: string; reward: number }): RolloutDigest {
+  const ordered = [...spans].sort((a, b) => a.seq - b.seq);
+  const lastOk = [...ordered].reverse().find((s) => s.status === 'ok');
+  const last = lastOk ?? ordered[ordered.length - 1];
+  const messages = last ? requestMessages(last.request.body) : [];
+  const system = messages.find((m) => isSystem(m.role));
+  const finalText = lastOk ? (lastOk.choices.find((c) => c.index === 0) ?? lastOk.choices[0])?.text ?? null : null;
+  const conversation = messages.filter((m) => !isSystem(m.role));
+  if (finalText !== null) conversation.push({ role: 'assistant', content: finalText });
+  const { headMessages, tailMessages, messageChars } = DIGEST_LIMITS;
+  let kept = conversation;
+  if (conversation.length > headMessages + tailMessages) {
+    const dropped = conversation.length - headMessages - tailMessages;
+    kept = [...conversation.slice(0, headMessages), { role: 'note', content: `[… ${dropped} messages omitted …]` }, ...conversation.slice(-tailMessages)];
+  }
+  return {
+    rolloutId: meta.rolloutId,
+    taskId: task.id,
+    reward: meta.reward,
+    task: task.input,
+    ...(task.reference !== undefined ? { reference: task.reference } : {}),
+    transcript: kept.map((m) => ({ role: m.role, content: truncateMiddle(m.content, messageChars) })),
+    finalAnswer: finalText === null ? null : truncateMiddle(finalText, messageChars),
+    agentSystemPrompt: system ? truncateMiddle(system.content, DIGEST_LIMITS.systemPromptChars) : null,
+  };
+}
+
+/** Spans from the end of the attempt back to the last successful call (spans list in sequence order). */
+async function tailSpans(store: Pick<ObjectStore, 'list' | 'getJson'>, ref: RolloutRef): Promise<Span[]> {
+  const spanKeys: string[] = [];
+  for await (const o of store.list(keys.spans(ref))) spanKeys.push(o.key);
+  const tail: Span[] = [];
+  for (let i = spanKeys.length - 1; i >= 0; i--) {
+    const span = await store.getJson<Span>(spanKeys[i]!);
+    tail.push(span);
+    if (span.status === 'ok') break;
+  }
+  return tail;
+}
+
+/** Read the digests of the given rollout attempts; a task missing from the task set is an error naming it. */
+export async function loadRolloutDigests(
+  store: Pick<ObjectStore, 'list' | 'getJson'>, refs: readonly DigestRef[], tasksById: ReadonlyMap<string, Task>,
+): Promise<RolloutDigest[]> {
+  const digests: RolloutDigest[] = [];
+  for (const r of refs) {
+    const task = tasksById.get(r.taskId);
+    if (!task) throw new Error(`rollout ${r.ref.rolloutId}: task ${r.taskId} is not in the task set`);
+    digests.push(digestFromSpans(await tailSpans(store, r.ref), task, { rolloutId: r.ref.rolloutId, reward: r.reward }));
+  }
+  return digests;
+}
