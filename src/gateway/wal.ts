@@ -125,13 +125,13 @@ export class WriteAheadLog {
     if (this.opts.sync === 'write') {
       this.timer ??= setTimeout(() => {
         this.timer = null;
-        this.startSync();
+        void this.startSync();
       }, this.opts.syncIntervalMs).unref();
       return Promise.resolve(entry);
     }
     return new Promise<void>((resolve, reject) => {
       this.waiters.push({ seq, resolve, reject });
-      this.startSync();
+      void this.startSync();
     }).then(() => entry);
   }
 
@@ -152,6 +152,7 @@ export class WriteAheadLog {
     while (this.syncing || this.synced < this.written) await (this.syncing ?? this.startSync());
   }
 
+  /** Never rejects: failures reach the waiters (or onSyncError). */
   private startSync(): Promise<void> {
     this.syncing ??= this.syncLoop().finally(() => (this.syncing = null));
     return this.syncing;
@@ -177,7 +178,10 @@ export class WriteAheadLog {
       this.synced = target;
       const due = this.waiters.filter((w) => w.seq <= target);
       this.waiters = this.waiters.filter((w) => w.seq > target);
-      for (const w of due) (failure ? w.reject(failure) : w.resolve());
+      for (const w of due) {
+        if (failure) w.reject(failure);
+        else w.resolve();
+      }
       // A sealed segment's descriptor is closed only here, after its last fdatasync, so no sync races the close.
       for (const s of dirty) if (s.sealed && !s.dirty) this.closeFd(s);
     }
@@ -197,7 +201,7 @@ export class WriteAheadLog {
     if (segment === this.current) this.current = null;
     segment.sealed = true;
     if (!segment.dirty) this.closeFd(segment);
-    else this.startSync().catch(() => undefined);
+    else void this.startSync();
     void this.maybeDelete(segment);
   }
 
