@@ -52,7 +52,7 @@ export function apoActivities(config: RunConfig, policy: PolicyRef) {
   const p = proxyActivities<Proposers>(propose);
 
   const launch = (run: VersionRun, summary: string): Promise<{ results: LaunchedRollout[] }> => {
-    const input: LaunchRolloutsInput & { promptOverlay: { version: number } | null } = {
+    const input: LaunchRolloutsInput = {
       config: run.config,
       iteration: run.iteration,
       mode: run.mode,

@@ -1,0 +1,58 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { RolloutOutcomeRecord } from '../../src/activities/rollouts.js';
+import type { RunConfigInput } from '../../src/config/run.js';
+import type { Span } from '../../src/contracts/span.js';
+import { keys } from '../../src/storage/keys.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
+import { root, tinyRunConfig } from '../pipeline/harness.js';
+
+type Task = { id: string; input: { question: string }; reference: { answer: number } };
+const plain = (id: string, a: number, b: number): Task => ({ id, input: { question: `What is ${a} + ${b}?` }, reference: { answer: a + b } });
+
+/**
+ * Task files for APO runs that fit a shared 2-core machine: the first `training` real calculator tasks (the 135M
+ * model fails some and solves some, so there are failures to critique and successes to bootstrap) followed by
+ * `validation` plain additions (the last tasks of the train file are the validation set), and two held-out additions.
+ */
+export function writeApoTasks(training: number, validation: number): { trainFile: string; evalFile: string } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-apo-tasks-'));
+  const real = readFileSync(path.join(root, 'examples/calculator/tasks/train.jsonl'), 'utf8').trim().split('\n').slice(0, training);
+  const added = Array.from({ length: validation }, (_, i) => JSON.stringify(plain(`val-${i}`, 12 + i, 7 * (i + 1))));
+  const trainFile = path.join(dir, 'train.jsonl');
+  const evalFile = path.join(dir, 'eval.jsonl');
+  writeFileSync(trainFile, [...real, ...added].join('\n') + '\n');
+  writeFileSync(evalFile, [plain('heldout-0', 21, 14), plain('heldout-1', 33, 9)].map((t) => JSON.stringify(t)).join('\n') + '\n');
+  return { trainFile, evalFile };
+}
+
+/** A tiny APO run of the real calculator agent: 0/1 rewards, sampling at 0.6 for training, greedy scoring. */
+export function apoRunConfig(runId: string, files: { trainFile: string; evalFile: string }, apo: NonNullable<RunConfigInput['apo']>): RunConfigInput {
+  const base = tinyRunConfig(runId);
+  return {
+    ...base,
+    agent: { ...base.agent, env: { AGENT_TEMPERATURE: '0.6' } },
+    tasks: files,
+    rollouts: { concurrency: 2 },
+    reward: { kind: 'numeric_match', source: 'output_file', tolerance: 1e-6 },
+    eval: { tasks: 2, temperature: 0 },
+    apo,
+  } as RunConfigInput;
+}
+
+/** Every span of a rollout's final attempt, in call order. */
+export async function rolloutSpans(store: ObjectStore, runId: string, iteration: number, rolloutId: string): Promise<Span[]> {
+  const outcome = await store.getJson<RolloutOutcomeRecord>(keys.rolloutOutcome(runId, iteration, rolloutId));
+  const spans: Span[] = [];
+  for await (const o of store.list(keys.spans(outcome.final.ref))) if (o.key.endsWith('.json')) spans.push(await store.getJson<Span>(o.key));
+  return spans;
+}
+
+type Body = { messages?: { role: string; content: unknown }[] };
+/** The system message of a request body as text ('' when there is none). */
+export function systemText(body: unknown): string {
+  const m = (body as Body).messages?.find((x) => x.role === 'system');
+  if (!m) return '';
+  return typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+}
