@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { keys } from '../storage/keys.js';
 import type { GatewayCore } from './gateway-core.js';
 import { GatewayError, gatewayErrors } from './openai-error.js';
+import { attachOverlay, overlayForRegistration } from './prompt-overlay-cache.js';
 import { registerRolloutSchema, type Rollout } from './registry.js';
 import { parseBody } from './request-schema.js';
 import { listKeys } from './store.js';
@@ -24,10 +25,13 @@ export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): vo
 
     admin.post('/admin/rollouts', async (request, reply) => {
       const input = parseBody(registerRolloutSchema, request.body);
+      // Resolved before the rollout exists, so a missing overlay leaves no record and calls never wait on the store.
+      const overlay = await overlayForRegistration(core, input);
       const { rollout, created } = await core.registry.register(input);
       if (rollout.record.status === 'closed') {
         throw new GatewayError(409, 'this rollout attempt was already closed; register a new attempt', { code: 'rollout_closed' });
       }
+      attachOverlay(rollout, overlay);
       const base = core.opts.publicUrl || `${request.protocol}://${request.host}`;
       return reply.code(created ? 201 : 200).send({ token: rollout.record.token, baseUrl: `${base}/r/${rollout.record.token}/v1`, created });
     });

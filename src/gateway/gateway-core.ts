@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { InFlight } from './in-flight.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { PauseGate } from './pause-gate.js';
+import type { PromptOverlayCache } from './prompt-overlay-cache.js';
 import type { RolloutRegistry } from './registry.js';
 import type { SpanRecorder } from './span-recorder.js';
 import type { GatewayStore } from './store.js';
@@ -18,6 +19,8 @@ export interface GatewayCore {
   recorder: SpanRecorder;
   upstream: Upstream;
   store: GatewayStore;
+  /** Prompt overlays by run and version, read from the store once each. */
+  overlays: PromptOverlayCache;
   metrics: GatewayMetrics;
   gate: PauseGate;
   log: FastifyBaseLogger;

@@ -5,6 +5,8 @@ import { keys } from '../storage/keys.js';
 import { askedBy, upstreamBody } from './extensions.js';
 import type { GatewayCore } from './gateway-core.js';
 import { gatewayErrors } from './openai-error.js';
+import { applyPromptOverlay } from './prompt-overlay.js';
+import { loadRolloutOverlay } from './prompt-overlay-cache.js';
 import { clientAbort, relayJson, relayStream } from './proxy-call.js';
 import type { Rollout } from './registry.js';
 import { chatRequestSchema, completionRequestSchema, parseBody, rewardSchema } from './request-schema.js';
@@ -29,6 +31,7 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
     const abort = clientAbort(reply);
     core.inFlight.begin(rollout);
     try {
+      const overlay = rollout.overlay === undefined ? await loadRolloutOverlay(core, rollout) : rollout.overlay;
       const ctx = {
         rollout,
         seq: rollout.nextSeq++,
@@ -37,7 +40,7 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
         startedAt: new Date(),
         startMs: performance.now(),
         request: { body: request.body, headers: redactHeaders(request.headers) },
-        upstreamRequest: upstreamBody(body, endpoint, rollout.record.policyModel, rollout.record.sampling),
+        upstreamRequest: applyPromptOverlay(upstreamBody(body, endpoint, rollout.record.policyModel, rollout.record.sampling), endpoint, overlay),
       };
       const asked = askedBy(body, endpoint);
       if (ctx.stream) return await relayStream(core, ctx, asked, reply, request, abort.signal);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import type { PromptOverlay } from '../contracts/prompt-overlay.js';
 import type { RolloutRef } from '../storage/keys.js';
 import { assertId } from '../storage/keys.js';
 
@@ -23,7 +24,8 @@ export const registerRolloutSchema = z.strictObject({
   policyModel: z.string().min(1).max(256),
   /** Sampling the gateway imposes on every call of this rollout (e.g. greedy evaluation); null leaves the agent's. */
   sampling: z.strictObject({ temperature: z.number().min(0).max(2).optional(), top_p: z.number().gt(0).max(1).optional() }).nullish(),
-  promptOverlay: z.looseObject({ version: z.number().int().min(0) }).nullish(),
+  /** The stored prompt overlay applied to every call (see prompt-overlay.ts); null or version 0: the agent's own prompt. */
+  promptOverlay: z.strictObject({ version: z.number().int().min(0) }).nullish(),
 });
 export type RegisterRollout = z.output<typeof registerRolloutSchema>;
 
@@ -45,6 +47,8 @@ export interface Rollout {
   /** Calls of this attempt that failed on the model side (after retries): the attempt is an infra failure. */
   upstreamFailures: number;
   idle: (() => void)[];
+  /** The overlay its calls get; undefined until loaded (set at registration, or on the first call after a restart). */
+  overlay: PromptOverlay | null | undefined;
 }
 
 /** Token → rollout map, persisted atomically (tmp + fsync + rename) so rollouts survive a restart. */
@@ -82,7 +86,7 @@ export class RolloutRegistry {
     if (existing) return { rollout: existing, created: false };
     const record: RolloutRecord = {
       ...input,
-      promptOverlay: input.promptOverlay ?? null,
+      promptOverlay: input.promptOverlay?.version ? { version: input.promptOverlay.version } : null,
       token: randomBytes(32).toString('base64url'),
       status: 'open',
       createdAt: new Date().toISOString(),
@@ -103,7 +107,7 @@ export class RolloutRegistry {
 
   private add(record: RolloutRecord): Rollout {
     const ref: RolloutRef = { runId: record.runId, iteration: record.iteration, rolloutId: record.rolloutId, attempt: record.attempt };
-    const rollout: Rollout = { record, ref, nextSeq: 0, inFlight: 0, upstreamFailures: 0, idle: [] };
+    const rollout: Rollout = { record, ref, nextSeq: 0, inFlight: 0, upstreamFailures: 0, idle: [], overlay: record.promptOverlay ? undefined : null };
     this.byToken.set(record.token, rollout);
     this.byRef.set(refKey(ref), rollout);
     return rollout;
