@@ -8,7 +8,6 @@ import { InFlight } from './in-flight.js';
 import { createGatewayMetrics } from './metrics.js';
 import { PauseGate } from './pause-gate.js';
 import { PromptOverlayCache } from './prompt-overlay-cache.js';
-import { PromptOverlayCache } from './prompt-overlay-cache.js';
 import { registerProxyRoutes } from './proxy-routes.js';
 import { RolloutRegistry } from './registry.js';
 import { SpanRecorder, type Durability } from './span-recorder.js';
@@ -66,7 +65,6 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     upstream,
     metrics,
     store: deps.store,
-    overlays: new PromptOverlayCache(deps.store),
     overlays: new PromptOverlayCache(deps.store),
     gate: new PauseGate(),
     log: app.log,
