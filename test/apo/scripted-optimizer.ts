@@ -101,6 +101,7 @@ export async function startScriptedOptimizer(script: ScriptedAnswer[], opts: Scr
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  let closed: Promise<void> | null = null;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
@@ -108,9 +109,10 @@ export async function startScriptedOptimizer(script: ScriptedAnswer[], opts: Scr
     authHeaders,
     enqueue: (...answers) => void queue.push(...answers),
     remaining: () => queue.length,
-    close: () => new Promise<void>((resolve, reject) => {
+    // Idempotent, so a test may close it early (endpoint down) and still leave it to its after hook.
+    close: () => (closed ??= new Promise<void>((resolve, reject) => {
       server.closeAllConnections();
       server.close((e) => (e ? reject(e) : resolve()));
-    }),
+    })),
   };
 }
