@@ -3,6 +3,7 @@ import { connectClient } from '../client/connect.js';
 import type { VoltEnv } from '../config/env.js';
 import { assertId } from '../storage/keys.js';
 import { createObjectStore } from '../storage/object-store.js';
+import { gatherApoReport, isPromptOptimization, writeApoReport } from './apo-report.js';
 import { gatherReport } from './gather.js';
 import { writeReport, type WrittenReport } from './write-report.js';
 
@@ -16,8 +17,11 @@ export async function buildRunReport(env: Readonly<VoltEnv>, runId: string, outD
     throw new Error(`Temporal at ${env.VOLT_TEMPORAL_ADDRESS}: ${(err as Error).message} (is it up? \`volt up\`)`, { cause: err });
   });
   try {
-    const data = await gatherReport(client, createObjectStore(env), runId);
-    return await writeReport(data, outDir, path.resolve(env.VOLT_PYTHON));
+    const store = createObjectStore(env);
+    const python = path.resolve(env.VOLT_PYTHON);
+    // A prompt-optimisation run has its own status shape and page.
+    if (await isPromptOptimization(client, runId)) return await writeApoReport(await gatherApoReport(client, store, runId), outDir, python);
+    return await writeReport(await gatherReport(client, store, runId), outDir, python);
   } finally {
     await close();
   }

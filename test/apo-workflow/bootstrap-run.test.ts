@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -109,5 +110,15 @@ describe('promptOptimization end to end', { timeout: 1_800_000 }, () => {
     const { stdout } = await run(process.execPath, [path.join(root, 'bin/volt.mjs'), 'run-status', runId], { cwd: root, env: { ...process.env, ...stack.vars } });
     assert.match(stdout, new RegExp(`prompt optimisation ${runId}: round 1/1, phase done`));
     assert.match(stdout, /promotion: (promoted|not promoted), active v\d/);
+
+    // The report shows the rounds, the promotion decision and the overlay's text.
+    const env = { ...process.env, ...stack.vars };
+    const written = await run(process.execPath, [path.join(root, 'bin/volt.mjs'), 'report', runId, '--out', path.join(dir, 'report')], { cwd: root, env });
+    assert.deepEqual(written.stdout.trim().split('\n'), [path.join(dir, 'report', 'index.html'), path.join(dir, 'report', 'curve.png')]);
+    const html = await readFile(path.join(dir, 'report', 'index.html'), 'utf8');
+    assert.match(html, /<h1>Volt prompt optimisation apo-bootstrap<\/h1>/);
+    assert.match(html, new RegExp(`<th>held-out before \\(v0\\)</th><td>${result.heldOut.before!.toFixed(3)}</td>`));
+    assert.match(html, result.promotion!.promoted ? /— ACTIVE/ : /Nothing was promoted/);
+    assert.ok(html.includes(EXAMPLES_HEADING), 'the bootstrapped overlay is shown');
   });
 });
