@@ -1,11 +1,15 @@
 /**
  * spans → batch throughput on synthetic multi-turn rollouts generated on the fly (never all in RAM).
  *   node --import tsx bench/batches.ts [--spans 100000] [--turns 8] [--reps 3]
- * Per rep: build samples + manifest, then the same plus JSONL encoding (what putJsonl sends); the time spent
- * generating spans inside each pass is measured and subtracted. CPU seconds, medians over reps, side by side.
+ * Per rep: build samples + manifest; the same plus JSONL encoding (the old format: JSON.stringify only, nothing
+ * written); the same plus the safetensors batch file written to a temp dir (what writeBatch uploads). The time
+ * spent generating spans inside each pass is measured and subtracted. CPU seconds, medians over reps, side by side.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { buildBatchFile } from '../src/batches/batch-io.js';
 import { buildBatch } from '../src/batches/build-batch.js';
 import { batchConfigSchema } from '../src/batches/config.js';
 import type { ScoredRollout } from '../src/batches/groups.js';
@@ -39,39 +43,61 @@ const spansOf = (ref: RolloutRef) => {
 };
 const config = batchConfigSchema.parse({ estimator: 'grpo', maxTokens: 8192 });
 
+type Encoding = 'none' | 'jsonl' | 'safetensors';
+const tmp = await mkdtemp(path.join(os.tmpdir(), 'volt-bench-batches-'));
+
 /** One full build; the time spent generating spans inside it is measured and subtracted. */
-async function pass(encode: boolean) {
+async function pass(encoding: Encoding) {
   generationS = 0;
   const t0 = cpuSeconds();
   const w0 = process.hrtime.bigint();
   let bytes = 0;
-  const build = buildBatch(scored, spansOf, config);
-  for await (const row of build.samples) if (encode) bytes += Buffer.byteLength(JSON.stringify(row)) + 1;
-  const m = build.manifest();
+  let m;
+  if (encoding === 'safetensors') {
+    const built = await buildBatchFile(path.join(tmp, 'samples.safetensors'), scored, config, spansOf, { tmpDir: tmp });
+    m = built.manifest;
+    bytes = built.bytes;
+  } else {
+    const build = buildBatch(scored, spansOf, config);
+    for await (const row of build.samples) if (encoding === 'jsonl') bytes += Buffer.byteLength(JSON.stringify(row)) + 1;
+    m = build.manifest();
+  }
   const total = cpuSeconds() - t0;
   const wall = Number(process.hrtime.bigint() - w0) / 1e9;
   return { seconds: total - generationS, generation: generationS, wall, transitions: m.counts.transitions, tokens: m.tokens.prompt + m.tokens.response, bytes, manifestBytes: JSON.stringify(m).length };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const runs = { generation: [] as number[], build: [] as number[], jsonl: [] as number[], wall: [] as number[] };
-let last = await pass(false);
-for (let r = 0; r < reps; r++) {
-  const b = await pass(false);
-  const j = await pass(true);
-  runs.generation.push(b.generation);
-  runs.build.push(b.seconds);
-  runs.jsonl.push(j.seconds);
-  runs.wall.push(j.wall);
-  last = j;
+const runs = { generation: [] as number[], build: [] as number[], jsonl: [] as number[], safetensors: [] as number[], wall: [] as number[] };
+let last = await pass('none');
+let jsonlBytes = 0;
+try {
+  for (let r = 0; r < reps; r++) {
+    const b = await pass('none');
+    const j = await pass('jsonl');
+    const st = await pass('safetensors');
+    runs.generation.push(b.generation);
+    runs.build.push(b.seconds);
+    runs.jsonl.push(j.seconds);
+    runs.safetensors.push(st.seconds);
+    runs.wall.push(st.wall);
+    jsonlBytes = j.bytes;
+    last = st;
+  }
+} finally {
+  await rm(tmp, { recursive: true, force: true });
 }
 const n = last.transitions;
+const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 const fmt = (x: number) => Math.round(x).toLocaleString('en-US').padStart(14);
-console.log(`${rollouts.toLocaleString()} rollouts × ${turns} turns = ${(rollouts * turns).toLocaleString()} spans; ${n.toLocaleString()} transitions; ${last.tokens.toLocaleString()} sample tokens; JSONL ${(last.bytes / 2 ** 20).toFixed(1)} MiB, manifest ${(last.manifestBytes / 2 ** 20).toFixed(1)} MiB; median of ${reps}`);
-console.log(`${'pass'.padEnd(34)}${'CPU s'.padStart(10)}${'transitions/s'.padStart(14)}${'tokens/s'.padStart(14)}  vs goal 100k/s`);
-const row = (name: string, s: number) => console.log(`${name.padEnd(34)}${s.toFixed(3).padStart(10)}${fmt(n / s)}${fmt(last.tokens / s)}  ${(n / s / 100_000).toFixed(2)}x`);
+console.log(`${rollouts.toLocaleString()} rollouts × ${turns} turns = ${(rollouts * turns).toLocaleString()} spans; ${n.toLocaleString()} transitions; ${last.tokens.toLocaleString()} sample tokens; median of ${reps}`);
+console.log(`batch file: JSONL ${mib(jsonlBytes)}, safetensors ${mib(last.bytes)} (${(last.bytes / jsonlBytes).toFixed(2)}x); manifest ${mib(last.manifestBytes)}`);
+console.log(`${'pass'.padEnd(36)}${'CPU s'.padStart(10)}${'transitions/s'.padStart(14)}${'tokens/s'.padStart(14)}  vs goal 100k/s`);
+const row = (name: string, s: number) => console.log(`${name.padEnd(36)}${s.toFixed(3).padStart(10)}${fmt(n / s)}${fmt(last.tokens / s)}  ${(n / s / 100_000).toFixed(2)}x`);
 row('generate synthetic spans (input)', median(runs.generation));
 row('build samples + manifest', median(runs.build));
-row('build + JSONL encode', median(runs.jsonl));
-console.log(`wall time of one full pass (generate + build + encode): ${median(runs.wall).toFixed(2)} s (machine load ${os.loadavg()[0]!.toFixed(1)})`);
+row('build + JSONL encode (old, no write)', median(runs.jsonl));
+row('build + safetensors file (written)', median(runs.safetensors));
+console.log(`safetensors vs JSONL, build + encode: ${(median(runs.jsonl) / median(runs.safetensors)).toFixed(2)}x faster; encoding alone: JSONL ${(median(runs.jsonl) - median(runs.build)).toFixed(3)} s, safetensors ${(median(runs.safetensors) - median(runs.build)).toFixed(3)} s`);
+console.log(`wall time of one full safetensors pass (generate + build + write): ${median(runs.wall).toFixed(2)} s (machine load ${os.loadavg()[0]!.toFixed(1)})`);
 console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`);

@@ -1,14 +1,15 @@
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { buildBatch } from '../src/batches/build-batch.js';
+import { buildBatchFile } from '../src/batches/batch-io.js';
 import { batchConfigSchema } from '../src/batches/config.js';
 import type { ScoredRollout } from '../src/batches/groups.js';
 import { syntheticRollout, type SyntheticRolloutOptions } from '../src/batches/synthetic-spans.js';
 import type { RolloutOutcome } from '../src/contracts/rollout.js';
 
 /** The shared TS/Python contract fixture: synthetic spans through the real batch builder. */
-export const FIXTURE_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../schemas/fixtures/samples.jsonl');
+export const FIXTURE_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../schemas/fixtures/samples.safetensors');
 
 const RUN = 'run-fixture';
 
@@ -24,7 +25,7 @@ const ROLLOUTS: { id: string; group: string; reward: number | null; outcome?: Ro
   { id: 'r-1-2', group: 'g-1', reward: 1, spans: { turns: 4, promptLen: 20, completionLen: 10, gapLen: 6 } },
 ];
 
-export async function makeSampleFixture(): Promise<string> {
+export async function makeSampleFixture(): Promise<Buffer> {
   const scored: ScoredRollout[] = ROLLOUTS.map((r) => ({
     reward: r.reward,
     result: {
@@ -33,14 +34,18 @@ export async function makeSampleFixture(): Promise<string> {
     },
   }));
   const options = new Map(ROLLOUTS.map((r, i) => [r.id, { ...r.spans, seed: 1000 + i }]));
-  const build = buildBatch(scored, (ref) => syntheticRollout(ref, options.get(ref.rolloutId)!), batchConfigSchema.parse({ estimator: 'grpo', maxTokens: 72 }));
-  const lines: string[] = [];
-  for await (const row of build.samples) lines.push(JSON.stringify(row));
-  return lines.join('\n') + '\n';
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'volt-fixture-'));
+  try {
+    const file = path.join(dir, 'samples.safetensors');
+    await buildBatchFile(file, scored, batchConfigSchema.parse({ estimator: 'grpo', maxTokens: 72 }), (ref) => syntheticRollout(ref, options.get(ref.rolloutId)!), { tmpDir: dir });
+    return await readFile(file);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const text = await makeSampleFixture();
-  await writeFile(FIXTURE_PATH, text);
-  console.log(`wrote ${FIXTURE_PATH}: ${text.trim().split('\n').length} samples, ${Buffer.byteLength(text)} bytes`);
+  const bytes = await makeSampleFixture();
+  await writeFile(FIXTURE_PATH, bytes);
+  console.log(`wrote ${FIXTURE_PATH}: ${bytes.length} bytes`);
 }

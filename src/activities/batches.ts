@@ -7,7 +7,7 @@ import type { RewardsFile } from './rewards.js';
 import type { RolloutOutcomeRecord } from './rollouts.js';
 
 export const createBatchActivities = (deps: ActivityDeps) => ({
-  /** Rewarded rollouts → samples.jsonl + manifest.json for the iteration (deterministic, so a re-run rewrites the same). */
+  /** Rewarded rollouts → samples.safetensors + manifest.json for the iteration (deterministic, so a re-run rewrites the same). */
   async buildBatch(input: { config: RunConfig; iteration: number; rewardsKey: string }): Promise<{
     samples: number; tokens: number; batchKey: string; manifestKey: string; dropReasons: string;
   }> {

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { availableParallelism } from 'node:os';
 import { createInterface } from 'node:readline';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { BatchFileError, batchFileSamples } from '../batches/batch-file.js';
 import type { RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
 import type { PolicyRef } from '../workflows/types.js';
@@ -55,10 +56,14 @@ export const createUpdateActivities = (deps: ActivityDeps) => ({
     const { config, iteration, policy } = input;
     const work = path.join(deps.env.dataDir, 'trainer', config.runId, String(iteration));
     const out = path.join(work, 'out');
-    const batchFile = path.join(work, 'samples.jsonl');
+    const batchFile = path.join(work, 'samples.safetensors');
     await mkdir(out, { recursive: true });
     await deps.store.getFile(input.batchKey, batchFile);
-    const samples = (await readFile(batchFile, 'utf8')).split('\n').filter(Boolean).length;
+    const samples = await batchFileSamples(batchFile).catch((err: unknown) => {
+      // A corrupt batch file fails the same way on every retry.
+      if (err instanceof BatchFileError) throw ApplicationFailure.create({ type: FailureType.InvalidBatch, message: err.message, nonRetryable: true });
+      throw err;
+    });
     const cfgFile = path.join(work, 'trainer.json');
     await writeFile(cfgFile, JSON.stringify(trainerConfig(config, iteration, samples, deps.env.modelCacheDir), null, 2));
 

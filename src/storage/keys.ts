@@ -75,7 +75,8 @@ export const keys = {
   span: (r: RolloutRef, seq: number) => `${keys.spans(r)}${pad(assertIndex('seq', seq), 8)}.json`,
   agentRewards: (r: RolloutRef) => `${keys.rollout(r)}agent-rewards.json`,
   rewards: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}rewards.json`,
-  batch: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}batch/samples.jsonl`,
+  /** The iteration's training samples as one safetensors file (src/batches/batch-file.ts, schemas/sample.schema.json). */
+  batch: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}batch/samples.safetensors`,
   batchManifest: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}batch/manifest.json`,
   evaluation: (runId: string, iteration: number, name: string) =>
     `${keys.iteration(runId, iteration)}eval/${assertId('evaluation', name)}.json`,

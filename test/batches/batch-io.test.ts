@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { readBatchFile } from '../../src/batches/batch-file.js';
 import { storeSpanSource, writeBatch } from '../../src/batches/batch-io.js';
 import { batchConfigSchema } from '../../src/batches/config.js';
 import type { BatchManifest } from '../../src/batches/manifest.js';
-import type { SampleRow } from '../../src/batches/sample-row.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 import { loadEvidence } from '../../src/rewards/evidence.js';
 import { keys } from '../../src/storage/keys.js';
@@ -28,11 +28,12 @@ void describe('batch I/O through a real S3 server (rclone)', () => {
   });
   after(async () => { await services?.stop(); });
 
-  void it('streams samples.jsonl and manifest.json to keys.batch / keys.batchManifest', async () => {
+  void it('writes samples.safetensors and manifest.json to keys.batch / keys.batchManifest', async () => {
     const written = await writeBatch(store, 'run-io', 2, scored, batchConfigSchema.parse({ estimator: 'rloo' }));
-    assert.equal(written.samplesKey, 'runs/run-io/iterations/000002/batch/samples.jsonl');
-    const rows: SampleRow[] = [];
-    for await (const row of store.readJsonl<SampleRow>(written.samplesKey)) rows.push(row);
+    assert.equal(written.samplesKey, 'runs/run-io/iterations/000002/batch/samples.safetensors');
+    const bytes = await store.getBytes(written.samplesKey);
+    assert.equal(bytes.length, written.bytes);
+    const rows = readBatchFile(bytes);
     const manifest = await store.getJson<BatchManifest>(written.manifestKey);
     assert.equal(rows.length, 6, 'five rollouts, one split by a rewritten history');
     assert.equal(manifest.counts.samples, 6);

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { RolloutOutcomeRecord } from '../../src/activities/rollouts.js';
 import { connectClient } from '../../src/client/connect.js';
-import type { SampleRow } from '../../src/batches/sample-row.js';
+import { readBatchFile } from '../../src/batches/batch-file.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { TEMPORAL_BIN } from '../../src/stack/temporal.js';
@@ -116,8 +116,7 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
         assert.ok(train.every((o) => o.final.outcome !== 'infra_failed'));
         // No sample is duplicated, and every sample comes from the final attempt of its rollout.
         if (status.history[iteration]!.samples > 0) {
-          const samples: SampleRow[] = [];
-          for await (const s of store.readJsonl<SampleRow>(keys.batch(RUN, iteration))) samples.push(s);
+          const samples = readBatchFile(await store.getBytes(keys.batch(RUN, iteration)));
           assert.equal(new Set(samples.map((s) => s.sample_id)).size, samples.length);
           const spanIds = samples.flatMap((s) => s.span_ids);
           assert.equal(new Set(spanIds).size, spanIds.length, 'no span is in two samples');

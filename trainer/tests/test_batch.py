@@ -1,4 +1,4 @@
-"""The shared sample fixture parses; malformed batch lines fail with file, line and field in the message."""
+"""The shared sample fixture parses and pads; malformed JSON Lines batches fail with file, line and field in the message."""
 
 import json
 from pathlib import Path
@@ -8,11 +8,11 @@ import torch
 
 from volt_trainer.batch import BatchError, pad, read_batch, split_minibatches
 
-FIXTURE = Path(__file__).resolve().parents[2] / "schemas" / "fixtures" / "samples.jsonl"
+FIXTURE = Path(__file__).resolve().parents[2] / "schemas" / "fixtures" / "samples.safetensors"
 
 
 def good_line() -> dict:
-    return json.loads(FIXTURE.read_text().splitlines()[0])
+    return read_batch(FIXTURE)[0].model_dump()
 
 
 def write(tmp_path: Path, *lines: dict | str) -> Path:
