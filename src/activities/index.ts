@@ -2,6 +2,7 @@ import { createBatchActivities } from './batches.js';
 import { createConfigActivities } from './config.js';
 import type { ActivityDeps } from './deps.js';
 import { createPromptOptimizationActivities } from './prompt-optimization.js';
+import { createPromptProposalActivities } from './prompt-proposals.js';
 import { createRewardActivities } from './rewards.js';
 import { createRolloutActivities } from './rollouts.js';
 import { createServingActivities } from './serving.js';
@@ -14,6 +15,7 @@ export const createCpuActivities = (deps: ActivityDeps) => ({
   ...createRewardActivities(deps),
   ...createBatchActivities(deps),
   ...createPromptOptimizationActivities(deps),
+  ...createPromptProposalActivities(deps),
 });
 
 /** Activities of the `volt-gpu` queue: the policy update and serving control. */

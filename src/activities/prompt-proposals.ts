@@ -1,0 +1,149 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { proposeDemonstrations } from '../apo/bootstrap.js';
+import { createOptimizerClient, type OptimizerClient } from '../apo/optimizer-client.js';
+import { planChildren, type ChildPlan, type ParentPrompt, type Proposal } from '../apo/proposal.js';
+import { loadRolloutDigests, type RolloutDigest } from '../apo/rollout-digest.js';
+import { proposeEdit, selectFailures } from '../apo/textual-gradient.js';
+import type { RunConfig } from '../config/run.js';
+import { FailureType } from '../contracts/failures.js';
+import type { PromptOverlay } from '../contracts/prompt-overlay.js';
+import type { Task } from '../contracts/task.js';
+import type { RolloutRef } from '../storage/keys.js';
+import { createPromptOverlayStore } from '../storage/prompt-overlays.js';
+import { TaskSetError } from '../tasks/task-set.js';
+import type { ActivityDeps } from './deps.js';
+
+export interface ProposeOverlaysInput {
+  config: RunConfig;
+  round: number;
+  parents: ParentPrompt[];
+  /** This round's scored training rollouts, each with the beam member it ran under. */
+  rollouts: { ref: RolloutRef; taskId: string; reward: number; parentVersion: number }[];
+  /** Versions to allocate, in order: parent-major blocks, strategies alternating within a block (see planChildren). */
+  versions: number[];
+}
+
+export interface SkippedChild {
+  version: number;
+  parentVersion: number;
+  strategy: ChildPlan['strategy'];
+  reason: string;
+}
+
+export interface ProposeOverlaysResult {
+  overlays: PromptOverlay[];
+  skipped: SkippedChild[];
+}
+
+/** The overlay store's template limit: a longer proposal is skipped rather than failing the round. */
+const MAX_TEMPLATE_CHARS = 100_000;
+
+const invalidConfig = (message: string) => ApplicationFailure.create({ type: FailureType.InvalidConfig, message, nonRetryable: true });
+
+/** The agent's own system prompt: the one most rollouts sent (ties: the first in text order), null if none sent one. */
+function agentSystemPrompt(digests: readonly RolloutDigest[]): string | null {
+  const counts = new Map<string, number>();
+  for (const d of digests) if (d.agentSystemPrompt !== null) counts.set(d.agentSystemPrompt, (counts.get(d.agentSystemPrompt) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]?.[0] ?? null;
+}
+
+async function trainTasks(deps: Pick<ActivityDeps, 'taskSets'>, file: string): Promise<Map<string, Task>> {
+  try {
+    return (await deps.taskSets.load(file)).byId;
+  } catch (err) {
+    if (err instanceof TaskSetError || (err as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw ApplicationFailure.create({ type: FailureType.InvalidTaskSet, message: (err as Error).message, nonRetryable: true });
+    }
+    throw err;
+  }
+}
+
+export const createPromptProposalActivities = (deps: Pick<ActivityDeps, 'store' | 'taskSets'>) => {
+  const overlayStore = createPromptOverlayStore(deps.store);
+  return {
+    /**
+     * Propose the children of this round's beam: bootstrapped demonstrations from successful rollouts and/or
+     * textual-gradient edits from an optimiser LLM. Idempotent: a version already stored is returned as is without
+     * asking the optimiser again; each child is stored (write-once) as soon as it exists, so a retry after an
+     * optimiser outage resumes where it stopped. A child a strategy cannot offer is skipped, never an error.
+     */
+    async proposeOverlays(input: ProposeOverlaysInput): Promise<ProposeOverlaysResult> {
+      const { config, round } = input;
+      const apo = config.apo;
+      if (!apo) throw invalidConfig('apo: required for prompt optimisation (volt optimize-prompt)');
+      const runId = config.runId;
+      const plans = planChildren(input.parents, input.versions, apo.strategies);
+      const result: ProposeOverlaysResult = { overlays: [], skipped: [] };
+      const heartbeat = () => Context.current().heartbeat({ done: result.overlays.length + result.skipped.length, total: plans.length });
+
+      const stored = new Map<number, PromptOverlay>();
+      for (const plan of plans) {
+        const overlay = await overlayStore.get(runId, plan.version);
+        if (overlay) stored.set(plan.version, overlay);
+      }
+      let digests: RolloutDigest[] = [];
+      if (stored.size < plans.length) digests = await loadRolloutDigests(deps.store, input.rollouts, await trainTasks(deps, config.tasks.trainFile));
+      const parentOfRollout = new Map(input.rollouts.map((r) => [r.ref.rolloutId, r.parentVersion]));
+      const original = agentSystemPrompt(digests);
+      // Fail fast on a missing optimiser or key, before any child is written.
+      let client: OptimizerClient | null = null;
+      if (plans.some((p) => p.strategy === 'textual_gradient' && !stored.has(p.version))) {
+        if (!apo.optimizer) throw invalidConfig('apo.optimizer: required by the textual_gradient strategy');
+        client = createOptimizerClient(apo.optimizer);
+      }
+
+      const keep = async (plan: ChildPlan, proposal: Proposal) => {
+        if (proposal.template.length > MAX_TEMPLATE_CHARS) return skip(plan, `template has ${proposal.template.length} characters (limit ${MAX_TEMPLATE_CHARS})`);
+        const overlay = await overlayStore.put({
+          runId, version: plan.version, mode: proposal.mode, template: proposal.template,
+          origin: { strategy: plan.strategy, parents: [plan.parentVersion], round, note: proposal.note },
+          createdAt: new Date().toISOString(),
+        });
+        result.overlays.push(overlay);
+        heartbeat();
+      };
+      const skip = (plan: ChildPlan, why: string) => {
+        result.skipped.push({ version: plan.version, parentVersion: plan.parentVersion, strategy: plan.strategy, reason: `v${plan.version} (${plan.strategy} from v${plan.parentVersion}): ${why}` });
+        heartbeat();
+      };
+
+      for (const parent of input.parents) {
+        const children = plans.filter((p) => p.parentVersion === parent.version);
+        const bootstrap = children.filter((p) => p.strategy === 'bootstrap');
+        if (bootstrap.some((p) => !stored.has(p.version))) {
+          // Deterministic from (seed, round, child), so recomputing beside stored siblings gives the same subsets.
+          const proposals = proposeDemonstrations({
+            parent, digests, childIndices: bootstrap.map((p) => p.childIndex), seed: config.seed, round,
+            demonstrations: apo.bootstrap.demonstrations, minReward: apo.bootstrap.minReward,
+          });
+          for (const [i, plan] of bootstrap.entries()) {
+            const proposal = proposals[i];
+            if (stored.has(plan.version)) result.overlays.push(stored.get(plan.version)!);
+            else if (proposal) await keep(plan, proposal);
+            else skip(plan, proposals.length === 0 ? `no successful rollouts (reward >= ${apo.bootstrap.minReward})` : 'no further distinct set of demonstrations');
+          }
+        } else for (const plan of bootstrap) result.overlays.push(stored.get(plan.version)!);
+
+        const own = digests.filter((d) => parentOfRollout.get(d.rolloutId) === parent.version);
+        for (const plan of children.filter((p) => p.strategy === 'textual_gradient')) {
+          const reused = stored.get(plan.version);
+          if (reused) {
+            result.overlays.push(reused);
+            continue;
+          }
+          if (!client || !apo.optimizer) throw new Error('unreachable: the optimiser client is created above for unstored textual_gradient children');
+          const failures = selectFailures(own, apo.bootstrap.minReward, apo.optimizer.failuresPerCritique, { seed: config.seed, round, childIndex: plan.childIndex });
+          if (failures.length === 0) {
+            skip(plan, `no failed rollouts (reward < ${apo.bootstrap.minReward}) to critique`);
+            continue;
+          }
+          const outcome = await proposeEdit(client, { parent, originalPrompt: original, failures });
+          if ('proposal' in outcome) await keep(plan, outcome.proposal);
+          else skip(plan, outcome.skipped);
+        }
+      }
+      result.overlays.sort((a, b) => a.version - b.version);
+      return result;
+    },
+  };
+};
