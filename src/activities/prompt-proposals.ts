@@ -86,10 +86,10 @@ export const createPromptProposalActivities = (deps: Pick<ActivityDeps, 'store' 
       const parentOfRollout = new Map(input.rollouts.map((r) => [r.ref.rolloutId, r.parentVersion]));
       const original = agentSystemPrompt(digests);
       // Fail fast on a missing optimiser or key, before any child is written.
-      let client: OptimizerClient | null = null;
+      let optimizer: { client: OptimizerClient; failuresPerCritique: number } | null = null;
       if (plans.some((p) => p.strategy === 'textual_gradient' && !stored.has(p.version))) {
         if (!apo.optimizer) throw invalidConfig('apo.optimizer: required by the textual_gradient strategy');
-        client = createOptimizerClient(apo.optimizer);
+        optimizer = { client: createOptimizerClient(apo.optimizer), failuresPerCritique: apo.optimizer.failuresPerCritique };
       }
 
       const keep = async (plan: ChildPlan, proposal: Proposal) => {
@@ -110,19 +110,17 @@ export const createPromptProposalActivities = (deps: Pick<ActivityDeps, 'store' 
       for (const parent of input.parents) {
         const children = plans.filter((p) => p.parentVersion === parent.version);
         const bootstrap = children.filter((p) => p.strategy === 'bootstrap');
-        if (bootstrap.some((p) => !stored.has(p.version))) {
-          // Deterministic from (seed, round, child), so recomputing beside stored siblings gives the same subsets.
-          const proposals = proposeDemonstrations({
-            parent, digests, childIndices: bootstrap.map((p) => p.childIndex), seed: config.seed, round,
-            demonstrations: apo.bootstrap.demonstrations, minReward: apo.bootstrap.minReward,
-          });
-          for (const [i, plan] of bootstrap.entries()) {
-            const proposal = proposals[i];
-            if (stored.has(plan.version)) result.overlays.push(stored.get(plan.version)!);
-            else if (proposal) await keep(plan, proposal);
-            else skip(plan, proposals.length === 0 ? `no successful rollouts (reward >= ${apo.bootstrap.minReward})` : 'no further distinct set of demonstrations');
-          }
-        } else for (const plan of bootstrap) result.overlays.push(stored.get(plan.version)!);
+        // Deterministic from (seed, round, child), so recomputing beside stored siblings gives the same subsets.
+        const proposals = bootstrap.some((p) => !stored.has(p.version)) ? proposeDemonstrations({
+          parent, digests, childIndices: bootstrap.map((p) => p.childIndex), seed: config.seed, round,
+          demonstrations: apo.bootstrap.demonstrations, minReward: apo.bootstrap.minReward,
+        }) : [];
+        for (const [i, plan] of bootstrap.entries()) {
+          const proposal = proposals[i];
+          if (stored.has(plan.version)) result.overlays.push(stored.get(plan.version)!);
+          else if (proposal) await keep(plan, proposal);
+          else skip(plan, proposals.length === 0 ? `no successful rollouts (reward >= ${apo.bootstrap.minReward})` : 'no further distinct set of demonstrations');
+        }
 
         const own = digests.filter((d) => parentOfRollout.get(d.rolloutId) === parent.version);
         for (const plan of children.filter((p) => p.strategy === 'textual_gradient')) {
@@ -131,13 +129,13 @@ export const createPromptProposalActivities = (deps: Pick<ActivityDeps, 'store' 
             result.overlays.push(reused);
             continue;
           }
-          if (!client || !apo.optimizer) throw new Error('unreachable: the optimiser client is created above for unstored textual_gradient children');
-          const failures = selectFailures(own, apo.bootstrap.minReward, apo.optimizer.failuresPerCritique, { seed: config.seed, round, childIndex: plan.childIndex });
+          if (!optimizer) throw new Error('bug: no optimiser client for an unstored textual_gradient child');
+          const failures = selectFailures(own, apo.bootstrap.minReward, optimizer.failuresPerCritique, { seed: config.seed, round, childIndex: plan.childIndex });
           if (failures.length === 0) {
             skip(plan, `no failed rollouts (reward < ${apo.bootstrap.minReward}) to critique`);
             continue;
           }
-          const outcome = await proposeEdit(client, { parent, originalPrompt: original, failures });
+          const outcome = await proposeEdit(optimizer.client, { parent, originalPrompt: original, failures });
           if ('proposal' in outcome) await keep(plan, outcome.proposal);
           else skip(plan, outcome.skipped);
         }
