@@ -2,7 +2,7 @@ import type { BatchConfig } from './config.js';
 import type { PlannedRollout } from './groups.js';
 import type { Trajectory } from './trajectories.js';
 
-/** One line of samples.jsonl, exactly schemas/sample.schema.json (snake_case, shared with the Python trainer). */
+/** One sample, exactly schemas/sample.schema.json (snake_case, shared with the Python trainer); batch-file.ts stores it as columns. */
 export interface SampleRow {
   sample_id: string;
   run_id: string;

@@ -37,11 +37,14 @@ void describe('batch file (safetensors columns)', () => {
     assert.equal(rows.length, 12);
     // Logprobs are stored as float32: the trainer computes in fp32, so that is all it can use.
     const expected = rows.map((r) => ({ ...r, rollout_logprobs: r.rollout_logprobs.map(Math.fround) }));
+    const files: Buffer[] = [];
     for (const chunk of [undefined, 7, 64]) {
       const file = await write(rows, chunk);
-      assert.deepEqual(readBatchFile(await readFile(file)), expected, `chunk ${chunk}`);
+      files.push(await readFile(file));
+      assert.deepEqual(readBatchFile(files.at(-1)!), expected, `chunk ${chunk}`);
       assert.equal(await batchFileSamples(file), rows.length);
     }
+    assert.ok(files.every((f) => f.equals(files[0]!)), 'spilling changes no byte');
     assert.deepEqual((await readdir(dir)).filter((f) => !f.endsWith('.safetensors')), [], 'spill files are removed');
   });
 

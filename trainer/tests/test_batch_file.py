@@ -18,8 +18,13 @@ ID_FIELDS = ("sample_id", "run_id", "rollout_id", "task_id", "group_id", "span_i
 
 def to_columns(samples: list[Sample]) -> dict[str, np.ndarray]:
     """The columns src/batches/batch-file.ts writes, built here from parsed samples."""
-    cat = lambda name, dtype: np.concatenate([np.asarray(getattr(s, name), dtype=dtype) for s in samples])  # noqa: E731
-    per = lambda name, dtype: np.asarray([getattr(s, name) for s in samples], dtype=dtype)  # noqa: E731
+
+    def cat(name: str, dtype) -> np.ndarray:
+        return np.concatenate([np.asarray(getattr(s, name), dtype=dtype) for s in samples])
+
+    def per(name: str, dtype) -> np.ndarray:
+        return np.asarray([getattr(s, name) for s in samples], dtype=dtype)
+
     ids = "".join(json.dumps({k: getattr(s, k) for k in ID_FIELDS}) + "\n" for s in samples)
     return {
         "advantage": per("advantage", np.float64), "reward": per("reward", np.float64),
@@ -64,8 +69,8 @@ def test_fixture_reads_as_samples():
 def test_columns_of_the_jsonl_samples_read_back_as_the_same_samples(tmp_path):
     rows = read_batch(SMOLLM2_JSONL)
     back = read_batch(save(tmp_path, to_columns(rows)))
-    f32 = lambda xs: np.asarray(xs, dtype=np.float32).tolist()  # noqa: E731
-    assert [s.model_dump() for s in back] == [{**s.model_dump(), "rollout_logprobs": f32(s.rollout_logprobs)} for s in rows]
+    as_f32 = [{**s.model_dump(), "rollout_logprobs": np.asarray(s.rollout_logprobs, dtype=np.float32).tolist()} for s in rows]
+    assert [s.model_dump() for s in back] == as_f32
 
 
 def damage(columns: dict[str, np.ndarray], name: str, index: int, value) -> dict[str, np.ndarray]:
