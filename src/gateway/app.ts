@@ -32,6 +32,8 @@ export interface GatewayDeps {
   pauseRetryAfterS?: number;
   upstream?: UpstreamOptions;
   uploadConcurrency?: number;
+  /** Spans whose upload may wait in the WAL while calls are in flight (UploaderOptions.maxDeferred); 0 = none. */
+  uploadMaxDeferred?: number;
   logger?: FastifyServerOptions['logger'];
 }
 
@@ -50,6 +52,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const inFlight = new InFlight();
   const uploader = new SpanUploader(deps.store, wal, {
     concurrency: deps.uploadConcurrency,
+    maxDeferred: deps.uploadMaxDeferred ?? 0,
+    idleForMs: () => inFlight.idleForMs(),
     log: (msg, err) => app.log.warn({ err }, msg),
   });
   const metrics = createGatewayMetrics({ pendingUploads: () => uploader.pendingCount, walBytes: () => wal.bytes, inFlight: () => inFlight.count });

@@ -4,9 +4,15 @@ import type { Rollout } from './registry.js';
 export class InFlight {
   private total = 0;
   private idleWaiters: (() => void)[] = [];
+  private lastEnd = performance.now();
 
   get count(): number {
     return this.total;
+  }
+
+  /** Milliseconds since the last call finished; 0 while any is in flight. */
+  idleForMs(): number {
+    return this.total > 0 ? 0 : performance.now() - this.lastEnd;
   }
 
   begin(rollout: Rollout): void {
@@ -17,6 +23,7 @@ export class InFlight {
   end(rollout: Rollout): void {
     rollout.inFlight--;
     this.total--;
+    this.lastEnd = performance.now();
     if (rollout.inFlight === 0) wakeAll(rollout.idle);
     if (this.total === 0) wakeAll(this.idleWaiters);
   }

@@ -5,23 +5,44 @@ interface Job {
   entry: WalEntry;
   done: Promise<void>;
   resolve: () => void;
+  /** Someone waits on it (flush); it uploads even while calls are in flight. */
+  urgent: boolean;
+  queuedAt: number;
+}
+
+export interface UploaderOptions {
+  concurrency?: number;
+  /**
+   * Spans the uploader may hold back (durable in the WAL) while agent calls are in flight, so that S3 puts do not
+   * compete with them for CPU; past this backlog, or once idle, it uploads at full concurrency. 0 = never hold back.
+   */
+  maxDeferred?: number;
+  /** Milliseconds since the last agent call finished (0 while one is in flight). */
+  idleForMs?: () => number;
+  /** How long the gateway must have been idle before deferred uploads start. */
+  idleAfterMs?: number;
+  /** No upload is held back longer than this, so spans reach the store within it even under constant load. */
+  maxDeferMs?: number;
+  retryBaseMs?: number;
+  log?: (msg: string, err: unknown) => void;
 }
 
 /**
  * Puts WAL entries into the object store in the background with bounded concurrency, retrying until they land
- * (puts are idempotent by key). `flush(prefix)` waits for everything queued under a key prefix.
+ * (puts are idempotent by key). `flush(prefix)` moves everything under a key prefix to the front and waits for it.
  */
 export class SpanUploader {
   private queue: Job[] = [];
   private pending = new Set<Job>();
   private running = 0;
   private stopped = false;
+  private timer: NodeJS.Timeout | null = null;
   failures = 0;
 
   constructor(
     private readonly store: GatewayStore,
     private readonly wal: WriteAheadLog,
-    private readonly opts: { concurrency?: number; retryBaseMs?: number; log?: (msg: string, err: unknown) => void } = {},
+    private readonly opts: UploaderOptions = {},
   ) {}
 
   get pendingCount(): number {
@@ -31,25 +52,45 @@ export class SpanUploader {
   enqueue(entry: WalEntry): void {
     let resolve!: () => void;
     const done = new Promise<void>((r) => (resolve = r));
-    const job: Job = { entry, done, resolve };
+    const job: Job = { entry, done, resolve, urgent: false, queuedAt: performance.now() };
     this.pending.add(job);
     this.queue.push(job);
     this.pump();
   }
 
   async flush(prefix = ''): Promise<void> {
-    const waits = [...this.pending].filter((j) => j.entry.key.startsWith(prefix)).map((j) => j.done);
-    await Promise.all(waits);
+    const waits = [...this.pending].filter((j) => j.entry.key.startsWith(prefix));
+    for (const j of waits) j.urgent = true;
+    // Stable partition: the waited-for entries go first, each side keeps its WAL order.
+    this.queue = [...this.queue.filter((j) => j.urgent), ...this.queue.filter((j) => !j.urgent)];
+    this.pump();
+    await Promise.all(waits.map((j) => j.done));
   }
 
   /** Stops starting new puts; entries still queued stay in the WAL for the next process to replay. */
   stop(): void {
     this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private deferring(head: Job): boolean {
+    const { maxDeferred = 0, idleForMs, idleAfterMs = 20, maxDeferMs = 10_000 } = this.opts;
+    if (head.urgent || maxDeferred === 0 || !idleForMs || this.queue.length >= maxDeferred) return false;
+    return performance.now() - head.queuedAt < maxDeferMs && idleForMs() < idleAfterMs;
   }
 
   private pump(): void {
     const limit = this.opts.concurrency ?? 16;
     while (!this.stopped && this.running < limit && this.queue.length > 0) {
+      if (this.deferring(this.queue[0]!)) {
+        // Re-checked shortly: nothing else wakes the uploader when the last call finishes.
+        this.timer ??= setTimeout(() => {
+          this.timer = null;
+          this.pump();
+        }, this.opts.idleAfterMs ?? 20).unref();
+        return;
+      }
       const job = this.queue.shift()!;
       this.running++;
       void this.upload(job).finally(() => {

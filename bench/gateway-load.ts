@@ -1,0 +1,71 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import autocannon from 'autocannon';
+import { Pool } from 'undici';
+
+/** One thing the bench sends chat completions to; `health` is set for Volt targets (their upload backlog). */
+export interface Target { name: string; origin: string; path: string; headers: Record<string, string>; health?: string }
+
+const MAX_REQUESTS = 200_000;
+
+export const chatBody = (stream: boolean) => JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'What is the answer?' }], stream });
+
+/** Closed-loop load: `concurrency` workers send back to back for `seconds` (bounded count); float ms latencies. */
+export async function load(t: Target, concurrency: number, seconds: number) {
+  const pool = new Pool(t.origin, { connections: concurrency, keepAliveTimeout: 60_000 });
+  const latencies: number[] = [];
+  let errors = 0;
+  const payload = chatBody(false);
+  const end = performance.now() + seconds * 1000;
+  const worker = async () => {
+    while (performance.now() < end && latencies.length < MAX_REQUESTS) {
+      const t0 = performance.now();
+      const res = await pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body: payload });
+      await res.body.text();
+      if (res.statusCode !== 200) errors++;
+      latencies.push(performance.now() - t0);
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const elapsed = (performance.now() - started) / 1000;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!;
+  return { p50: q(0.5), p99: q(0.99), rps: latencies.length / elapsed, errors, requests: latencies.length };
+}
+
+/** Median time to the first SSE byte over sequential streaming calls. */
+export async function ttfb(t: Target, n = 150): Promise<number> {
+  const pool = new Pool(t.origin, { connections: 1 });
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const res = await pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody(true) });
+    let first = 0;
+    for await (const _chunk of res.body) first ||= performance.now() - t0;
+    times.push(first);
+  }
+  await pool.close();
+  return times.sort((a, b) => a - b)[Math.floor(n / 2)]!;
+}
+
+/** autocannon at 64 connections: the most requests/s the target sustains for `seconds`. */
+export async function maxRps(t: Target, seconds: number): Promise<{ rps: number; requests: number }> {
+  const result = await autocannon({ url: `${t.origin}${t.path}`, method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody(false), connections: 64, duration: seconds });
+  return { rps: result.requests.average, requests: result.requests.total };
+}
+
+/**
+ * Waits until a Volt target has no span left to upload (bounded), so its deferred uploads never run while
+ * another target is measured. Returns the seconds it took.
+ */
+export async function drainUploads(t: Target, limitS = 120): Promise<number> {
+  if (!t.health) return 0;
+  const started = performance.now();
+  while (performance.now() - started < limitS * 1000) {
+    const health = (await fetch(t.health).then((r) => r.json())) as { pendingUploads: number };
+    if (health.pendingUploads === 0) return (performance.now() - started) / 1000;
+    await sleep(50);
+  }
+  throw new Error(`${t.name}: uploads did not drain within ${limitS}s`);
+}
