@@ -12,13 +12,16 @@ type Task = { id: string; input: { question: string }; reference: { answer: numb
 const plain = (id: string, a: number, b: number): Task => ({ id, input: { question: `What is ${a} + ${b}?` }, reference: { answer: a + b } });
 
 /**
- * Task files for APO runs that fit a shared 2-core machine: the first `training` real calculator tasks (the 135M
- * model fails some and solves some, so there are failures to critique and successes to bootstrap) followed by
- * `validation` plain additions (the last tasks of the train file are the validation set), and two held-out additions.
+ * Task files for APO runs that fit a shared 2-core machine: `training` real calculator tasks of one kind (plain sums
+ * the 135M model mostly solves, so there are successes to bootstrap; word problems it mostly fails, so there are
+ * failures to critique) followed by `validation` plain additions (the last tasks of the train file are the
+ * validation set), and two held-out additions.
  */
-export function writeApoTasks(training: number, validation: number): { trainFile: string; evalFile: string } {
+export function writeApoTasks(training: number, validation: number, kind: 'sums' | 'word-problems'): { trainFile: string; evalFile: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-apo-tasks-'));
-  const real = readFileSync(path.join(root, 'examples/calculator/tasks/train.jsonl'), 'utf8').trim().split('\n').slice(0, training);
+  const lines = readFileSync(path.join(root, 'examples/calculator/tasks/train.jsonl'), 'utf8').trim().split('\n');
+  const template = (line: string) => (JSON.parse(line) as { reference: { template: string } }).reference.template;
+  const real = lines.filter((l) => (kind === 'sums' ? template(l) === 'plainSum' : !template(l).startsWith('plain'))).slice(0, training);
   const added = Array.from({ length: validation }, (_, i) => JSON.stringify(plain(`val-${i}`, 12 + i, 7 * (i + 1))));
   const trainFile = path.join(dir, 'train.jsonl');
   const evalFile = path.join(dir, 'eval.jsonl');
@@ -27,12 +30,12 @@ export function writeApoTasks(training: number, validation: number): { trainFile
   return { trainFile, evalFile };
 }
 
-/** A tiny APO run of the real calculator agent: 0/1 rewards, sampling at 0.6 for training, greedy scoring. */
+/** A tiny APO run of the real calculator agent: 0/1 rewards, sampling at 0.3 for training, greedy scoring. */
 export function apoRunConfig(runId: string, files: { trainFile: string; evalFile: string }, apo: NonNullable<RunConfigInput['apo']>): RunConfigInput {
   const base = tinyRunConfig(runId);
   return {
     ...base,
-    agent: { ...base.agent, env: { AGENT_TEMPERATURE: '0.6' } },
+    agent: { ...base.agent, env: { AGENT_TEMPERATURE: '0.3' } },
     tasks: files,
     rollouts: { concurrency: 2 },
     reward: { kind: 'numeric_match', source: 'output_file', tolerance: 1e-6 },

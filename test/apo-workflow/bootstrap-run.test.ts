@@ -54,7 +54,7 @@ describe('promptOptimization end to end', { timeout: 1_800_000 }, () => {
     for (const field of ['apo.beamWidth', 'agent', 'tasks.evalFile', 'reward']) assert.match(message, new RegExp(field.replace('.', '\\.')));
 
     const noApo = path.join(dir, 'no-apo.json');
-    const { apo: _dropped, ...config } = apoRunConfig('apo-missing', writeApoTasks(2, 2), { rounds: 1 });
+    const { apo: _dropped, ...config } = apoRunConfig('apo-missing', writeApoTasks(2, 2, 'sums'), { rounds: 1 });
     writeFileSync(noApo, JSON.stringify(config));
     await temporal('workflow', 'start', '--type', 'promptOptimization', '--task-queue', 'volt-cpu', '--workflow-id', 'apo-missing', '--input-file', noApo);
     assert.match(await failureOf('apo-missing'), /^apo: required/);
@@ -63,7 +63,7 @@ describe('promptOptimization end to end', { timeout: 1_800_000 }, () => {
   it('bootstrap: proposes worked examples from successful rollouts, applies them to the agent\'s calls, promotes by the rule', async () => {
     const runId = 'apo-bootstrap';
     const apo = { rounds: 1, beamWidth: 1, branchFactor: 1, trainBatchSize: 4, validationBatchSize: 2, validationTasks: 3, strategies: ['bootstrap' as const], bootstrap: { demonstrations: 2, minReward: 1 } };
-    const config = parseRunConfig(apoRunConfig(runId, writeApoTasks(8, 3), apo));
+    const config = parseRunConfig(apoRunConfig(runId, writeApoTasks(4, 3, 'sums'), apo));
     const { client, close } = await connectClient(stack.env);
     let result: ApoStatus;
     try {
