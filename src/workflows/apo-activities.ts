@@ -1,26 +1,13 @@
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { createCpuActivities } from '../activities/index.js';
+import type { ProposeOverlaysInput } from '../activities/prompt-proposals.js';
 import type { LaunchedRollout, LaunchRolloutsInput } from '../activities/rollouts.js';
 import type { RunConfig } from '../config/run.js';
-import type { PromptOverlay } from '../contracts/prompt-overlay.js';
 import { nonRetryableFailureTypes } from '../contracts/failures.js';
-import type { RolloutRef } from '../storage/keys.js';
 import { CPU_QUEUE } from './proxies.js';
 import type { PolicyRef } from './types.js';
 
 type Cpu = ReturnType<typeof createCpuActivities>;
-
-/** The proposers' activity (src/activities/prompt-proposals.ts), as the APO interface fixes it. */
-export interface ProposeOverlaysInput {
-  config: RunConfig;
-  round: number;
-  parents: { version: number; overlay: PromptOverlay | null }[];
-  rollouts: { ref: RolloutRef; taskId: string; reward: number; parentVersion: number }[];
-  versions: number[];
-}
-interface Proposers {
-  proposeOverlays(input: ProposeOverlaysInput): Promise<{ overlays: PromptOverlay[]; skipped?: { reason: string }[] }>;
-}
 
 /** One prompt version run on a list of tasks: rollout ids are unique per (iteration, prefix, version, task). */
 export interface VersionRun {
@@ -49,7 +36,7 @@ export function apoActivities(config: RunConfig, policy: PolicyRef) {
   const propose: ActivityOptions = { taskQueue: CPU_QUEUE, startToCloseTimeout: '10 minutes', retry: { ...retry, maximumAttempts: 8 } };
   const q = proxyActivities<Cpu>(quick);
   const l = proxyActivities<Cpu>(long);
-  const p = proxyActivities<Proposers>(propose);
+  const p = proxyActivities<Cpu>(propose);
 
   const launch = (run: VersionRun, summary: string): Promise<{ results: LaunchedRollout[] }> => {
     const input: LaunchRolloutsInput = {

@@ -1,7 +1,8 @@
 import { condition, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RunConfig } from '../config/run.js';
 import type { PromptOverlay } from '../contracts/prompt-overlay.js';
-import { apoActivities, type ProposeOverlaysInput } from './apo-activities.js';
+import type { ProposeOverlaysInput } from '../activities/prompt-proposals.js';
+import { apoActivities } from './apo-activities.js';
 import { BestScoreKey, IterationKey, pauseSignal, PhaseKey, resumeSignal, RunIdKey } from './definitions.js';
 import { apoStatusQuery, type ApoPhase, type ApoRoundSummary, type ApoStatus, type VersionScore } from './prompt-optimization-types.js';
 import { validation } from './proxies.js';
@@ -130,7 +131,7 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
     const best = bestEver();
     const summary: ApoRoundSummary = {
       round, parents: status.beam, trainMeanReward: train.meanReward, trainRollouts: launched.length, children,
-      skipped: (proposed.skipped ?? []).map((s) => s.reason), candidates, beam, leader, best,
+      skipped: proposed.skipped.map((s) => s.reason), candidates, beam, leader, best,
     };
     Object.assign(status, { round, beam, best, history: [...status.history, summary] });
     upsertSearchAttributes([{ key: BestScoreKey, value: best.score }]);
