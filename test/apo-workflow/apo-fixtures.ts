@@ -12,20 +12,22 @@ type Task = { id: string; input: { question: string }; reference: { answer: numb
 const plain = (id: string, a: number, b: number): Task => ({ id, input: { question: `What is ${a} + ${b}?` }, reference: { answer: a + b } });
 
 /**
- * Task files for APO runs that fit a shared 2-core machine: `training` real calculator tasks of one kind (plain sums
- * the 135M model mostly solves, so there are successes to bootstrap; word problems it mostly fails, so there are
- * failures to critique) followed by `validation` plain additions (the last tasks of the train file are the
+ * Task files for APO runs that fit a shared 2-core machine: `training` tasks of one kind (one-digit sums the 135M
+ * model mostly solves, so there are successes to bootstrap; real calculator word problems it mostly fails, so there
+ * are failures to critique) followed by `validation` small additions (the last tasks of the train file are the
  * validation set), and two held-out additions.
  */
-export function writeApoTasks(training: number, validation: number, kind: 'sums' | 'word-problems'): { trainFile: string; evalFile: string } {
+export function writeApoTasks(training: number, validation: number, kind: 'small-sums' | 'word-problems'): { trainFile: string; evalFile: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-apo-tasks-'));
   const lines = readFileSync(path.join(root, 'examples/calculator/tasks/train.jsonl'), 'utf8').trim().split('\n');
-  const template = (line: string) => (JSON.parse(line) as { reference: { template: string } }).reference.template;
-  const real = lines.filter((l) => (kind === 'sums' ? template(l) === 'plainSum' : !template(l).startsWith('plain'))).slice(0, training);
+  const isWordProblem = (line: string) => !(JSON.parse(line) as { reference: { template: string } }).reference.template.startsWith('plain');
+  const train = kind === 'word-problems'
+    ? lines.filter(isWordProblem).slice(0, training)
+    : Array.from({ length: training }, (_, i) => JSON.stringify(plain(`sum-${i}`, 2 + i, 3 + (i % 4))));
   const added = Array.from({ length: validation }, (_, i) => JSON.stringify(plain(`val-${i}`, 12 + i, 7 * (i + 1))));
   const trainFile = path.join(dir, 'train.jsonl');
   const evalFile = path.join(dir, 'eval.jsonl');
-  writeFileSync(trainFile, [...real, ...added].join('\n') + '\n');
+  writeFileSync(trainFile, [...train, ...added].join('\n') + '\n');
   writeFileSync(evalFile, [plain('heldout-0', 21, 14), plain('heldout-1', 33, 9)].map((t) => JSON.stringify(t)).join('\n') + '\n');
   return { trainFile, evalFile };
 }
@@ -35,11 +37,13 @@ export function apoRunConfig(runId: string, files: { trainFile: string; evalFile
   const base = tinyRunConfig(runId);
   return {
     ...base,
-    agent: { ...base.agent, env: { AGENT_TEMPERATURE: '0.3' } },
+    // A shared, busy CPU makes one rollout take a minute or more.
+    agent: { ...base.agent, env: { AGENT_TEMPERATURE: '0.3' }, timeoutSec: 600 },
     tasks: files,
     rollouts: { concurrency: 2 },
     reward: { kind: 'numeric_match', source: 'output_file', tolerance: 1e-6 },
     eval: { tasks: 2, temperature: 0 },
+    timeouts: { heartbeatSec: 30, rolloutsSec: 3600, updateSec: 900 },
     apo,
   } as RunConfigInput;
 }

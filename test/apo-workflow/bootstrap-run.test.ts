@@ -54,7 +54,7 @@ describe('promptOptimization end to end', { timeout: 1_800_000 }, () => {
     for (const field of ['apo.beamWidth', 'agent', 'tasks.evalFile', 'reward']) assert.match(message, new RegExp(field.replace('.', '\\.')));
 
     const noApo = path.join(dir, 'no-apo.json');
-    const { apo: _dropped, ...config } = apoRunConfig('apo-missing', writeApoTasks(2, 2, 'sums'), { rounds: 1 });
+    const { apo: _dropped, ...config } = apoRunConfig('apo-missing', writeApoTasks(2, 2, 'small-sums'), { rounds: 1 });
     writeFileSync(noApo, JSON.stringify(config));
     await temporal('workflow', 'start', '--type', 'promptOptimization', '--task-queue', 'volt-cpu', '--workflow-id', 'apo-missing', '--input-file', noApo);
     assert.match(await failureOf('apo-missing'), /^apo: required/);
@@ -62,8 +62,8 @@ describe('promptOptimization end to end', { timeout: 1_800_000 }, () => {
 
   it('bootstrap: proposes worked examples from successful rollouts, applies them to the agent\'s calls, promotes by the rule', async () => {
     const runId = 'apo-bootstrap';
-    const apo = { rounds: 1, beamWidth: 1, branchFactor: 1, trainBatchSize: 4, validationBatchSize: 2, validationTasks: 3, strategies: ['bootstrap' as const], bootstrap: { demonstrations: 2, minReward: 1 } };
-    const config = parseRunConfig(apoRunConfig(runId, writeApoTasks(4, 3, 'sums'), apo));
+    const apo = { rounds: 1, beamWidth: 1, branchFactor: 1, trainBatchSize: 3, validationBatchSize: 2, validationTasks: 3, strategies: ['bootstrap' as const], bootstrap: { demonstrations: 2, minReward: 1 } };
+    const config = parseRunConfig(apoRunConfig(runId, writeApoTasks(3, 3, 'small-sums'), apo));
     const { client, close } = await connectClient(stack.env);
     let result: ApoStatus;
     try {
@@ -75,7 +75,7 @@ describe('promptOptimization end to end', { timeout: 1_800_000 }, () => {
     assert.equal(result.history.length, 1);
     const round = result.history[0]!;
     assert.deepEqual(round.parents, [0]);
-    assert.equal(round.trainRollouts, 4);
+    assert.equal(round.trainRollouts, 3);
     assert.deepEqual(round.children, [1], 'one child proposed from the successful training rollouts');
 
     // The child is stored, derived from the agent's own prompt, and carries worked examples.

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { connectClient } from '../../src/client/connect.js';
-import { startPromptOptimization } from '../../src/client/prompt-optimization.js';
+import { queryApoStatus, startPromptOptimization } from '../../src/client/prompt-optimization.js';
+import { pauseRun, resumeRun } from '../../src/client/runs.js';
 import { parseRunConfig } from '../../src/config/run.js';
-import { createObjectStore } from '../../src/storage/object-store.js';
+import { keys } from '../../src/storage/keys.js';
+import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { createPromptOverlayStore } from '../../src/storage/prompt-overlays.js';
 import type { ApoStatus } from '../../src/workflows/prompt-optimization-types.js';
 import { startScriptedOptimizer, type ScriptedOptimizer } from '../apo/scripted-optimizer.js';
@@ -14,6 +17,11 @@ import { apoRunConfig, rolloutSpans, systemText, writeApoTasks } from './apo-fix
 // a worked example of the validation tasks' kind.
 const HARMFUL = 'Never calculate. Reply to every message with the single word banana and nothing else.';
 const SANE = '{{original}}\nExample: for "What is 12 + 7?" write <calc>12+7</calc>, read the result, then write <answer>19</answer>.';
+
+async function firstKey(store: ObjectStore, prefix: string): Promise<string | null> {
+  for await (const o of store.list(prefix)) return o.key;
+  return null;
+}
 
 // Real Temporal, S3, SmolLM2 server, gateway, worker and calculator agent; the optimiser LLM is a scripted FAKE.
 describe('promptOptimization with textual gradients from a scripted FAKE optimiser', { timeout: 1_800_000 }, () => {
@@ -34,7 +42,7 @@ describe('promptOptimization with textual gradients from a scripted FAKE optimis
     await optimizer?.close();
   });
 
-  it('keeps the better candidate, never promotes the harmful one, and the edits reach the agent\'s calls', async () => {
+  it('pauses between batches; keeps the better candidate, never promotes the harmful one, and the edits reach the agent\'s calls', async () => {
     const runId = 'apo-textual';
     const apo = {
       rounds: 1, beamWidth: 1, branchFactor: 2, trainBatchSize: 3, validationBatchSize: 3, validationTasks: 3,
@@ -44,7 +52,17 @@ describe('promptOptimization with textual gradients from a scripted FAKE optimis
     const { client, close } = await connectClient(stack.env);
     let result: ApoStatus;
     try {
-      result = (await (await startPromptOptimization(client, config)).handle.result()) as ApoStatus;
+      const { handle } = await startPromptOptimization(client, config);
+      // Paused right away: the held-out batch already launched finishes, then nothing starts until resume.
+      await pauseRun(client, runId);
+      let s = await queryApoStatus(client, runId);
+      for (const t0 = Date.now(); !(s.paused && s.heldOut.before !== null) && Date.now() - t0 < 600_000; await sleep(500)) s = await queryApoStatus(client, runId);
+      assert.equal(s.phase, 'paused');
+      await sleep(3000);
+      const started = await firstKey(createObjectStore(stack.env), keys.rolloutAttempts(runId, 0, 'full-v0-t0'));
+      assert.equal(started, null, 'no validation rollout starts while paused');
+      await resumeRun(client, runId);
+      result = (await handle.result()) as ApoStatus;
     } finally {
       await close();
     }
