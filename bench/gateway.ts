@@ -64,32 +64,36 @@ async function main() {
       portkeyOk = false;
       console.log(`note: Portkey skipped, it did not start on Node ${process.version}: ${err.message.slice(0, 200)}`);
     });
-    const volts = await Promise.all(VOLTS.map(async ([name], i) => {
-      const origin = `http://${HOST}:${voltPorts[i]}`;
-      const admin = new GatewayAdminClient(origin, 'bench-admin-key');
-      const { token } = await admin.register({ runId: 'bench', iteration: 0, rolloutId: name, attempt: 0, mode: 'train', policyModel: 'policy' });
-      const target: Target = { name, origin, path: `/r/${token}/v1/chat/completions`, headers: { authorization: `Bearer ${token}` }, health: `${origin}/healthz` };
-      return { target, admin, token };
-    }));
+    const admins = new Map(VOLTS.map(([name], i) => [name, new GatewayAdminClient(`http://${HOST}:${voltPorts[i]}`, 'bench-admin-key')]));
+    const tokens = new Map<string, string>();
+    // A fresh rollout per Volt cell: real rollouts hold tens of spans, and rclone's PUT slows down as one prefix fills up.
+    const cell = async (t: Target, label: string): Promise<Target> => {
+      const admin = admins.get(t.name);
+      if (!admin) return t;
+      const { token } = await admin.register({ runId: 'bench', iteration: 0, rolloutId: `${t.name}-${label}`, attempt: 0, mode: 'train', policyModel: 'policy' });
+      tokens.set(`${t.name}-${label}`, token);
+      return { ...t, path: `/r/${token}/v1/chat/completions`, headers: { authorization: `Bearer ${token}` } };
+    };
+    const volts = VOLTS.map(([name], i): Target => ({ name, origin: `http://${HOST}:${voltPorts[i]}`, path: '', headers: {}, health: `http://${HOST}:${voltPorts[i]}/healthz` }));
     const targets: Target[] = [
       { name: 'direct', origin: upstream, path: '/v1/chat/completions', headers: {} },
       { name: 'passthrough', origin: `http://${HOST}:${pass}`, path: '/v1/chat/completions', headers: {} },
-      ...volts.map((v) => v.target),
+      ...volts,
       ...(portkeyOk ? [{ name: 'portkey', origin: `http://${HOST}:${portkey}`, path: '/v1/chat/completions', headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1`, authorization: 'Bearer bench' } }] : []),
     ];
     for (const t of targets) {
-      await load(t, 4, 1); // warm-up: JIT, keep-alive sockets
+      await load(await cell(t, 'warmup'), 4, 1); // warm-up: JIT, keep-alive sockets
       await drainUploads(t);
     }
     console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell, mock upstream with a fixed 5-token answer`);
     console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 5 ms), up to ${DEFERRED} span uploads wait while calls are in flight`);
     console.log('volt-upl-now = same, uploading each span at once; volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
-    console.log('Each Volt cell is followed by waiting for its uploads to drain, so no upload runs while another target is measured.\n');
+    console.log('Each Volt cell uses a fresh rollout and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
     const results = new Map<string, Awaited<ReturnType<typeof load>>>();
     const drains = new Map<string, number>();
     for (const c of [1, 16, 64]) {
       for (const t of targets) {
-        const r = await load(t, c, SECONDS);
+        const r = await load(await cell(t, `c${c}`), c, SECONDS);
         results.set(`${t.name}@${c}`, r);
         drains.set(`${t.name}@${c}`, await drainUploads(t));
         if (r.errors) console.log(`  ${t.name} c=${c}: ${r.errors} non-200 answers`);
@@ -98,14 +102,14 @@ async function main() {
     const rps = new Map<string, number>();
     const sustained = new Map<string, number>();
     for (const t of targets) {
-      const r = await maxRps(t, SECONDS);
+      const r = await maxRps(await cell(t, 'max'), SECONDS);
       rps.set(t.name, r.rps);
       // Requests over load time plus the time their spans took to reach S3 afterwards.
       sustained.set(t.name, r.requests / (SECONDS + (await drainUploads(t))));
     }
     const ttfbs = new Map<string, number>();
     for (const t of targets) {
-      ttfbs.set(t.name, await ttfb(t));
+      ttfbs.set(t.name, await ttfb(await cell(t, 'sse')));
       await drainUploads(t);
     }
 
@@ -119,7 +123,7 @@ async function main() {
       });
       console.log(`${t.name.padEnd(13)}${cells.join('')} ${rps.get(t.name)!.toFixed(0).padStart(8)} ${sustained.get(t.name)!.toFixed(0).padStart(12)}   ${fmt(ttfbs.get(t.name)!)} (${(ttfbs.get(t.name)! - ttfbs.get('direct')!).toFixed(3)})`);
     }
-    const drainLine = volts.map(({ target: { name } }) => `${name} ${[1, 16, 64].map((c) => drains.get(`${name}@${c}`)!.toFixed(1)).join('/')}`);
+    const drainLine = volts.map(({ name }) => `${name} ${[1, 16, 64].map((c) => drains.get(`${name}@${c}`)!.toFixed(1)).join('/')}`);
     console.log(`\nupload drain after the c=1/16/64 cells, s: ${drainLine.join(', ')}`);
     const v = (k: string) => results.get(k)!;
     const added = (name: string) => v(`${name}@1`).p50 - v('direct@1').p50;
@@ -130,11 +134,9 @@ async function main() {
       console.log(`  max req/s vs passthrough: ${((100 * rps.get(name)!) / rps.get('passthrough')!).toFixed(0)} % (goal >= 50 %; incl. drain ${((100 * sustained.get(name)!) / rps.get('passthrough')!).toFixed(0)} %)`);
       console.log(`  p99 at c=64 vs passthrough: ${(v(`${name}@64`).p99 / v('passthrough@64').p99).toFixed(2)}x (goal <= 2x)`);
     }
-    for (const { target, admin, token } of volts.slice(0, 1)) {
-      const t0 = performance.now();
-      const closed = await admin.close(token);
-      console.log(`\n${target.name}: close (every span in S3) took ${((performance.now() - t0) / 1000).toFixed(1)} s for ${closed.spans} spans; load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-    }
+    const t0 = performance.now();
+    const closed = await admins.get('volt')!.close(tokens.get('volt-max')!);
+    console.log(`\nvolt: closing the max req/s rollout took ${((performance.now() - t0) / 1000).toFixed(2)} s (${closed.spans} spans in S3); load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await stopProcess(s3, 5_000);

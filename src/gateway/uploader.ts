@@ -14,7 +14,8 @@ export interface UploaderOptions {
   concurrency?: number;
   /**
    * Spans the uploader may hold back (durable in the WAL) while agent calls are in flight, so that S3 puts do not
-   * compete with them for CPU; past this backlog, or once idle, it uploads at full concurrency. 0 = never hold back.
+   * compete with them for CPU; past this backlog it trickles (busyConcurrency), once idle it uploads at full
+   * concurrency. 0 = never hold back.
    */
   maxDeferred?: number;
   /** Milliseconds since the last agent call finished (0 while one is in flight). */
@@ -23,6 +24,8 @@ export interface UploaderOptions {
   idleAfterMs?: number;
   /** No upload is held back longer than this, so spans reach the store within it even under constant load. */
   maxDeferMs?: number;
+  /** Puts at a time while calls are in flight and a bound is passed (full concurrency past twice maxDeferred). */
+  busyConcurrency?: number;
   retryBaseMs?: number;
   log?: (msg: string, err: unknown) => void;
 }
@@ -74,16 +77,20 @@ export class SpanUploader {
     this.timer = null;
   }
 
-  private deferring(head: Job): boolean {
-    const { maxDeferred = 0, idleForMs, idleAfterMs = 20, maxDeferMs = 10_000 } = this.opts;
-    if (head.urgent || maxDeferred === 0 || !idleForMs || this.queue.length >= maxDeferred) return false;
-    return performance.now() - head.queuedAt < maxDeferMs && idleForMs() < idleAfterMs;
+  /** How many puts may run for the queue's head now; 0 = hold it back (calls are in flight, bounds not reached). */
+  private limitFor(head: Job): number {
+    const { concurrency = 16, maxDeferred = 0, idleForMs, idleAfterMs = 20, maxDeferMs = 10_000, busyConcurrency = 4 } = this.opts;
+    if (head.urgent || maxDeferred === 0 || !idleForMs || idleForMs() >= idleAfterMs) return concurrency;
+    if (this.queue.length >= 2 * maxDeferred) return concurrency;
+    // Past a bound while busy: trickle, so the catch-up does not stall the calls in flight all at once.
+    if (this.queue.length >= maxDeferred || performance.now() - head.queuedAt >= maxDeferMs) return Math.max(1, Math.min(concurrency, busyConcurrency));
+    return 0;
   }
 
   private pump(): void {
-    const limit = this.opts.concurrency ?? 16;
-    while (!this.stopped && this.running < limit && this.queue.length > 0) {
-      if (this.deferring(this.queue[0]!)) {
+    while (!this.stopped && this.queue.length > 0) {
+      const limit = this.limitFor(this.queue[0]!);
+      if (limit === 0) {
         // Re-checked shortly: nothing else wakes the uploader when the last call finishes.
         this.timer ??= setTimeout(() => {
           this.timer = null;
@@ -91,6 +98,7 @@ export class SpanUploader {
         }, this.opts.idleAfterMs ?? 20).unref();
         return;
       }
+      if (this.running >= limit) return;
       const job = this.queue.shift()!;
       this.running++;
       void this.upload(job).finally(() => {

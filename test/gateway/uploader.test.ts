@@ -43,13 +43,28 @@ void describe('span uploader', () => {
     await wal.close();
   });
 
-  void it('uploads at once past the backlog bound or the age bound, even while busy', async () => {
-    const { wal, entries } = await walWith(['cap/0.json', 'cap/1.json', 'cap/2.json']);
-    const byCount = new SpanUploader(store, wal, { maxDeferred: 2, idleForMs: () => 0, maxDeferMs: 60_000 });
+  void it('past the backlog bound or the age bound it uploads while busy, a few puts at a time', async () => {
+    const { wal, entries } = await walWith(['cap/0.json', 'cap/1.json', 'cap/2.json', 'cap/3.json', 'cap/4.json']);
+    let running = 0;
+    let most = 0;
+    // The real store, counting how many puts overlap.
+    const counting: ObjectStore = Object.assign(Object.create(store) as ObjectStore, {
+      putBytes: async (...args: Parameters<ObjectStore['putBytes']>) => {
+        most = Math.max(most, ++running);
+        try {
+          return await store.putBytes(...args);
+        } finally {
+          running--;
+        }
+      },
+    });
+    const byCount = new SpanUploader(counting, wal, { maxDeferred: 3, busyConcurrency: 1, idleForMs: () => 0, maxDeferMs: 60_000 });
     for (const e of entries) byCount.enqueue(e);
-    for (let i = 0; i < 100 && byCount.pendingCount > 1; i++) await sleep(20);
-    assert.equal(byCount.pendingCount, 1, 'uploaded down to below the bound, then held the rest');
+    for (let i = 0; i < 100 && byCount.pendingCount > 2; i++) await sleep(20);
+    await sleep(100);
+    assert.equal(byCount.pendingCount, 2, 'uploaded down to below the bound, then held the rest');
     assert.equal(await inStore('cap/0.json'), true, 'oldest first');
+    assert.equal(most, 1, 'one put at a time while busy');
     byCount.stop();
 
     const { wal: wal2, entries: aged } = await walWith(['age/0.json']);
