@@ -1,9 +1,10 @@
 /**
  * spans → batch throughput on synthetic multi-turn rollouts generated on the fly (never all in RAM).
- *   node --import tsx bench/batches.ts [--spans 100000] [--turns 8] [--reps 3]
+ *   node --import tsx bench/batches.ts [--spans 100000] [--turns 8] [--reps 3] [--only none|jsonl|safetensors]
  * Per rep: build samples + manifest; the same plus JSONL encoding (the old format: JSON.stringify only, nothing
  * written); the same plus the safetensors batch file written to a temp dir (what writeBatch uploads). The time
  * spent generating spans inside each pass is measured and subtracted. CPU seconds, medians over reps, side by side.
+ * Peak RSS is per process: --only runs one kind of pass, so its memory can be compared at several --spans.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -16,7 +17,7 @@ import type { ScoredRollout } from '../src/batches/groups.js';
 import { syntheticRollout } from '../src/batches/synthetic-spans.js';
 import type { RolloutRef } from '../src/storage/keys.js';
 
-const { values } = parseArgs({ options: { spans: { type: 'string', default: '100000' }, turns: { type: 'string', default: '8' }, reps: { type: 'string', default: '3' } } });
+const { values } = parseArgs({ options: { spans: { type: 'string', default: '100000' }, turns: { type: 'string', default: '8' }, reps: { type: 'string', default: '3' }, only: { type: 'string' } } });
 const turns = Number(values.turns);
 const rollouts = Math.ceil(Number(values.spans) / turns);
 const reps = Number(values.reps);
@@ -44,6 +45,8 @@ const spansOf = (ref: RolloutRef) => {
 const config = batchConfigSchema.parse({ estimator: 'grpo', maxTokens: 8192 });
 
 type Encoding = 'none' | 'jsonl' | 'safetensors';
+const kinds: Encoding[] = values.only === undefined ? ['none', 'jsonl', 'safetensors'] : [values.only as Encoding];
+if (!kinds.every((k) => ['none', 'jsonl', 'safetensors'].includes(k))) throw new Error(`--only: ${values.only} is not none, jsonl or safetensors`);
 const tmp = await mkdtemp(path.join(os.tmpdir(), 'volt-bench-batches-'));
 
 /** One full build; the time spent generating spans inside it is measured and subtracted. */
@@ -68,21 +71,19 @@ async function pass(encoding: Encoding) {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const runs = { generation: [] as number[], build: [] as number[], jsonl: [] as number[], safetensors: [] as number[], wall: [] as number[] };
-let last = await pass('none');
+const runs = { generation: [] as number[], none: [] as number[], jsonl: [] as number[], safetensors: [] as number[], wall: [] as number[] };
+let last = await pass(kinds[0]!);
 let jsonlBytes = 0;
 try {
   for (let r = 0; r < reps; r++) {
-    const b = await pass('none');
-    const j = await pass('jsonl');
-    const st = await pass('safetensors');
-    runs.generation.push(b.generation);
-    runs.build.push(b.seconds);
-    runs.jsonl.push(j.seconds);
-    runs.safetensors.push(st.seconds);
-    runs.wall.push(st.wall);
-    jsonlBytes = j.bytes;
-    last = st;
+    for (const kind of kinds) {
+      const p = await pass(kind);
+      runs.generation.push(p.generation);
+      runs[kind].push(p.seconds);
+      runs.wall.push(p.wall);
+      if (kind === 'jsonl') jsonlBytes = p.bytes;
+      last = p;
+    }
   }
 } finally {
   await rm(tmp, { recursive: true, force: true });
@@ -91,13 +92,20 @@ const n = last.transitions;
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 const fmt = (x: number) => Math.round(x).toLocaleString('en-US').padStart(14);
 console.log(`${rollouts.toLocaleString()} rollouts × ${turns} turns = ${(rollouts * turns).toLocaleString()} spans; ${n.toLocaleString()} transitions; ${last.tokens.toLocaleString()} sample tokens; median of ${reps}`);
-console.log(`batch file: JSONL ${mib(jsonlBytes)}, safetensors ${mib(last.bytes)} (${(last.bytes / jsonlBytes).toFixed(2)}x); manifest ${mib(last.manifestBytes)}`);
+if (jsonlBytes > 0 && last.bytes > 0) console.log(`batch file: JSONL ${mib(jsonlBytes)}, safetensors ${mib(last.bytes)} (${(last.bytes / jsonlBytes).toFixed(2)}x); manifest ${mib(last.manifestBytes)}`);
 console.log(`${'pass'.padEnd(36)}${'CPU s'.padStart(10)}${'transitions/s'.padStart(14)}${'tokens/s'.padStart(14)}  vs goal 100k/s`);
-const row = (name: string, s: number) => console.log(`${name.padEnd(36)}${s.toFixed(3).padStart(10)}${fmt(n / s)}${fmt(last.tokens / s)}  ${(n / s / 100_000).toFixed(2)}x`);
-row('generate synthetic spans (input)', median(runs.generation));
-row('build samples + manifest', median(runs.build));
-row('build + JSONL encode (old, no write)', median(runs.jsonl));
-row('build + safetensors file (written)', median(runs.safetensors));
-console.log(`safetensors vs JSONL, build + encode: ${(median(runs.jsonl) / median(runs.safetensors)).toFixed(2)}x faster; encoding alone: JSONL ${(median(runs.jsonl) - median(runs.build)).toFixed(3)} s, safetensors ${(median(runs.safetensors) - median(runs.build)).toFixed(3)} s`);
-console.log(`wall time of one full safetensors pass (generate + build + write): ${median(runs.wall).toFixed(2)} s (machine load ${os.loadavg()[0]!.toFixed(1)})`);
-console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`);
+const row = (name: string, xs: number[]) => {
+  if (xs.length === 0) return;
+  const s = median(xs);
+  console.log(`${name.padEnd(36)}${s.toFixed(3).padStart(10)}${fmt(n / s)}${fmt(last.tokens / s)}  ${(n / s / 100_000).toFixed(2)}x`);
+};
+row('generate synthetic spans (input)', runs.generation);
+row('build samples + manifest', runs.none);
+row('build + JSONL encode (old, no write)', runs.jsonl);
+row('build + safetensors file (written)', runs.safetensors);
+if (runs.jsonl.length > 0 && runs.safetensors.length > 0) {
+  const [b, j, st] = [median(runs.none), median(runs.jsonl), median(runs.safetensors)];
+  console.log(`safetensors vs JSONL, build + encode: ${(j / st).toFixed(2)}x faster; encoding alone: JSONL ${(j - b).toFixed(3)} s, safetensors ${(st - b).toFixed(3)} s`);
+}
+console.log(`wall time of one pass, median (generate + build + encode): ${median(runs.wall).toFixed(2)} s (machine load ${os.loadavg()[0]!.toFixed(1)})`);
+console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB${values.only ? ` (--only ${values.only})` : ''}`);
