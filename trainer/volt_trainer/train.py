@@ -1,6 +1,6 @@
 """One GRPO/PPO update of a LoRA adapter from a batch file.
 
-    python -m volt_trainer.train --batch samples.jsonl --out DIR [--adapter-in DIR] [--resume]
+    python -m volt_trainer.train --batch samples.safetensors --out DIR [--adapter-in DIR] [--resume]
         [--config trainer.json] [--lr 5e-5 --epochs 1 --num-minibatches 1 ... any TrainConfig field]
 
 Writes DIR/adapter/ (peft adapter_config.json + adapter_model.safetensors) and DIR/state/ (everything needed to
@@ -164,7 +164,7 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
 def main(argv: list[str] | None = None) -> int:
     exit_with_parent()  # a SIGKILLed worker must not leave this update running beside its retry
     parser = argparse.ArgumentParser(prog="python -m volt_trainer.train", description=__doc__.split("\n")[0])
-    parser.add_argument("--batch", required=True, help="samples.jsonl (schemas/sample.schema.json per line)")
+    parser.add_argument("--batch", required=True, help="samples.safetensors (sample columns, schemas/sample.schema.json) or JSON Lines (one sample per line)")
     parser.add_argument("--out", required=True, help="output dir: adapter/ and state/")
     parser.add_argument("--adapter-in", default=None, help="start from this peft adapter instead of a fresh LoRA")
     parser.add_argument("--resume", action="store_true", help="continue from DIR/state if present")
