@@ -2,8 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 
-/** One thing the bench sends chat completions to; `health` is set for Volt targets (their upload backlog). */
-export interface Target { name: string; origin: string; path: string; headers: Record<string, string>; health?: string }
+/**
+ * One thing the bench sends chat completions to. Connection i uses paths[i % paths.length] (a Volt target gets one
+ * rollout per connection, like one agent each); `health` is set for Volt targets (their upload backlog).
+ */
+export interface Target { name: string; origin: string; paths: string[]; headers: Record<string, string>; health?: string }
 
 const MAX_REQUESTS = 200_000;
 
@@ -16,10 +19,11 @@ export async function load(t: Target, concurrency: number, seconds: number) {
   let errors = 0;
   const payload = chatBody(false);
   const end = performance.now() + seconds * 1000;
-  const worker = async () => {
+  const worker = async (_: unknown, i: number) => {
+    const path = t.paths[i % t.paths.length]!;
     while (performance.now() < end && latencies.length < MAX_REQUESTS) {
       const t0 = performance.now();
-      const res = await pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body: payload });
+      const res = await pool.request({ method: 'POST', path, headers: { 'content-type': 'application/json', ...t.headers }, body: payload });
       await res.body.text();
       if (res.statusCode !== 200) errors++;
       latencies.push(performance.now() - t0);
@@ -40,7 +44,7 @@ export async function ttfb(t: Target, n = 150): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const res = await pool.request({ method: 'POST', path: t.path, headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody(true) });
+    const res = await pool.request({ method: 'POST', path: t.paths[0]!, headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody(true) });
     let first = 0;
     for await (const _chunk of res.body) first ||= performance.now() - t0;
     times.push(first);
@@ -49,9 +53,14 @@ export async function ttfb(t: Target, n = 150): Promise<number> {
   return times.sort((a, b) => a - b)[Math.floor(n / 2)]!;
 }
 
-/** autocannon at 64 connections: the most requests/s the target sustains for `seconds`. */
+/** autocannon at 64 connections: the most requests/s the target sustains for `seconds`; requests cycle through paths. */
 export async function maxRps(t: Target, seconds: number): Promise<{ rps: number; requests: number }> {
-  const result = await autocannon({ url: `${t.origin}${t.path}`, method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody(false), connections: 64, duration: seconds });
+  let n = 0;
+  const setupRequest = (req: Record<string, unknown>) => ({ ...req, path: t.paths[n++ % t.paths.length] });
+  const result = await autocannon({
+    url: `${t.origin}${t.paths[0]}`, method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody(false), connections: 64, duration: seconds,
+    requests: [{ setupRequest }],
+  });
   return { rps: result.requests.average, requests: result.requests.total };
 }
 

@@ -66,34 +66,38 @@ async function main() {
     });
     const admins = new Map(VOLTS.map(([name], i) => [name, new GatewayAdminClient(`http://${HOST}:${voltPorts[i]}`, 'bench-admin-key')]));
     const tokens = new Map<string, string>();
-    // A fresh rollout per Volt cell: real rollouts hold tens of spans, and rclone's PUT slows down as one prefix fills up.
-    const cell = async (t: Target, label: string): Promise<Target> => {
+    // Fresh rollouts per Volt cell, one per connection: real rollouts hold tens of spans (and rclone's PUT slows down
+    // as one prefix fills up).
+    const cell = async (t: Target, label: string, connections: number): Promise<Target> => {
       const admin = admins.get(t.name);
       if (!admin) return t;
-      const { token } = await admin.register({ runId: 'bench', iteration: 0, rolloutId: `${t.name}-${label}`, attempt: 0, mode: 'train', policyModel: 'policy' });
-      tokens.set(`${t.name}-${label}`, token);
-      return { ...t, path: `/r/${token}/v1/chat/completions`, headers: { authorization: `Bearer ${token}` } };
+      const paths = await Promise.all(Array.from({ length: connections }, async (_, i) => {
+        const { token } = await admin.register({ runId: 'bench', iteration: 0, rolloutId: `${t.name}-${label}-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' });
+        tokens.set(`${t.name}-${label}-${i}`, token);
+        return `/r/${token}/v1/chat/completions`;
+      }));
+      return { ...t, paths };
     };
-    const volts = VOLTS.map(([name], i): Target => ({ name, origin: `http://${HOST}:${voltPorts[i]}`, path: '', headers: {}, health: `http://${HOST}:${voltPorts[i]}/healthz` }));
+    const volts = VOLTS.map(([name], i): Target => ({ name, origin: `http://${HOST}:${voltPorts[i]}`, paths: [], headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${voltPorts[i]}/healthz` }));
     const targets: Target[] = [
-      { name: 'direct', origin: upstream, path: '/v1/chat/completions', headers: {} },
-      { name: 'passthrough', origin: `http://${HOST}:${pass}`, path: '/v1/chat/completions', headers: {} },
+      { name: 'direct', origin: upstream, paths: ['/v1/chat/completions'], headers: {} },
+      { name: 'passthrough', origin: `http://${HOST}:${pass}`, paths: ['/v1/chat/completions'], headers: {} },
       ...volts,
-      ...(portkeyOk ? [{ name: 'portkey', origin: `http://${HOST}:${portkey}`, path: '/v1/chat/completions', headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1`, authorization: 'Bearer bench' } }] : []),
+      ...(portkeyOk ? [{ name: 'portkey', origin: `http://${HOST}:${portkey}`, paths: ['/v1/chat/completions'], headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1`, authorization: 'Bearer bench' } }] : []),
     ];
     for (const t of targets) {
-      await load(await cell(t, 'warmup'), 4, 1); // warm-up: JIT, keep-alive sockets
+      await load(await cell(t, 'warmup', 4), 4, 1); // warm-up: JIT, keep-alive sockets
       await drainUploads(t);
     }
     console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell, mock upstream with a fixed 5-token answer`);
     console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 5 ms), up to ${DEFERRED} span uploads wait while calls are in flight`);
     console.log('volt-upl-now = same, uploading each span at once; volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
-    console.log('Each Volt cell uses a fresh rollout and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
+    console.log('Each Volt cell uses fresh rollouts (one per connection) and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
     const results = new Map<string, Awaited<ReturnType<typeof load>>>();
     const drains = new Map<string, number>();
     for (const c of [1, 16, 64]) {
       for (const t of targets) {
-        const r = await load(await cell(t, `c${c}`), c, SECONDS);
+        const r = await load(await cell(t, `c${c}`, c), c, SECONDS);
         results.set(`${t.name}@${c}`, r);
         drains.set(`${t.name}@${c}`, await drainUploads(t));
         if (r.errors) console.log(`  ${t.name} c=${c}: ${r.errors} non-200 answers`);
@@ -102,14 +106,14 @@ async function main() {
     const rps = new Map<string, number>();
     const sustained = new Map<string, number>();
     for (const t of targets) {
-      const r = await maxRps(await cell(t, 'max'), SECONDS);
+      const r = await maxRps(await cell(t, 'max', 64), SECONDS);
       rps.set(t.name, r.rps);
       // Requests over load time plus the time their spans took to reach S3 afterwards.
       sustained.set(t.name, r.requests / (SECONDS + (await drainUploads(t))));
     }
     const ttfbs = new Map<string, number>();
     for (const t of targets) {
-      ttfbs.set(t.name, await ttfb(await cell(t, 'sse')));
+      ttfbs.set(t.name, await ttfb(await cell(t, 'sse', 1)));
       await drainUploads(t);
     }
 
@@ -135,8 +139,8 @@ async function main() {
       console.log(`  p99 at c=64 vs passthrough: ${(v(`${name}@64`).p99 / v('passthrough@64').p99).toFixed(2)}x (goal <= 2x)`);
     }
     const t0 = performance.now();
-    const closed = await admins.get('volt')!.close(tokens.get('volt-max')!);
-    console.log(`\nvolt: closing the max req/s rollout took ${((performance.now() - t0) / 1000).toFixed(2)} s (${closed.spans} spans in S3); load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+    const closed = await admins.get('volt')!.close(tokens.get('volt-max-0')!);
+    console.log(`\nvolt: closing one max req/s rollout took ${((performance.now() - t0) / 1000).toFixed(2)} s (${closed.spans} spans in S3); load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await stopProcess(s3, 5_000);
