@@ -1,12 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { appendLine, closeSegment, createSegment, fdatasync, fsyncDir, readSegment, type Segment, type WalEntry } from './wal-segment.js';
 
-const fdatasync = promisify(fs.fdatasync);
-const fsyncDir = async (dir: string) => {
-  const handle = await fs.promises.open(dir, 'r');
-  await handle.sync().finally(() => handle.close());
-};
+export type { WalEntry } from './wal-segment.js';
 
 /**
  * When an append counts as durable. 'write': once write(2) returned (the bytes are in the page cache, so they
@@ -25,24 +21,6 @@ export interface WalOptions {
   rotateIdleBytes?: number;
   /** 'write' mode: a background fdatasync failed (nobody awaits it, so it is reported here). */
   onSyncError?: (err: unknown) => void;
-}
-
-/** One durable record: a JSON document (already serialised) that must end up in the object store at `key`. */
-export interface WalEntry {
-  key: string;
-  json: string;
-  segment: Segment;
-}
-
-interface Segment {
-  file: string;
-  fd: number | null;
-  bytes: number;
-  entries: number;
-  uploaded: number;
-  sealed: boolean;
-  /** Written since its last fdatasync. */
-  dirty: boolean;
 }
 
 interface SyncWaiter {
@@ -75,25 +53,14 @@ export class WriteAheadLog {
     this.opts = { sync: 'write', syncIntervalMs: 5, maxSegmentBytes: 8 * 1024 * 1024, rotateIdleBytes: 256 * 1024, ...opts };
   }
 
-  get sync(): WalSync {
-    return this.opts.sync;
-  }
-
   /** Reads the segments left by earlier processes; they are adopted (sealed) and deleted once uploaded. */
   async open(): Promise<WalEntry[]> {
     await fs.promises.mkdir(this.dir, { recursive: true });
     const names = (await fs.promises.readdir(this.dir)).filter((n) => n.endsWith('.jsonl')).sort();
     const replay: WalEntry[] = [];
     for (const name of names) {
-      const file = path.join(this.dir, name);
-      const text = await fs.promises.readFile(file, 'utf8');
-      const segment: Segment = { file, fd: null, bytes: Buffer.byteLength(text), entries: 0, uploaded: 0, sealed: true, dirty: false };
-      for (const line of text.split('\n')) {
-        const record = parseLine(line);
-        if (!record) continue;
-        segment.entries++;
-        replay.push({ ...record, segment });
-      }
+      const { segment, entries } = await readSegment(this.dir, name);
+      replay.push(...entries);
       this.live.add(segment);
       await this.maybeDelete(segment);
     }
@@ -111,17 +78,13 @@ export class WriteAheadLog {
     let entry: WalEntry;
     try {
       const segment = this.writable();
-      const line = Buffer.from(`{"key":${JSON.stringify(key)},"value":${json}}\n`);
-      writeAll(segment.fd!, line);
-      segment.bytes += line.length;
-      segment.entries++;
-      segment.dirty = true;
+      appendLine(segment, Buffer.from(`{"key":${JSON.stringify(key)},"value":${json}}\n`));
       entry = { key, json, segment };
-      if (segment.bytes >= this.opts.maxSegmentBytes) this.seal(segment);
     } catch (err) {
       return Promise.reject(err);
     }
     const seq = ++this.written;
+    if (entry.segment.bytes >= this.opts.maxSegmentBytes) this.seal(entry.segment);
     if (this.opts.sync === 'write') {
       this.timer ??= setTimeout(() => {
         this.timer = null;
@@ -154,7 +117,11 @@ export class WriteAheadLog {
 
   /** Never rejects: failures reach the waiters (or onSyncError). */
   private startSync(): Promise<void> {
-    this.syncing ??= this.syncLoop().finally(() => (this.syncing = null));
+    this.syncing ??= this.syncLoop().finally(() => {
+      this.syncing = null;
+      // Lines written after the loop's last check but before it settled would otherwise wait for nobody.
+      if (this.synced < this.written || this.dirSyncNeeded) void this.startSync();
+    });
     return this.syncing;
   }
 
@@ -183,16 +150,15 @@ export class WriteAheadLog {
         else w.resolve();
       }
       // A sealed segment's descriptor is closed only here, after its last fdatasync, so no sync races the close.
-      for (const s of dirty) if (s.sealed && !s.dirty) this.closeFd(s);
+      for (const s of dirty) if (s.sealed && !s.dirty) closeSegment(s);
     }
   }
 
   private writable(): Segment {
     if (this.current) return this.current;
     const file = path.join(this.dir, `${this.prefix}-${String(this.counter++).padStart(6, '0')}.jsonl`);
-    const fd = fs.openSync(file, 'a');
+    this.current = createSegment(file);
     this.dirSyncNeeded = true;
-    this.current = { file, fd, bytes: 0, entries: 0, uploaded: 0, sealed: false, dirty: false };
     this.live.add(this.current);
     return this.current;
   }
@@ -200,36 +166,15 @@ export class WriteAheadLog {
   private seal(segment: Segment): void {
     if (segment === this.current) this.current = null;
     segment.sealed = true;
-    if (!segment.dirty) this.closeFd(segment);
+    if (!segment.dirty) closeSegment(segment);
     else void this.startSync();
     void this.maybeDelete(segment);
-  }
-
-  private closeFd(segment: Segment): void {
-    if (segment.fd === null) return;
-    fs.closeSync(segment.fd);
-    segment.fd = null;
   }
 
   private async maybeDelete(segment: Segment): Promise<void> {
     if (!segment.sealed || segment.uploaded < segment.entries || !this.live.has(segment)) return;
     this.live.delete(segment);
-    // Unlinking while a final fdatasync is pending is safe: the descriptor stays valid until closeFd.
+    // Unlinking while a final fdatasync is pending is safe: the descriptor stays valid until closeSegment.
     await fs.promises.rm(segment.file, { force: true });
-  }
-}
-
-function writeAll(fd: number, data: Buffer): void {
-  for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off);
-}
-
-// A torn last line (power loss mid-write, before fdatasync) was never acknowledged in 'fsync' mode, so it is skipped.
-function parseLine(line: string): { key: string; json: string } | null {
-  if (!line.trim()) return null;
-  try {
-    const record = JSON.parse(line) as { key?: unknown; value?: unknown };
-    return typeof record.key === 'string' && record.value !== undefined ? { key: record.key, json: JSON.stringify(record.value) } : null;
-  } catch {
-    return null;
   }
 }

@@ -56,19 +56,21 @@ void describe('write-ahead log', () => {
     assert.equal(files(dir).length, 0);
   });
 
-  void it('rotates segments and deletes the sealed ones whose entries are all uploaded', async () => {
-    const dir = freshDir();
-    const wal = new WriteAheadLog(dir, { maxSegmentBytes: 1024, rotateIdleBytes: 512 });
-    await wal.open();
-    const entries = [];
-    for (let i = 0; i < 40; i++) entries.push(await wal.append(`k/${i}`, JSON.stringify({ pad: 'x'.repeat(100), i })));
-    assert.ok(files(dir).length > 1, 'rotated');
-    for (const e of entries) await wal.markUploaded(e);
-    assert.ok(files(dir).length <= 1, `left ${files(dir).length} segments`);
-    await wal.close();
-    assert.equal(files(dir).length, 0);
-    assert.equal(wal.bytes, 0);
-  });
+  for (const sync of ['write', 'fsync'] as const) {
+    void it(`'${sync}' mode rotates segments and deletes the sealed ones whose entries are all uploaded`, async () => {
+      const dir = freshDir();
+      const wal = new WriteAheadLog(dir, { sync, maxSegmentBytes: 1024, rotateIdleBytes: 512 });
+      await wal.open();
+      const entries = [];
+      for (let i = 0; i < 40; i++) entries.push(await wal.append(`k/${i}`, JSON.stringify({ pad: 'x'.repeat(100), i })));
+      assert.ok(files(dir).length > 1, 'rotated');
+      for (const e of entries) await wal.markUploaded(e);
+      assert.ok(files(dir).length <= 1, `left ${files(dir).length} segments`);
+      await wal.close();
+      assert.equal(files(dir).length, 0);
+      assert.equal(wal.bytes, 0);
+    });
+  }
 });
 
 void describe('SSE splitter', () => {
