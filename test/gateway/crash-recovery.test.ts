@@ -29,8 +29,8 @@ after(async () => {
 });
 
 /** The real gateway process (`node --import tsx src/gateway/server.ts`), ready once /healthz answers. */
-async function spawnGateway(dataDir: string, port: number, s3Endpoint: string): Promise<ChildProcess> {
-  const env = { ...process.env, ...services.env, VOLT_S3_ENDPOINT: s3Endpoint, VOLT_DATA_DIR: dataDir, VOLT_GATEWAY_URL: `http://127.0.0.1:${port}`, VOLT_GATEWAY_ADMIN_KEY: ADMIN_KEY, VOLT_MODEL_SERVER_URL: upstream.url };
+async function spawnGateway(dataDir: string, port: number, s3Endpoint: string, walSync: string): Promise<ChildProcess> {
+  const env = { ...process.env, ...services.env, VOLT_GATEWAY_WAL_SYNC: walSync, VOLT_S3_ENDPOINT: s3Endpoint, VOLT_DATA_DIR: dataDir, VOLT_GATEWAY_URL: `http://127.0.0.1:${port}`, VOLT_GATEWAY_ADMIN_KEY: ADMIN_KEY, VOLT_MODEL_SERVER_URL: upstream.url };
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/gateway/server.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let output = '';
@@ -47,42 +47,45 @@ async function spawnGateway(dataDir: string, port: number, s3Endpoint: string): 
 const chat = JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
 
 void describe('gateway crash recovery', () => {
-  void it('kill -9 right after a response: the restarted gateway uploads the span from the WAL and the token still works', async () => {
-    const dataDir = fs.mkdtempSync(path.join(services.dataDir, 'crash-'));
-    const port = await freePort('127.0.0.1');
-    // The first process cannot reach S3, so the delivered span exists only in its WAL when it dies.
-    const deadS3 = `http://127.0.0.1:${await freePort('127.0.0.1')}`;
-    const first = await spawnGateway(dataDir, port, deadS3);
-    const admin = new GatewayAdminClient(`http://127.0.0.1:${port}`, ADMIN_KEY);
-    const input = rolloutInput();
-    const { token, baseUrl } = await admin.register(input);
-    const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
-    assert.equal(res.status, 200);
-    await res.text();
-    first.kill('SIGKILL');
-    await new Promise((r) => first.once('exit', r));
-    const walFiles = fs.readdirSync(path.join(dataDir, 'gateway', 'wal'));
-    assert.equal(walFiles.length, 1, 'the span waits in the WAL');
+  // 'write' is the default; 'fsync' must survive a process kill too (it adds OS-crash safety on top).
+  for (const walSync of ['write', 'fsync']) {
+    void it(`kill -9 right after a response (WAL sync '${walSync}'): the restarted gateway uploads the span from the WAL and the token still works`, async () => {
+      const dataDir = fs.mkdtempSync(path.join(services.dataDir, 'crash-'));
+      const port = await freePort('127.0.0.1');
+      // The first process cannot reach S3, so the delivered span exists only in its WAL when it dies.
+      const deadS3 = `http://127.0.0.1:${await freePort('127.0.0.1')}`;
+      const first = await spawnGateway(dataDir, port, deadS3, walSync);
+      const admin = new GatewayAdminClient(`http://127.0.0.1:${port}`, ADMIN_KEY);
+      const input = rolloutInput();
+      const { token, baseUrl } = await admin.register(input);
+      const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+      assert.equal(res.status, 200);
+      await res.text();
+      first.kill('SIGKILL');
+      await new Promise((r) => first.once('exit', r));
+      const walFiles = fs.readdirSync(path.join(dataDir, 'gateway', 'wal'));
+      assert.equal(walFiles.length, 1, 'the span waits in the WAL');
 
-    const second = await spawnGateway(dataDir, port, services.s3.endpoint);
-    let span: Span | null = null;
-    for (const started = Date.now(); !span && Date.now() - started < 15_000; await sleep(100)) {
-      span = await store.getJsonOrNull<Span>(keys.span(input, 0));
-    }
-    assert.ok(span, 'the span reached the object store after restart');
-    assert.equal(span.status, 'ok');
-    assert.equal(span.rolloutId, input.rolloutId);
+      const second = await spawnGateway(dataDir, port, services.s3.endpoint, walSync);
+      let span: Span | null = null;
+      for (const started = Date.now(); !span && Date.now() - started < 15_000; await sleep(100)) {
+        span = await store.getJsonOrNull<Span>(keys.span(input, 0));
+      }
+      assert.ok(span, 'the span reached the object store after restart');
+      assert.equal(span.status, 'ok');
+      assert.equal(span.rolloutId, input.rolloutId);
 
-    const again = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
-    assert.equal(again.status, 200, 'the rollout token survived the restart');
-    assert.deepEqual(await admin.close(token), { spans: 2, upstreamFailures: 0 });
-    const seqs: number[] = [];
-    for await (const o of store.list(keys.spans(input))) seqs.push((await store.getJson<Span>(o.key)).seq);
-    assert.deepEqual(seqs, [0, 1]);
-    for (let i = 0; i < 50 && fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!); i++) await sleep(100);
-    assert.equal(fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!), false, 'the replayed segment is deleted once uploaded');
+      const again = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+      assert.equal(again.status, 200, 'the rollout token survived the restart');
+      assert.deepEqual(await admin.close(token), { spans: 2, upstreamFailures: 0 });
+      const seqs: number[] = [];
+      for await (const o of store.list(keys.spans(input))) seqs.push((await store.getJson<Span>(o.key)).seq);
+      assert.deepEqual(seqs, [0, 1]);
+      for (let i = 0; i < 50 && fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!); i++) await sleep(100);
+      assert.equal(fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!), false, 'the replayed segment is deleted once uploaded');
 
-    second.kill('SIGTERM');
-    assert.equal(await new Promise((r) => second.once('exit', r)), 0, 'graceful SIGTERM exits 0');
-  });
+      second.kill('SIGTERM');
+      assert.equal(await new Promise((r) => second.once('exit', r)), 0, 'graceful SIGTERM exits 0');
+    });
+  }
 });
