@@ -13,15 +13,25 @@ matplotlib.use("Agg")  # no display on workers or CI
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+DEFAULT_LABELS = {
+    "reward": "mean training reward",
+    "eval": "held-out eval score",
+    "base": "base model (held-out)",
+    "x": "updates applied (iteration)",
+}
+
+
 def plot(data: dict, out: str) -> None:
+    # Optional "labels" let other run kinds (prompt optimisation) name their series.
+    labels = {**DEFAULT_LABELS, **data.get("labels", {})}
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     if data["iterations"]:
-        ax.plot(data["iterations"], data["meanReward"], marker="o", label="mean training reward")
+        ax.plot(data["iterations"], data["meanReward"], marker="o", label=labels["reward"])
     if data["evalIterations"]:
-        ax.plot(data["evalIterations"], data["evalScores"], marker="s", label="held-out eval score")
+        ax.plot(data["evalIterations"], data["evalScores"], marker="s", label=labels["eval"])
     if data["baseScore"] is not None:
-        ax.axhline(data["baseScore"], linestyle="--", color="gray", label="base model (held-out)")
-    ax.set_xlabel("updates applied (iteration)")
+        ax.axhline(data["baseScore"], linestyle="--", color="gray", label=labels["base"])
+    ax.set_xlabel(labels["x"])
     ax.set_ylabel("reward / score")
     ax.set_title(data["title"])
     ax.xaxis.get_major_locator().set_params(integer=True)

@@ -61,12 +61,15 @@ export function apoCurveData(data: ApoReportData): CurveData {
   const start = data.status?.baselineScore ?? null;
   const leader = [...(start === null ? [] : [{ x: 0, y: start }]), ...rounds.map((r) => ({ x: r.round, y: r.leader.score }))];
   return {
-    title: `prompt optimisation ${data.runId}: x = round, squares = leader on the validation set, dashed = agent's own prompt`,
+    title: `prompt optimisation ${data.runId}`,
     iterations: rounds.map((r) => r.round),
     meanReward: rounds.map((r) => r.trainMeanReward),
     evalIterations: leader.map((p) => p.x),
     evalScores: leader.map((p) => p.y),
     baseScore: data.status?.baselineScore ?? null,
+    labels: {
+      reward: 'training reward of the beam', eval: 'leader on the full validation set', base: "agent's own prompt (validation)", x: 'round',
+    },
   };
 }
 

@@ -10,6 +10,8 @@ export interface CurveData {
   evalIterations: number[];
   evalScores: number[];
   baseScore: number | null;
+  /** Series and x-axis names when they are not a training run's (keys: reward, eval, base, x). */
+  labels?: { reward: string; eval: string; base: string; x: string };
 }
 
 /** The x axis counts updates applied: base eval and iteration 0's rewards at 0, iteration i's eval (after its update) at i + 1. */

@@ -55,5 +55,6 @@ describe('prompt-optimisation report', () => {
     assert.deepEqual(curve.evalIterations, [0, 1, 2]);
     assert.deepEqual(curve.evalScores, [0.5, 0.625, 0.75]);
     assert.equal(curve.baseScore, 0.5);
+    assert.equal(curve.labels?.x, 'round');
   });
 });
