@@ -53,7 +53,7 @@ async def chat_completions(engine: Engine, request: ChatCompletionRequest):
         message: dict = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = calls
-        choice = {"index": state.index, "message": message, "logprobs": chat_logprobs(engine.tokenizer, state) if request.logprobs else None, "finish_reason": finish}
+        choice = {"index": state.index, "message": message, "logprobs": chat_logprobs(engine.tokenizer, state) if request.logprobs else None, "finish_reason": finish, "stop_reason": state.stop_reason}
         if request.return_token_ids:
             choice["token_ids"] = state.token_ids
         choices.append(choice)
@@ -84,6 +84,8 @@ async def _stream(engine: Engine, request: ChatCompletionRequest, generation: Ge
                 elif state.held:
                     delta = {"content": released + state.held}
             choice = {"index": index, "delta": delta, "logprobs": chat_logprobs(engine.tokenizer, state, len(state.token_ids) - 1) if request.logprobs else None, "finish_reason": finish}
+            if finish:
+                choice["stop_reason"] = state.stop_reason
             if request.return_token_ids:
                 choice["token_ids"] = state.token_ids[-1:]
             yield _sse({**chunk_head, "choices": [choice]})

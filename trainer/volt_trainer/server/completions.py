@@ -40,7 +40,7 @@ async def completions(engine: Engine, request: CompletionRequest):
         states[index].add(event)
     choices = []
     for state in states:
-        choice = {"index": state.index, "text": state.text, "logprobs": completion_logprobs(engine.tokenizer, state) if want_logprobs else None, "finish_reason": state.finish_reason}
+        choice = {"index": state.index, "text": state.text, "logprobs": completion_logprobs(engine.tokenizer, state) if want_logprobs else None, "finish_reason": state.finish_reason, "stop_reason": state.stop_reason}
         if request.return_token_ids:
             choice["token_ids"] = state.token_ids
         choices.append(choice)
@@ -59,6 +59,8 @@ async def _stream(engine: Engine, request: CompletionRequest, generation: Genera
             offset = len(state.text)
             text = state.add(event)
             choice = {"index": index, "text": text, "logprobs": completion_logprobs(engine.tokenizer, state, len(state.token_ids) - 1, offset) if request.logprobs is not None else None, "finish_reason": event.finish_reason}
+            if event.finish_reason:
+                choice["stop_reason"] = event.stop_reason
             if request.return_token_ids:
                 choice["token_ids"] = state.token_ids[-1:]
             chunk = {**head, "choices": [choice]}

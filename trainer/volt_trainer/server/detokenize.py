@@ -20,6 +20,7 @@ class IncrementalText:
         self._ids: list[int] = []
         self._emitted = 0
         self.stopped = False
+        self.stop_string: str | None = None  # which stop string ended the text (vLLM's stop_reason)
 
     def add(self, token_id: int) -> str:
         """Append a token; return the newly safe text. Sets ``stopped`` when a stop string appeared."""
@@ -29,6 +30,7 @@ class IncrementalText:
             index = text.find(stop, max(0, self._emitted - len(stop)))
             if index != -1:
                 self.stopped = True
+                self.stop_string = stop
                 text = text[:index]
         if self.stopped:
             return self._take(text, len(text))

@@ -34,6 +34,7 @@ class TokenEvent:
     text: str
     finish_reason: str | None
     error: str | None = None
+    stop_reason: str | int | None = None  # as vLLM: the stop string that ended the text, None for EOS or length
 
 
 @dataclass
@@ -226,5 +227,5 @@ class Engine:
             finish = "length"
         if finish:
             text += seq.text.flush()
-        seq.sink(TokenEvent(token, text, finish))
+        seq.sink(TokenEvent(token, text, finish, stop_reason=seq.text.stop_string if finish == "stop" else None))
         return finish is not None

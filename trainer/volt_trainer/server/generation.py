@@ -24,6 +24,7 @@ class ChoiceState:
     text: str = ""
     sent: int = 0  # characters of text already released as content
     finish_reason: str | None = None
+    stop_reason: str | int | None = None
 
     def add(self, event: TokenEvent) -> str:
         """Record an event; return the content it releases."""
@@ -33,6 +34,7 @@ class ChoiceState:
             self.tops.append(event.token.top)
         self.text += event.text
         self.finish_reason = event.finish_reason
+        self.stop_reason = event.stop_reason
         end = len(self.text)
         if self.hold_tool_calls:
             start = self.text.find(TOOL_CALL_OPEN, max(0, self.sent - len(TOOL_CALL_OPEN)))
