@@ -33,11 +33,11 @@ export function createSegment(file: string): Segment {
   return { file, fd: fs.openSync(file, 'a'), bytes: 0, entries: 0, uploaded: 0, sealed: false, dirty: false };
 }
 
-/** Appends one line with synchronous write(2) calls: once this returns, a process kill cannot lose it. */
-export function appendLine(segment: Segment, line: Buffer): void {
-  for (let off = 0; off < line.length; ) off += fs.writeSync(segment.fd!, line, off);
-  segment.bytes += line.length;
-  segment.entries++;
+/** Appends `count` whole lines with synchronous write(2) calls: once this returns, a process kill cannot lose them. */
+export function appendLines(segment: Segment, lines: Buffer, count: number): void {
+  for (let off = 0; off < lines.length; ) off += fs.writeSync(segment.fd!, lines, off);
+  segment.bytes += lines.length;
+  segment.entries += count;
   segment.dirty = true;
 }
 

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { appendLine, closeSegment, createSegment, fdatasync, fsyncDir, readSegment, type Segment, type WalEntry } from './wal-segment.js';
+import { appendLines, closeSegment, createSegment, fdatasync, fsyncDir, readSegment, type Segment, type WalEntry } from './wal-segment.js';
 
 export type { WalEntry } from './wal-segment.js';
 
@@ -23,6 +23,13 @@ export interface WalOptions {
   onSyncError?: (err: unknown) => void;
 }
 
+interface Queued {
+  key: string;
+  json: string;
+  resolve: (entry: WalEntry) => void;
+  reject: (err: unknown) => void;
+}
+
 interface SyncWaiter {
   seq: number;
   resolve: () => void;
@@ -30,9 +37,9 @@ interface SyncWaiter {
 }
 
 /**
- * A per-process append-only JSONL write-ahead log. Each append is one synchronous write(2) of one line (no torn
- * line survives a process kill); fdatasync is group-committed: one round covers every line written before it
- * started. A sealed segment whose entries are all uploaded is deleted.
+ * A per-process append-only JSONL write-ahead log. The lines appended in one event-loop turn go out in one
+ * synchronous write(2) (no torn line survives a process kill); fdatasync is group-committed: one round covers every
+ * line written before it started. A sealed segment whose entries are all uploaded is deleted.
  */
 export class WriteAheadLog {
   private current: Segment | null = null;
@@ -40,6 +47,7 @@ export class WriteAheadLog {
   private counter = 0;
   private written = 0;
   private synced = 0;
+  private queued: Queued[] = [];
   private waiters: SyncWaiter[] = [];
   private syncing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -75,27 +83,38 @@ export class WriteAheadLog {
 
   /** Resolves once the entry is durable under the sync policy; rejects if the write or its fdatasync failed. */
   append(key: string, json: string): Promise<WalEntry> {
-    let entry: WalEntry;
+    return new Promise((resolve, reject) => {
+      // Everything appended in one event-loop turn goes out in one write(2) at the end of the turn.
+      if (this.queued.push({ key, json, resolve, reject }) === 1) setImmediate(() => this.writeQueued());
+    });
+  }
+
+  private writeQueued(): void {
+    const batch = this.queued.splice(0);
+    if (batch.length === 0) return;
+    let segment: Segment;
     try {
-      const segment = this.writable();
-      appendLine(segment, Buffer.from(`{"key":${JSON.stringify(key)},"value":${json}}\n`));
-      entry = { key, json, segment };
+      segment = this.writable();
+      appendLines(segment, Buffer.from(batch.map((q) => `{"key":${JSON.stringify(q.key)},"value":${q.json}}\n`).join('')), batch.length);
     } catch (err) {
-      return Promise.reject(err);
+      for (const q of batch) q.reject(err);
+      return;
     }
     const seq = ++this.written;
-    if (entry.segment.bytes >= this.opts.maxSegmentBytes) this.seal(entry.segment);
+    if (segment.bytes >= this.opts.maxSegmentBytes) this.seal(segment);
+    const resolve = () => {
+      for (const q of batch) q.resolve({ key: q.key, json: q.json, segment });
+    };
     if (this.opts.sync === 'write') {
       this.timer ??= setTimeout(() => {
         this.timer = null;
         void this.startSync();
       }, this.opts.syncIntervalMs).unref();
-      return Promise.resolve(entry);
+      resolve();
+      return;
     }
-    return new Promise<void>((resolve, reject) => {
-      this.waiters.push({ seq, resolve, reject });
-      void this.startSync();
-    }).then(() => entry);
+    this.waiters.push({ seq, resolve, reject: (err) => batch.forEach((q) => q.reject(err)) });
+    void this.startSync();
   }
 
   /** Called by the uploader once an entry is in the object store. */
@@ -109,6 +128,7 @@ export class WriteAheadLog {
 
   /** Syncs everything written so far and closes the segment files. */
   async close(): Promise<void> {
+    this.writeQueued();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     if (this.current) this.seal(this.current);
