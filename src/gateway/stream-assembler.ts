@@ -15,6 +15,8 @@ interface ChoiceAcc {
   tokenLogprobs: number[] | null;
   tokens: string[] | null;
   finishReason: string | null;
+  /** vLLM's stop_reason (the stop string or token id that ended the choice), sent with the last chunk. */
+  stopReason: string | number | null;
 }
 
 /**
@@ -42,12 +44,13 @@ export class StreamAssembler {
     const index = typeof c.index === 'number' ? c.index : 0;
     let acc = this.choices.get(index);
     if (!acc) {
-      acc = { index, role: null, text: '', toolCalls: [], tokenIds: null, logprobContent: null, tokenLogprobs: null, tokens: null, finishReason: null };
+      acc = { index, role: null, text: '', toolCalls: [], tokenIds: null, logprobContent: null, tokenLogprobs: null, tokens: null, finishReason: null, stopReason: null };
       this.choices.set(index, acc);
     }
     if (Array.isArray(c.prompt_token_ids) && !this.promptTokenIds) this.promptTokenIds = c.prompt_token_ids;
     if (Array.isArray(c.token_ids)) (acc.tokenIds ??= []).push(...c.token_ids);
     if (c.finish_reason != null) acc.finishReason = c.finish_reason;
+    if (typeof c.stop_reason === 'string' || typeof c.stop_reason === 'number') acc.stopReason = c.stop_reason;
     const lp = c.logprobs;
     if (lp && Array.isArray(lp.content)) (acc.logprobContent ??= []).push(...lp.content);
     if (lp && Array.isArray(lp.token_logprobs)) (acc.tokenLogprobs ??= []).push(...lp.token_logprobs);
@@ -72,7 +75,7 @@ export class StreamAssembler {
     const choices = [...this.choices.values()]
       .sort((a, b) => a.index - b.index)
       .map((a) => {
-        const base = { index: a.index, finish_reason: a.finishReason, token_ids: a.tokenIds };
+        const base = { index: a.index, finish_reason: a.finishReason, stop_reason: a.stopReason, token_ids: a.tokenIds };
         if (!chat) {
           const logprobs = a.tokenLogprobs ? { tokens: a.tokens, token_logprobs: a.tokenLogprobs } : null;
           return { ...base, text: a.text, logprobs };
