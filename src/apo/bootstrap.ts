@@ -1,7 +1,7 @@
 import type { ParentPrompt, Proposal } from './proposal.js';
 import type { RolloutDigest } from './rollout-digest.js';
 import { truncateMiddle } from './rollout-digest.js';
-import { distinctSubset } from './seeded-subsets.js';
+import { preferredSubset } from './seeded-subsets.js';
 
 export const EXAMPLES_HEADING = 'Examples of correctly solved tasks:';
 export const EXAMPLES_END = '(End of examples.)';
@@ -53,15 +53,19 @@ export function stripExamplesBlock(template: string): string {
   return `${template.slice(0, start).trimEnd()}\n\n${after.trimStart()}`.trim();
 }
 
-/** Successful rollouts with an answer, one per task, in a stable order (task id, then rollout id). */
+/** Which of two examples teaches more of the agent's loop: more model calls (the loop went further), then higher reward. */
+export const moreComplete = (a: RolloutDigest, b: RolloutDigest): number => b.modelCalls - a.modelCalls || b.reward - a.reward;
+
+/** Successful rollouts with an answer, one per task (its most complete one), in a stable order (task id, then rollout id). */
 export function demonstrationPool(digests: readonly RolloutDigest[], minReward: number): RolloutDigest[] {
   const ok = digests.filter((d) => d.reward >= minReward && d.finalAnswer !== null && d.finalAnswer.trim() !== '');
-  ok.sort((a, b) => a.taskId.localeCompare(b.taskId) || a.rolloutId.localeCompare(b.rolloutId));
+  ok.sort((a, b) => a.taskId.localeCompare(b.taskId) || moreComplete(a, b) || a.rolloutId.localeCompare(b.rolloutId));
   return ok.filter((d, i) => i === 0 || ok[i - 1]!.taskId !== d.taskId);
 }
 
 /**
- * Bootstrapped demonstrations: each child gets its own seeded subset of the successful rollouts as worked examples.
+ * Bootstrapped demonstrations: each child gets its own seeded subset of the successful rollouts as worked examples,
+ * the most complete ones first (a direct answer teaches the model to skip the agent's tools).
  * The agent's own prompt gets them appended (original kept); an overlay keeps its mode and has its examples block
  * replaced, never stacked. Fewer proposals (or none) when there are not enough distinct subsets.
  */
@@ -73,7 +77,8 @@ export function proposeDemonstrations(input: DemonstrationInput): Proposal[] {
   const taken = new Set<string>();
   const proposals: Proposal[] = [];
   for (const childIndex of input.childIndices) {
-    const subset = distinctSubset(pool.length, input.demonstrations, { seed: input.seed, round: input.round, childIndex }, taken);
+    const better = (i: number, j: number) => moreComplete(pool[i]!, pool[j]!);
+    const subset = preferredSubset(pool.length, input.demonstrations, better, { seed: input.seed, round: input.round, childIndex }, taken);
     if (!subset) continue;
     taken.add(subset.join(','));
     const examples = subset.map((i) => pool[i]!);

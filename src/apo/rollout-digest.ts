@@ -3,9 +3,10 @@ import type { Task } from '../contracts/task.js';
 import { requestMessages } from '../report/transcript.js';
 import { keys, type RolloutRef } from '../storage/keys.js';
 import type { ObjectStore } from '../storage/object-store.js';
+import { completedAnswers, completedText } from './stop-reason.js';
 
 /** Digests go into optimiser prompts and overlays, so every text in one is bounded. */
-export const DIGEST_LIMITS = { messageChars: 1500, headMessages: 2, tailMessages: 10, systemPromptChars: 20_000 } as const;
+export const DIGEST_LIMITS = { messageChars: 1500, headMessages: 2, tailMessages: 10, systemPromptChars: 20_000, spans: 32 } as const;
 
 /** One rollout as the proposers see it: the task, its reward, and a bounded transcript of the agent's conversation. */
 export interface RolloutDigest {
@@ -20,6 +21,8 @@ export interface RolloutDigest {
   finalAnswer: string | null;
   /** The agent's own system message as it sent it (what {{original}} renders as), null when it sent none. */
   agentSystemPrompt: string | null;
+  /** Successful model calls of the attempt (among its last DIGEST_LIMITS.spans): how far the agent's loop went. */
+  modelCalls: number;
 }
 
 export interface DigestRef {
@@ -45,8 +48,12 @@ export function digestFromSpans(spans: readonly Span[], task: Task, meta: { roll
   const last = lastOk ?? ordered[ordered.length - 1];
   const messages = last ? requestMessages(last.request.body) : [];
   const system = messages.find((m) => isSystem(m.role));
-  const finalText = lastOk ? (lastOk.choices.find((c) => c.index === 0) ?? lastOk.choices[0])?.text ?? null : null;
-  const conversation = messages.filter((m) => !isSystem(m.role));
+  const finalChoice = lastOk ? (lastOk.choices.find((c) => c.index === 0) ?? lastOk.choices[0]) : undefined;
+  const finalText = lastOk && finalChoice ? completedText(lastOk, finalChoice.index) : null;
+  // Earlier answers come back from the agent cut at their stop strings too: show them as the model wrote them.
+  const completed = completedAnswers(ordered);
+  const conversation = messages.filter((m) => !isSystem(m.role))
+    .map((m) => (m.role === 'assistant' && completed.has(m.content) ? { ...m, content: completed.get(m.content)! } : m));
   if (finalText !== null) conversation.push({ role: 'assistant', content: finalText });
   const { headMessages, tailMessages, messageChars } = DIGEST_LIMITS;
   let kept = conversation;
@@ -63,20 +70,15 @@ export function digestFromSpans(spans: readonly Span[], task: Task, meta: { roll
     transcript: kept.map((m) => ({ role: m.role, content: truncateMiddle(m.content, messageChars) })),
     finalAnswer: finalText === null ? null : truncateMiddle(finalText, messageChars),
     agentSystemPrompt: system ? truncateMiddle(system.content, DIGEST_LIMITS.systemPromptChars) : null,
+    modelCalls: ordered.filter((s) => s.status === 'ok').length,
   };
 }
 
-/** Spans from the end of the attempt back to the last successful call (spans list in sequence order). */
-async function tailSpans(store: Pick<ObjectStore, 'list' | 'getJson'>, ref: RolloutRef): Promise<Span[]> {
+/** The attempt's last DIGEST_LIMITS.spans spans (spans list in sequence order): enough for the kept transcript. */
+async function attemptSpans(store: Pick<ObjectStore, 'list' | 'getJson'>, ref: RolloutRef): Promise<Span[]> {
   const spanKeys: string[] = [];
   for await (const o of store.list(keys.spans(ref))) spanKeys.push(o.key);
-  const tail: Span[] = [];
-  for (let i = spanKeys.length - 1; i >= 0; i--) {
-    const span = await store.getJson<Span>(spanKeys[i]!);
-    tail.push(span);
-    if (span.status === 'ok') break;
-  }
-  return tail;
+  return Promise.all(spanKeys.slice(-DIGEST_LIMITS.spans).map((k) => store.getJson<Span>(k)));
 }
 
 /** Read the digests of the given rollout attempts; a task missing from the task set is an error naming it. */
@@ -87,7 +89,7 @@ export async function loadRolloutDigests(
   for (const r of refs) {
     const task = tasksById.get(r.taskId);
     if (!task) throw new Error(`rollout ${r.ref.rolloutId}: task ${r.taskId} is not in the task set`);
-    digests.push(digestFromSpans(await tailSpans(store, r.ref), task, { rolloutId: r.ref.rolloutId, reward: r.reward }));
+    digests.push(digestFromSpans(await attemptSpans(store, r.ref), task, { rolloutId: r.ref.rolloutId, reward: r.reward }));
   }
   return digests;
 }

@@ -5,14 +5,14 @@ import { digestFromSpans, type RolloutDigest } from '../../src/apo/rollout-diges
 import type { PromptOverlay } from '../../src/contracts/prompt-overlay.js';
 import { calcTask, calculatorRollout } from './calculator-spans.js';
 
-/** Eight solved tasks (reward 1) and two failed ones (reward 0), as digests of calculator rollouts. */
+/** Eight solved tasks (reward 1) and two failed ones (reward 0), as digests of calculator rollouts (text cut at stop strings, as served). */
 function digests(): RolloutDigest[] {
   return Array.from({ length: 10 }, (_, i) => {
     const a = 10 + i;
     const task = calcTask(`t${i}`, `What is ${a} plus ${i}?`, a + i);
     const solved = i < 8;
     const ref = { runId: 'boot', iteration: 1, rolloutId: `r${i}`, attempt: 0 };
-    const spans = calculatorRollout(ref, task, { calc: `${a}+${i}`, result: String(a + i), answer: solved ? String(a + i) : '7' });
+    const spans = calculatorRollout(ref, task, { calc: `${a}+${i}`, result: String(a + i), answer: solved ? String(a + i) : '7' }, 'cut');
     return digestFromSpans(spans, task, { rolloutId: `r${i}`, reward: solved ? 1 : 0 });
   });
 }
@@ -45,7 +45,7 @@ describe('bootstrapped demonstrations', () => {
     }
   });
 
-  it('renders the worked steps after the task and the final answer, not the agent\'s own few-shot example', () => {
+  it('renders the worked steps after the task and the final answer, closed as the model wrote them, not the agent\'s own few-shot example', () => {
     const [p] = proposeDemonstrations(base({ childIndices: [0] }));
     const first = p!.template.split('\n\n')[1]!;
     const m = /^Example 1:\nUser: What is (\d+) plus (\d+)\?\nAssistant: <calc>(\d+)\+(\d+)<\/calc>\nUser: Result: (\d+)\nAssistant: <answer>(\d+)<\/answer>$/.exec(first);
@@ -99,5 +99,40 @@ describe('bootstrapped demonstrations', () => {
     const copies = digests().slice(0, 2).flatMap((d) => [d, { ...d, rolloutId: `${d.rolloutId}-again` }]);
     const [p] = proposeDemonstrations(base({ digests: copies, demonstrations: 4, childIndices: [0] }));
     assert.deepEqual(exampleQuestions(p!.template).sort(), ['What is 10 plus 0?', 'What is 11 plus 1?']);
+  });
+
+  /** Solved tasks: `looped` with a <calc> step then the answer, `direct` answered at once (one call). */
+  function mixed(looped: number, direct: number): RolloutDigest[] {
+    return Array.from({ length: looped + direct }, (_, i) => {
+      const task = calcTask(`m${i}`, `What is ${i} plus 20?`, i + 20);
+      const ref = { runId: 'boot', iteration: 1, rolloutId: `m${i}`, attempt: 0 };
+      const model = i < looped ? { calc: `${i}+20`, result: String(i + 20), answer: String(i + 20) } : { answer: String(i + 20) };
+      return digestFromSpans(calculatorRollout(ref, task, model, 'cut'), task, { rolloutId: `m${i}`, reward: 1 });
+    });
+  }
+  const usesTool = (template: string, question: string) => template.includes(`User: ${question}\nAssistant: <calc>`);
+
+  it('prefers the rollouts with the most complete agent loop over direct answers, still distinct per child', () => {
+    // Three tool loops, five direct answers, two examples per child: the three pairs of loops come first.
+    const proposals = proposeDemonstrations(base({ digests: mixed(3, 5), demonstrations: 2, childIndices: [0, 1, 2, 3] }));
+    assert.equal(proposals.length, 4);
+    const sets = proposals.map((p) => exampleQuestions(p.template).sort().join('|'));
+    assert.equal(new Set(sets).size, 4, 'each child has its own set of examples');
+    const loopsOnly = proposals.filter((p) => exampleQuestions(p.template).every((q) => usesTool(p.template, q)));
+    assert.equal(loopsOnly.length, 3, sets.join(' / '));
+    assert.ok(proposals.slice(0, 3).every((p) => loopsOnly.includes(p)), 'the first children get the loops');
+    // The fourth child, with every pair of loops taken, still leans on them: one loop and one direct answer.
+    assert.equal(exampleQuestions(proposals[3]!.template).filter((q) => usesTool(proposals[3]!.template, q)).length, 1, proposals[3]!.template);
+  });
+
+  it('keeps a task\'s most complete successful rollout, and is deterministic with ties in the ranking', () => {
+    const [loop] = mixed(1, 0);
+    const direct = { ...mixed(0, 1)[0]!, taskId: loop!.taskId, task: loop!.task, rolloutId: 'a-direct' };
+    const [p] = proposeDemonstrations(base({ digests: [direct, loop!], demonstrations: 1, childIndices: [0] }));
+    assert.match(p!.template, /Assistant: <calc>0\+20<\/calc>\nUser: Result: 20\nAssistant: <answer>20<\/answer>/);
+    const ties = base({ digests: mixed(6, 0), demonstrations: 2, childIndices: [0, 1, 2] });
+    assert.deepEqual(proposeDemonstrations(ties), proposeDemonstrations(ties));
+    const firstSets = [1, 2, 3, 4, 5].map((seed) => exampleQuestions(proposeDemonstrations({ ...ties, seed })[0]!.template).join('|'));
+    assert.ok(new Set(firstSets).size > 1, 'ties are broken by the seed, not always the same way');
   });
 });

@@ -43,4 +43,34 @@ describe('rollout digests', () => {
     assert.equal(truncateMiddle('short', 10), 'short');
     assert.match(truncateMiddle('a'.repeat(50) + 'b'.repeat(50), 60), /^a+\n\[… \d+ characters cut …\]\nb+$/);
   });
+
+  it('restore the stop string the engine cut off (stop_reason), in the answer and in earlier turns the agent sent back', () => {
+    const spans = calculatorRollout(ref, task, { calc: '6*7', result: '42', answer: '42' }, 'cut');
+    assert.equal(spans[0]!.choices[0]!.text, '<calc>6*7', 'the engine returns the text without its stop string');
+    const d = digestFromSpans(spans, task, { rolloutId: 'r1', reward: 1 });
+    assert.equal(d.finalAnswer, '<answer>42</answer>');
+    assert.deepEqual(d.transcript.slice(-3).map((m) => m.content), ['<calc>6*7</calc>', 'Result: 42', '<answer>42</answer>']);
+    // The agent's own few-shot example is not a model output and stays as the agent wrote it.
+    assert.ok(d.transcript.some((m) => m.content === '<calc>3*5-2</calc>'));
+    assert.equal(d.modelCalls, 2);
+  });
+
+  it('leave text as it is without a stop string to restore: old spans, a length cut, a stop token id', () => {
+    const old = digestFromSpans(calculatorRollout(ref, task, { calc: '6*7', result: '42', answer: '42' }, 'cut-unnamed'), task, { rolloutId: 'r1', reward: 1 });
+    assert.equal(old.finalAnswer, '<answer>42');
+    assert.equal(old.transcript.at(-3)!.content, '<calc>6*7');
+    const [s] = calculatorRollout(ref, task, { answer: '42' }, 'cut');
+    const withChoice = (c: Record<string, unknown>) => ({ ...s!, response: { choices: [{ index: 0, message: { role: 'assistant', content: '<answer>42' }, ...c }] } });
+    for (const choice of [{ finish_reason: 'length', stop_reason: '</answer>' }, { finish_reason: 'stop', stop_reason: 7 }, { finish_reason: 'stop', stop_reason: null }]) {
+      assert.equal(digestFromSpans([withChoice(choice)], task, { rolloutId: 'r1', reward: 1 }).finalAnswer, '<answer>42', JSON.stringify(choice));
+    }
+    assert.equal(digestFromSpans([withChoice({ finish_reason: 'stop', stop_reason: '</answer>' })], task, { rolloutId: 'r1', reward: 1 }).finalAnswer, '<answer>42</answer>');
+  });
+
+  it('count the successful model calls, so a direct answer is told apart from a tool loop', () => {
+    const direct = digestFromSpans(calculatorRollout(ref, task, { answer: '42' }, 'cut'), task, { rolloutId: 'r1', reward: 1 });
+    assert.equal(direct.modelCalls, 1);
+    const spans = calculatorRollout(ref, task, { calc: '6*7', result: '42', answer: '42' });
+    assert.equal(digestFromSpans([spans[0]!, { ...spans[1]!, status: 'error', choices: [] }], task, { rolloutId: 'r1', reward: 0 }).modelCalls, 1);
+  });
 });
