@@ -18,14 +18,14 @@ import { drainUploads, load, maxRps, ttfb, type Target } from './gateway-load.js
 
 const SECONDS = Number(process.argv[process.argv.indexOf('--seconds') + 1] || 3) || 3;
 const HOST = '127.0.0.1';
-const DEFERRED = loadEnv({}).VOLT_GATEWAY_UPLOAD_MAX_DEFERRED;
+const DEFER_MB = loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB;
 const children: ChildProcess[] = [];
 
-/** Volt variants: [name, durability, WAL sync, max deferred uploads]; the first is the default configuration. */
+/** Volt variants: [name, durability, WAL sync, upload defer bytes]; the first is the default configuration. */
 const VOLTS: [string, 'wal' | 'direct', 'write' | 'fsync', number][] = [
-  ['volt', 'wal', 'write', DEFERRED],
+  ['volt', 'wal', 'write', DEFER_MB * 1024 * 1024],
   ['volt-upl-now', 'wal', 'write', 0],
-  ['volt-fsync', 'wal', 'fsync', DEFERRED],
+  ['volt-fsync', 'wal', 'fsync', DEFER_MB * 1024 * 1024],
   ['volt-s3', 'direct', 'write', 0],
 ];
 
@@ -90,7 +90,7 @@ async function main() {
       await drainUploads(t);
     }
     console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell, mock upstream with a fixed 5-token answer`);
-    console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 5 ms), up to ${DEFERRED} span uploads wait while calls are in flight`);
+    console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 5 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
     console.log('volt-upl-now = same, uploading each span at once; volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
     console.log('Each Volt cell uses fresh rollouts (one per connection) and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
     const results = new Map<string, Awaited<ReturnType<typeof load>>>();

@@ -32,8 +32,8 @@ export interface GatewayDeps {
   pauseRetryAfterS?: number;
   upstream?: UpstreamOptions;
   uploadConcurrency?: number;
-  /** Spans whose upload may wait in the WAL while calls are in flight (UploaderOptions.maxDeferred); 0 = none. */
-  uploadMaxDeferred?: number;
+  /** Bytes of spans whose upload may wait while calls are in flight (UploaderOptions.maxDeferredBytes); 0 = none. */
+  uploadDeferBytes?: number;
   logger?: FastifyServerOptions['logger'];
 }
 
@@ -52,7 +52,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const inFlight = new InFlight();
   const uploader = new SpanUploader(deps.store, wal, {
     concurrency: deps.uploadConcurrency,
-    maxDeferred: deps.uploadMaxDeferred ?? 0,
+    maxDeferredBytes: deps.uploadDeferBytes ?? 0,
     idleForMs: () => inFlight.idleForMs(),
     log: (msg, err) => app.log.warn({ err }, msg),
   });

@@ -13,18 +13,18 @@ interface Job {
 export interface UploaderOptions {
   concurrency?: number;
   /**
-   * Spans the uploader may hold back (durable in the WAL) while agent calls are in flight, so that S3 puts do not
-   * compete with them for CPU; past this backlog it trickles (busyConcurrency), once idle it uploads at full
-   * concurrency. 0 = never hold back.
+   * Bytes of spans the uploader may hold back (durable in the WAL, and in memory) while agent calls are in flight,
+   * so that S3 puts do not compete with them for CPU; past this backlog it trickles (busyConcurrency), once idle it
+   * uploads at full concurrency. 0 = never hold back.
    */
-  maxDeferred?: number;
+  maxDeferredBytes?: number;
   /** Milliseconds since the last agent call finished (0 while one is in flight). */
   idleForMs?: () => number;
   /** How long the gateway must have been idle before deferred uploads start. */
   idleAfterMs?: number;
   /** No upload is held back longer than this, so spans reach the store within it even under constant load. */
   maxDeferMs?: number;
-  /** Puts at a time while calls are in flight and a bound is passed (full concurrency past twice maxDeferred). */
+  /** Puts at a time while calls are in flight and a bound is passed (full concurrency past twice maxDeferredBytes). */
   busyConcurrency?: number;
   retryBaseMs?: number;
   log?: (msg: string, err: unknown) => void;
@@ -38,6 +38,8 @@ export class SpanUploader {
   private queue: Job[] = [];
   private pending = new Set<Job>();
   private running = 0;
+  /** JSON characters waiting in the queue (not yet started); the deferral bound. */
+  private queuedBytes = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | null = null;
   failures = 0;
@@ -58,6 +60,7 @@ export class SpanUploader {
     const job: Job = { entry, done, resolve, urgent: false, queuedAt: performance.now() };
     this.pending.add(job);
     this.queue.push(job);
+    this.queuedBytes += entry.json.length;
     this.pump();
   }
 
@@ -79,11 +82,11 @@ export class SpanUploader {
 
   /** How many puts may run for the queue's head now; 0 = hold it back (calls are in flight, bounds not reached). */
   private limitFor(head: Job): number {
-    const { concurrency = 16, maxDeferred = 0, idleForMs, idleAfterMs = 20, maxDeferMs = 10_000, busyConcurrency = 4 } = this.opts;
-    if (head.urgent || maxDeferred === 0 || !idleForMs || idleForMs() >= idleAfterMs) return concurrency;
-    if (this.queue.length >= 2 * maxDeferred) return concurrency;
+    const { concurrency = 16, maxDeferredBytes = 0, idleForMs, idleAfterMs = 20, maxDeferMs = 10_000, busyConcurrency = 4 } = this.opts;
+    if (head.urgent || maxDeferredBytes === 0 || !idleForMs || idleForMs() >= idleAfterMs) return concurrency;
+    if (this.queuedBytes >= 2 * maxDeferredBytes) return concurrency;
     // Past a bound while busy: trickle, so the catch-up does not stall the calls in flight all at once.
-    if (this.queue.length >= maxDeferred || performance.now() - head.queuedAt >= maxDeferMs) return Math.max(1, Math.min(concurrency, busyConcurrency));
+    if (this.queuedBytes >= maxDeferredBytes || performance.now() - head.queuedAt >= maxDeferMs) return Math.max(1, Math.min(concurrency, busyConcurrency));
     return 0;
   }
 
@@ -100,6 +103,7 @@ export class SpanUploader {
       }
       if (this.running >= limit) return;
       const job = this.queue.shift()!;
+      this.queuedBytes -= job.entry.json.length;
       this.running++;
       void this.upload(job).finally(() => {
         this.running--;

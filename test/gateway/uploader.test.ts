@@ -26,7 +26,7 @@ void describe('span uploader', () => {
   void it('holds uploads back while calls are in flight, uploads a flushed prefix first, and the rest once idle', async () => {
     const { wal, entries } = await walWith(['upl/a/0.json', 'upl/b/0.json', 'upl/a/1.json']);
     let idleFor = 0;
-    const uploader = new SpanUploader(store, wal, { maxDeferred: 100, idleForMs: () => idleFor, idleAfterMs: 10 });
+    const uploader = new SpanUploader(store, wal, { maxDeferredBytes: 1000, idleForMs: () => idleFor, idleAfterMs: 10 });
     for (const e of entries) uploader.enqueue(e);
     await sleep(100);
     assert.equal(uploader.pendingCount, 3, 'nothing uploaded while busy');
@@ -58,7 +58,8 @@ void describe('span uploader', () => {
         }
       },
     });
-    const byCount = new SpanUploader(counting, wal, { maxDeferred: 3, busyConcurrency: 1, idleForMs: () => 0, maxDeferMs: 60_000 });
+    // Each entry is 7 bytes of JSON ({"i":0}): the bound is 3 entries' worth.
+    const byCount = new SpanUploader(counting, wal, { maxDeferredBytes: 21, busyConcurrency: 1, idleForMs: () => 0, maxDeferMs: 60_000 });
     for (const e of entries) byCount.enqueue(e);
     for (let i = 0; i < 100 && byCount.pendingCount > 2; i++) await sleep(20);
     await sleep(100);
@@ -68,16 +69,16 @@ void describe('span uploader', () => {
     byCount.stop();
 
     const { wal: wal2, entries: aged } = await walWith(['age/0.json']);
-    const byAge = new SpanUploader(store, wal2, { maxDeferred: 100, idleForMs: () => 0, maxDeferMs: 50, idleAfterMs: 10 });
+    const byAge = new SpanUploader(store, wal2, { maxDeferredBytes: 1000, idleForMs: () => 0, maxDeferMs: 50, idleAfterMs: 10 });
     byAge.enqueue(aged[0]!);
     for (let i = 0; i < 100 && byAge.pendingCount > 0; i++) await sleep(20);
     assert.equal(await inStore('age/0.json'), true, 'uploaded once it had waited maxDeferMs');
     await Promise.all([wal.close(), wal2.close()]);
   });
 
-  void it('with maxDeferred 0 uploads each entry at once, busy or not', async () => {
+  void it('with maxDeferredBytes 0 uploads each entry at once, busy or not', async () => {
     const { wal, entries } = await walWith(['now/0.json']);
-    const uploader = new SpanUploader(store, wal, { maxDeferred: 0, idleForMs: () => 0, maxDeferMs: 60_000 });
+    const uploader = new SpanUploader(store, wal, { maxDeferredBytes: 0, idleForMs: () => 0, maxDeferMs: 60_000 });
     uploader.enqueue(entries[0]!);
     for (let i = 0; i < 100 && uploader.pendingCount > 0; i++) await sleep(20);
     assert.equal(await inStore('now/0.json'), true);
