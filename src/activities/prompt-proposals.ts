@@ -92,13 +92,20 @@ export const createPromptProposalActivities = (deps: Pick<ActivityDeps, 'store' 
         optimizer = { client: createOptimizerClient(apo.optimizer), failuresPerCritique: apo.optimizer.failuresPerCritique };
       }
 
+      // A child that renders the same as an existing version would spend validation rollouts on a known score.
+      const promptKey = (o: { mode: string; template: string }) => JSON.stringify([o.mode, o.template]);
+      const known = new Map<string, number>();
+      for (const o of await overlayStore.list(runId)) if (!known.has(promptKey(o))) known.set(promptKey(o), o.version);
       const keep = async (plan: ChildPlan, proposal: Proposal) => {
         if (proposal.template.length > MAX_TEMPLATE_CHARS) return skip(plan, `template has ${proposal.template.length} characters (limit ${MAX_TEMPLATE_CHARS})`);
+        const same = known.get(promptKey(proposal));
+        if (same !== undefined) return skip(plan, `same prompt as v${same}`);
         const overlay = await overlayStore.put({
           runId, version: plan.version, mode: proposal.mode, template: proposal.template,
           origin: { strategy: plan.strategy, parents: [plan.parentVersion], round, note: proposal.note },
           createdAt: new Date().toISOString(),
         });
+        if (!known.has(promptKey(overlay))) known.set(promptKey(overlay), overlay.version);
         result.overlays.push(overlay);
         heartbeat();
       };

@@ -151,4 +151,15 @@ describe('proposeOverlays on a real S3 server, with the scripted FAKE optimiser'
       process.env[KEY_ENV] = 'sk-apo';
     }
   });
+  it('skips a child that renders the same as a stored version, so no validation rollouts go to a known prompt', async () => {
+    const runId = 'apo-proposers-dup';
+    await parentOverlay(runId);
+    const rollouts = await writeRollouts(runId);
+    fake.enqueue('Critique: be exact.', '<prompt>Be exact.\n{{original}}</prompt>');
+    const tgOnly = config(runId, fake.baseUrl, { strategies: ['textual_gradient'], branchFactor: 1 });
+    const result = await run({ config: tgOnly, round: 1, parents: [{ version: 0, overlay: null }], rollouts: rollouts.slice(0, 6), versions: [2] });
+    assert.deepEqual(result.overlays, []);
+    assert.deepEqual(result.skipped.map((s) => s.reason), ['v2 (textual_gradient from v0): same prompt as v1']);
+    assert.equal(await createPromptOverlayStore(store).get(runId, 2), null);
+  });
 });
