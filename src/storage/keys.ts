@@ -73,6 +73,9 @@ export const keys = {
   /** Spans sort by sequence number within a rollout attempt, so a prefix listing is already in order. */
   spans: (r: RolloutRef) => `${keys.rollout(r)}spans/`,
   span: (r: RolloutRef, seq: number) => `${keys.spans(r)}${pad(assertIndex('seq', seq), 8)}.json`,
+  /** Spans first..last of one attempt as JSON Lines, one span per line; read both layouts with src/storage/spans.ts. */
+  spanSegment: (r: RolloutRef, firstSeq: number, lastSeq: number) =>
+    `${keys.spans(r)}${pad(assertIndex('seq', firstSeq), 8)}-${pad(assertIndex('seq', lastSeq), 8)}.jsonl`,
   agentRewards: (r: RolloutRef) => `${keys.rollout(r)}agent-rewards.json`,
   rewards: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}rewards.json`,
   /** The iteration's training samples as one safetensors file (src/batches/batch-file.ts, schemas/sample.schema.json). */

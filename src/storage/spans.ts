@@ -1,0 +1,83 @@
+import type { Span } from '../contracts/span.js';
+import { keys, type RolloutRef } from './keys.js';
+
+/** What reading spans needs from the object store; the full ObjectStore and the gateway's store both fit. */
+export interface SpanStore {
+  list(prefix: string): AsyncIterable<{ key: string }>;
+  getBytes(key: string): Promise<Buffer>;
+}
+
+export class CorruptSpanError extends Error {
+  constructor(key: string, detail: string) {
+    super(`span object ${key}: ${detail}`);
+    this.name = 'CorruptSpanError';
+  }
+}
+
+/** A key under a spans prefix: a single span (`00000012.json`, first = last) or a segment (`00000003-00000009.jsonl`). */
+export interface SpanKey {
+  spansPrefix: string;
+  first: number;
+  last: number;
+}
+
+const SPAN_NAME = /^(\d{8})\.json$/;
+const SEGMENT_NAME = /^(\d{8})-(\d{8})\.jsonl$/;
+
+/** null for keys that hold no spans (anything else a prefix listing may show). */
+export function parseSpanKey(key: string): SpanKey | null {
+  const slash = key.lastIndexOf('/');
+  const name = key.slice(slash + 1);
+  const spansPrefix = key.slice(0, slash + 1);
+  if (!spansPrefix.endsWith('/spans/')) return null;
+  const single = SPAN_NAME.exec(name);
+  if (single) return { spansPrefix, first: Number(single[1]), last: Number(single[1]) };
+  const segment = SEGMENT_NAME.exec(name);
+  if (segment && Number(segment[1]) <= Number(segment[2])) return { spansPrefix, first: Number(segment[1]), last: Number(segment[2]) };
+  return null;
+}
+
+/** The segment key for spans first..last, given the single-span key of any span of the same attempt (keys.span). */
+export function segmentKeyFor(spanKey: string, first: number, last: number): string {
+  const parsed = parseSpanKey(spanKey);
+  if (!parsed || parsed.first !== parsed.last) throw new Error(`not a single-span key: ${JSON.stringify(spanKey)}`);
+  const pad = (n: number) => String(n).padStart(8, '0');
+  return `${parsed.spansPrefix}${pad(first)}-${pad(last)}.jsonl`;
+}
+
+function parseObject(key: string, bytes: Buffer, segment: boolean): Span[] {
+  const text = bytes.toString('utf8');
+  const lines = segment ? text.split('\n').filter((l) => l.length > 0) : [text];
+  return lines.map((line, i) => {
+    try {
+      const span = JSON.parse(line) as Span;
+      if (typeof span?.seq !== 'number') throw new Error('no numeric seq');
+      return span;
+    } catch (err) {
+      throw new CorruptSpanError(key, `${segment ? `line ${i + 1}: ` : ''}${(err as Error).message}`);
+    }
+  });
+}
+
+/**
+ * The spans of one rollout attempt in seq order, each seq once, whether stored one object per span or in segments
+ * (a segment re-uploaded after a WAL replay may overlap another). The attempt's spans are held in memory.
+ */
+export async function* readSpans(store: SpanStore, ref: RolloutRef): AsyncGenerator<Span> {
+  const bySeq = new Map<number, Span>();
+  for await (const { key } of store.list(keys.spans(ref))) {
+    const parsed = parseSpanKey(key);
+    if (!parsed) continue;
+    for (const span of parseObject(key, await store.getBytes(key), key.endsWith('.jsonl'))) {
+      if (!bySeq.has(span.seq)) bySeq.set(span.seq, span);
+    }
+  }
+  yield* [...bySeq.keys()].sort((a, b) => a - b).map((seq) => bySeq.get(seq)!);
+}
+
+/** How many distinct spans (seqs) the attempt has in the store. */
+export async function countSpans(store: SpanStore, ref: RolloutRef): Promise<number> {
+  let n = 0;
+  for await (const _span of readSpans(store, ref)) n++;
+  return n;
+}
