@@ -1,8 +1,8 @@
 import type { Span } from '../contracts/span.js';
 import type { Task } from '../contracts/task.js';
 import { requestMessages } from '../report/transcript.js';
-import { keys, type RolloutRef } from '../storage/keys.js';
-import type { ObjectStore } from '../storage/object-store.js';
+import type { RolloutRef } from '../storage/keys.js';
+import { readSpans, type SpanStore } from '../storage/spans.js';
 import { completedAnswers, completedText } from './stop-reason.js';
 
 /** Digests go into optimiser prompts and overlays, so every text in one is bounded. */
@@ -75,15 +75,15 @@ export function digestFromSpans(spans: readonly Span[], task: Task, meta: { roll
 }
 
 /** The attempt's last DIGEST_LIMITS.spans spans (spans list in sequence order): enough for the kept transcript. */
-async function attemptSpans(store: Pick<ObjectStore, 'list' | 'getJson'>, ref: RolloutRef): Promise<Span[]> {
-  const spanKeys: string[] = [];
-  for await (const o of store.list(keys.spans(ref))) spanKeys.push(o.key);
-  return Promise.all(spanKeys.slice(-DIGEST_LIMITS.spans).map((k) => store.getJson<Span>(k)));
+async function attemptSpans(store: SpanStore, ref: RolloutRef): Promise<Span[]> {
+  const spans: Span[] = [];
+  for await (const span of readSpans(store, ref)) spans.push(span);
+  return spans.slice(-DIGEST_LIMITS.spans);
 }
 
 /** Read the digests of the given rollout attempts; a task missing from the task set is an error naming it. */
 export async function loadRolloutDigests(
-  store: Pick<ObjectStore, 'list' | 'getJson'>, refs: readonly DigestRef[], tasksById: ReadonlyMap<string, Task>,
+  store: SpanStore, refs: readonly DigestRef[], tasksById: ReadonlyMap<string, Task>,
 ): Promise<RolloutDigest[]> {
   const digests: RolloutDigest[] = [];
   for (const r of refs) {
