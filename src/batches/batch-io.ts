@@ -4,27 +4,18 @@ import path from 'node:path';
 import type { Span } from '../contracts/span.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { keys, type RolloutRef } from '../storage/keys.js';
+import { readSpans, type SpanStore } from '../storage/spans.js';
 import { BatchFileWriter } from './batch-file.js';
 import { buildBatch, type SpanSource } from './build-batch.js';
 import type { BatchConfig } from './config.js';
 import type { ScoredRollout } from './groups.js';
 import type { BatchManifest } from './manifest.js';
 
-type BatchStore = Pick<ObjectStore, 'list' | 'getJson' | 'putJson' | 'putFile'>;
+type BatchStore = Pick<ObjectStore, 'list' | 'getBytes' | 'getJson' | 'putJson' | 'putFile'>;
 
-/** Spans of one attempt straight from the store, in key (= seq) order, a few fetched ahead. */
-export function storeSpanSource(store: Pick<ObjectStore, 'list' | 'getJson'>, readAhead = 8): SpanSource {
-  return async function* (ref: RolloutRef): AsyncGenerator<Span> {
-    const pending: Promise<Span>[] = [];
-    for await (const o of store.list(keys.spans(ref))) {
-      const next = store.getJson<Span>(o.key);
-      // Handled when awaited in turn; this only keeps an early failure from counting as unhandled.
-      next.catch(() => undefined);
-      pending.push(next);
-      if (pending.length >= readAhead) yield await pending.shift()!;
-    }
-    while (pending.length > 0) yield await pending.shift()!;
-  };
+/** Spans of one attempt straight from the store, in seq order (single-span objects and segments alike). */
+export function storeSpanSource(store: SpanStore): SpanSource {
+  return (ref: RolloutRef): AsyncGenerator<Span> => readSpans(store, ref);
 }
 
 export interface WrittenBatch {

@@ -1,12 +1,12 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { keys } from '../storage/keys.js';
+import { countSpans } from '../storage/spans.js';
 import type { GatewayCore } from './gateway-core.js';
 import { GatewayError, gatewayErrors } from './openai-error.js';
 import { attachOverlay, overlayForRegistration } from './prompt-overlay-cache.js';
 import { registerRolloutSchema, type Rollout } from './registry.js';
 import { parseBody } from './request-schema.js';
-import { listKeys } from './store.js';
 
 type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
 
@@ -46,7 +46,7 @@ export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): vo
       try {
         await core.inFlight.rolloutIdle(rollout);
         await core.uploader.flush(keys.spans(rollout.ref));
-        const spans = (await listKeys(core.store, keys.spans(rollout.ref))).length;
+        const spans = await countSpans(core.store, rollout.ref);
         await core.registry.markClosed(rollout, spans);
         return { spans, upstreamFailures: rollout.upstreamFailures };
       } finally {

@@ -6,6 +6,8 @@ export interface GatewayStore {
   putJson(key: string, value: unknown): Promise<unknown>;
   /** Spans are serialised once, when they enter the WAL, and uploaded as those exact bytes. */
   putBytes(key: string, body: Buffer, size?: number, contentType?: string): Promise<unknown>;
+  /** Reads span objects back (src/storage/spans.ts). */
+  getBytes(key: string): Promise<Buffer>;
   /** null when the key does not exist; other failures throw. */
   getJsonOrNull(key: string): Promise<unknown>;
   /** Objects under a prefix, in key order. */

@@ -1,7 +1,7 @@
 import type { RewardsFile, ScoredRolloutRecord } from '../activities/rewards.js';
 import type { ModelAlias } from '../activities/serving.js';
-import type { Span } from '../contracts/span.js';
 import { keys } from '../storage/keys.js';
+import { readSpans } from '../storage/spans.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { ReportData, SampleRollout } from './report-data.js';
 import { spanToTurn } from './transcript.js';
@@ -22,13 +22,12 @@ export function pickSamples(rollouts: ScoredRolloutRecord[]): { label: SampleRol
 
 async function loadSample(store: ObjectStore, runId: string, iteration: number, label: SampleRollout['label'], r: ScoredRolloutRecord): Promise<SampleRollout> {
   const ref = { runId, iteration, rolloutId: r.rolloutId, attempt: r.attempt };
-  const spanKeys: string[] = [];
-  for await (const o of store.list(keys.spans(ref))) if (o.key.endsWith('.json')) spanKeys.push(o.key);
   const turns = [];
-  for (const key of spanKeys.slice(0, MAX_TURNS)) turns.push(spanToTurn(await store.getJson<Span>(key)));
+  let count = 0;
+  for await (const span of readSpans(store, ref)) if (count++ < MAX_TURNS) turns.push(spanToTurn(span));
   return {
     label, rolloutId: r.rolloutId, attempt: r.attempt, taskId: r.taskId, outcome: r.outcome, reward: r.reward,
-    turns, omittedTurns: Math.max(0, spanKeys.length - MAX_TURNS),
+    turns, omittedTurns: Math.max(0, count - MAX_TURNS),
   };
 }
 

@@ -3,6 +3,7 @@ import type { RolloutResult } from '../contracts/rollout.js';
 import type { Span } from '../contracts/span.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { keys } from '../storage/keys.js';
+import { readSpans } from '../storage/spans.js';
 import type { ProtectedSnapshot, RolloutEvidence } from './types.js';
 
 /** keys.agentRewards as the gateway appends it: `{ rewards: [{ value, name, at }] }`. */
@@ -10,7 +11,7 @@ export const agentRewardsFileSchema = z.object({
   rewards: z.array(z.object({ value: z.number(), name: z.string().nullable().optional() })),
 });
 
-type EvidenceStore = Pick<ObjectStore, 'list' | 'getJson' | 'getJsonOrNull'>;
+type EvidenceStore = Pick<ObjectStore, 'list' | 'getBytes' | 'getJsonOrNull'>;
 
 /** Text of choice 0 of the last ok span: the assistant's final message as the agent received it. */
 export function lastAssistantMessage(spans: readonly Span[]): string | null {
@@ -45,8 +46,7 @@ export async function loadEvidence(
   store: EvidenceStore, result: RolloutResult, extra: { workdir: string | null; snapshots?: Record<string, ProtectedSnapshot> },
 ): Promise<RolloutEvidence> {
   const spans: Span[] = [];
-  for await (const o of store.list(keys.spans(result.ref))) spans.push(await store.getJson<Span>(o.key));
-  spans.sort((a, b) => a.seq - b.seq);
+  for await (const span of readSpans(store, result.ref)) spans.push(span);
   const posted = await store.getJsonOrNull(keys.agentRewards(result.ref), agentRewardsFileSchema);
   const agentRewards = (posted?.rewards ?? []).map((r) => (r.name ? { name: r.name, value: r.value } : { value: r.value }));
   return evidenceFromSpans(result, spans, { ...extra, agentRewards });

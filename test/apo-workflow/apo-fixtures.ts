@@ -5,6 +5,7 @@ import type { RolloutOutcomeRecord } from '../../src/activities/rollouts.js';
 import type { RunConfigInput } from '../../src/config/run.js';
 import type { Span } from '../../src/contracts/span.js';
 import { keys } from '../../src/storage/keys.js';
+import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { root, tinyRunConfig } from '../pipeline/harness.js';
 
@@ -52,7 +53,7 @@ export function apoRunConfig(runId: string, files: { trainFile: string; evalFile
 export async function rolloutSpans(store: ObjectStore, runId: string, iteration: number, rolloutId: string): Promise<Span[]> {
   const outcome = await store.getJson<RolloutOutcomeRecord>(keys.rolloutOutcome(runId, iteration, rolloutId));
   const spans: Span[] = [];
-  for await (const o of store.list(keys.spans(outcome.final.ref))) if (o.key.endsWith('.json')) spans.push(await store.getJson<Span>(o.key));
+  for await (const s of readSpans(store, outcome.final.ref)) spans.push(s);
   return spans;
 }
 

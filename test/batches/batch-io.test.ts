@@ -20,9 +20,11 @@ void describe('batch I/O through a real S3 server (rclone)', () => {
     services = await startTestServices({ s3: true });
     store = createObjectStore(services.s3);
     for (const [i, s] of scored.entries()) {
-      // Written out of order: the builder must follow key (= seq) order, not upload order.
+      // Written out of order: the builder must follow seq order, not upload order; every other rollout as the gateway
+      // uploads it (one segment), the rest one object per span.
       const spans = syntheticRollout(s.result.ref, { turns: 3, seed: i, promptLen: 12, completionLen: 5, gapLen: 2, rewriteAt: i === 1 ? [2] : [] });
-      for (const span of spans.reverse()) await store.putJson(keys.span(s.result.ref, span.seq), span);
+      if (i % 2 === 1) await store.putBytes(keys.spanSegment(s.result.ref, 0, spans.length - 1), Buffer.from(spans.reverse().map((sp) => `${JSON.stringify(sp)}\n`).join('')));
+      else for (const span of spans.reverse()) await store.putJson(keys.span(s.result.ref, span.seq), span);
     }
     await store.putJson(keys.agentRewards(scored[0]!.result.ref), { rewards: [{ value: 0.3, name: 'tests', at: 'x' }, { value: 0.9, name: null, at: 'y' }] });
   });
@@ -46,10 +48,10 @@ void describe('batch I/O through a real S3 server (rclone)', () => {
     assert.deepEqual(rows.filter((r) => r.group_id === 'g0').map((r) => r.advantage), [0.75, -0.75, -0.75, 0]);
   });
 
-  void it('reads spans in seq order with read-ahead, and loads reward evidence with agent-posted rewards', async () => {
+  void it('reads spans in seq order, and loads reward evidence with agent-posted rewards', async () => {
     const ref = scored[0]!.result.ref;
     const seqs: number[] = [];
-    for await (const span of storeSpanSource(store, 2)(ref)) seqs.push(span.seq);
+    for await (const span of storeSpanSource(store)(ref)) seqs.push(span.seq);
     assert.deepEqual(seqs, [0, 1, 2]);
     const ev = await loadEvidence(store, scored[0]!.result, { workdir: null });
     assert.deepEqual(ev.agentRewards, [{ name: 'tests', value: 0.3 }, { value: 0.9 }]);

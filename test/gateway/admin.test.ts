@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { GatewayAdminClient, GatewayAdminError } from '../../src/gateway/admin-client.js';
 import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
+import { readSpans } from '../../src/storage/spans.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
 import { startScriptedUpstream } from './scripted-upstream.js';
@@ -61,7 +62,9 @@ void describe('gateway admin API', () => {
     const closed = await gw.admin.close(token);
     assert.equal((await slow).status, 200, 'the in-flight call completed');
     assert.deepEqual(closed, { spans: 1, upstreamFailures: 0 });
-    assert.ok(await store.stat(keys.span(input, 0)));
+    const seqs: number[] = [];
+    for await (const s of readSpans(store, input)) seqs.push(s.seq);
+    assert.deepEqual(seqs, [0]);
     assert.equal((await post(`${baseUrl}/chat/completions`)).status, 401);
     assert.deepEqual(await gw.admin.close(token), { spans: 1, upstreamFailures: 0 }, 'close is idempotent');
     await assert.rejects(gw.admin.register(input), (e: GatewayAdminError) => e.status === 409);

@@ -8,7 +8,8 @@ import type { Span } from '../../src/contracts/span.js';
 import { GatewayAdminError } from '../../src/gateway/admin-client.js';
 import { renderSystemPrompt } from '../../src/gateway/prompt-overlay.js';
 import { LocalRunner } from '../../src/rollouts/local-runner.js';
-import { keys, type RolloutRef } from '../../src/storage/keys.js';
+import { type RolloutRef } from '../../src/storage/keys.js';
+import { readSpans as readStoredSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createPromptOverlayStore } from '../../src/storage/prompt-overlays.js';
 import type { TestServices } from '../helpers/services.js';
@@ -48,7 +49,7 @@ after(async () => {
 
 async function readSpans(ref: RolloutRef): Promise<Span[]> {
   const out: Span[] = [];
-  for await (const o of store.list(keys.spans(ref))) out.push(await store.getJson<Span>(o.key));
+  for await (const s of readStoredSpans(store, ref)) out.push(s);
   return out;
 }
 

@@ -5,7 +5,8 @@ import { promisify } from 'node:util';
 import { ChatOpenAI } from '@langchain/openai';
 import OpenAI from 'openai';
 import type { Span } from '../../src/contracts/span.js';
-import { keys, type RolloutRef } from '../../src/storage/keys.js';
+import { type RolloutRef } from '../../src/storage/keys.js';
+import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
@@ -32,7 +33,7 @@ async function open(): Promise<{ token: string; baseUrl: string; ref: RolloutRef
   const spans = async () => {
     assert.ok((await gw.admin.close(token)).spans >= 0);
     const list: Span[] = [];
-    for await (const o of store.list(keys.spans(input))) list.push(await store.getJson<Span>(o.key));
+    for await (const s of readSpans(store, input)) list.push(s);
     return list;
   };
   return { token, baseUrl, ref: input, spans };

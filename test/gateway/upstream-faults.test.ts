@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Span } from '../../src/contracts/span.js';
-import { keys } from '../../src/storage/keys.js';
+import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
@@ -36,7 +36,7 @@ async function open(overrides: Record<string, unknown> = {}) {
   const spans = async () => {
     ({ upstreamFailures } = await gw.admin.close(token));
     const list: Span[] = [];
-    for await (const o of store.list(keys.spans(ref))) list.push(await store.getJson<Span>(o.key));
+    for await (const s of readSpans(store, ref)) list.push(s);
     return list;
   };
   return { token, post, spans, upstreamFailures: () => upstreamFailures };
