@@ -1,6 +1,7 @@
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { keys } from '../storage/keys.js';
+import { parseSpanKey } from '../storage/spans.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import type { GatewayCore } from './gateway-core.js';
 import { registerErrorHandling } from './error-handling.js';
@@ -84,7 +85,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     // Continue numbering after every span this rollout already has, in the WAL or in the store.
     const prefix = keys.spans(r.ref);
     const known = [...replay.map((e) => e.key).filter((k) => k.startsWith(prefix)), ...(await listKeys(deps.store, prefix))];
-    r.nextSeq = known.reduce((max, k) => Math.max(max, Number(/(\d+)\.json$/.exec(k)?.[1] ?? -1) + 1), 0);
+    r.nextSeq = known.reduce((max, k) => Math.max(max, (parseSpanKey(k)?.last ?? -1) + 1), 0);
   }));
 
   registerErrorHandling(app, metrics);

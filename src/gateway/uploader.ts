@@ -1,3 +1,4 @@
+import { parseSpanKey, segmentKeyFor } from '../storage/spans.js';
 import type { GatewayStore } from './store.js';
 import type { WalEntry, WriteAheadLog } from './wal.js';
 
@@ -8,6 +9,11 @@ interface Job {
   /** Someone waits on it (flush); it uploads even while calls are in flight. */
   urgent: boolean;
   queuedAt: number;
+  /** The attempt's spans prefix it may share a segment under; null = uploaded alone at its own key. */
+  group: string | null;
+  seq: number;
+  /** Started as part of another job's segment; skipped when it reaches the queue's head. */
+  taken: boolean;
 }
 
 export interface UploaderOptions {
@@ -27,16 +33,24 @@ export interface UploaderOptions {
   /** Puts at a time while calls are in flight and a bound is passed (full concurrency past twice maxDeferredBytes). */
   busyConcurrency?: number;
   retryBaseMs?: number;
+  /** Most spans, and JSON characters, in one segment object. */
+  maxSegmentSpans?: number;
+  maxSegmentBytes?: number;
   log?: (msg: string, err: unknown) => void;
 }
 
 /**
  * Puts WAL entries into the object store in the background with bounded concurrency, retrying until they land
- * (puts are idempotent by key). `flush(prefix)` moves everything under a key prefix to the front and waits for it.
+ * (puts are idempotent by key). Queued spans of one rollout attempt go out together as one segment object
+ * (keys.spanSegment), so a put carries up to maxSegmentSpans spans. `flush(prefix)` moves everything under a key
+ * prefix to the front and waits for it.
  */
 export class SpanUploader {
   private queue: Job[] = [];
   private pending = new Set<Job>();
+  /** Queued (not started) span jobs by spans prefix, then seq. */
+  private groups = new Map<string, Map<number, Job>>();
+  private pumpScheduled = false;
   private running = 0;
   /** JSON characters waiting in the queue (not yet started); the deferral bound. */
   private queuedBytes = 0;
@@ -57,18 +71,34 @@ export class SpanUploader {
   enqueue(entry: WalEntry): void {
     let resolve!: () => void;
     const done = new Promise<void>((r) => (resolve = r));
-    const job: Job = { entry, done, resolve, urgent: false, queuedAt: performance.now() };
+    const span = parseSpanKey(entry.key);
+    let group: string | null = null;
+    if (span && span.first === span.last) {
+      const members = this.groups.get(span.spansPrefix) ?? new Map<number, Job>();
+      this.groups.set(span.spansPrefix, members);
+      // A seq already queued (never expected) is uploaded alone rather than dropped.
+      if (!members.has(span.first)) group = span.spansPrefix;
+    }
+    const job: Job = { entry, done, resolve, urgent: false, queuedAt: performance.now(), group, seq: span?.first ?? -1, taken: false };
+    if (group) this.groups.get(group)!.set(job.seq, job);
     this.pending.add(job);
     this.queue.push(job);
     this.queuedBytes += entry.json.length;
-    this.pump();
+    // Pumped once per event-loop turn, so the spans one WAL write acknowledged can share a segment.
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
   }
 
   async flush(prefix = ''): Promise<void> {
     const waits = [...this.pending].filter((j) => j.entry.key.startsWith(prefix));
     for (const j of waits) j.urgent = true;
     // Stable partition: the waited-for entries go first, each side keeps its WAL order.
-    this.queue = [...this.queue.filter((j) => j.urgent), ...this.queue.filter((j) => !j.urgent)];
+    const queued = this.queue.filter((j) => !j.taken);
+    this.queue = [...queued.filter((j) => j.urgent), ...queued.filter((j) => !j.urgent)];
     this.pump();
     await Promise.all(waits.map((j) => j.done));
   }
@@ -92,6 +122,10 @@ export class SpanUploader {
 
   private pump(): void {
     while (!this.stopped && this.queue.length > 0) {
+      if (this.queue[0]!.taken) {
+        this.queue.shift();
+        continue;
+      }
       const limit = this.limitFor(this.queue[0]!);
       if (limit === 0) {
         // Re-checked shortly: nothing else wakes the uploader when the last call finishes.
@@ -102,28 +136,58 @@ export class SpanUploader {
         return;
       }
       if (this.running >= limit) return;
-      const job = this.queue.shift()!;
-      this.queuedBytes -= job.entry.json.length;
+      const jobs = this.take(this.queue.shift()!);
       this.running++;
-      void this.upload(job).finally(() => {
+      void this.upload(jobs).finally(() => {
         this.running--;
         this.pump();
       });
     }
   }
 
-  private async upload(job: Job): Promise<void> {
+  /**
+   * The head job and the queued spans of its attempt with consecutive seqs around it, in seq order. Consecutive only:
+   * a segment's name then fixes its content, so a re-upload after a WAL replay can only rewrite it with the same spans.
+   */
+  private take(head: Job): Job[] {
+    const members = head.group ? this.groups.get(head.group) : undefined;
+    const { maxSegmentSpans = 256, maxSegmentBytes = 4 * 1024 * 1024 } = this.opts;
+    const jobs = [head];
+    let bytes = head.entry.json.length;
+    const fits = (j: Job | undefined): j is Job => !!j && jobs.length < maxSegmentSpans && bytes + j.entry.json.length <= maxSegmentBytes;
+    for (let s = head.seq - 1, j = members?.get(s); fits(j); j = members?.get(--s)) {
+      jobs.unshift(j);
+      bytes += j.entry.json.length;
+    }
+    for (let s = head.seq + 1, j = members?.get(s); fits(j); j = members?.get(++s)) {
+      jobs.push(j);
+      bytes += j.entry.json.length;
+    }
+    for (const j of jobs) {
+      j.taken = true;
+      members?.delete(j.seq);
+    }
+    if (members?.size === 0) this.groups.delete(head.group!);
+    this.queuedBytes -= bytes;
+    return jobs;
+  }
+
+  private async upload(jobs: Job[]): Promise<void> {
+    const first = jobs[0]!;
+    const key = first.group ? segmentKeyFor(first.entry.key, first.seq, jobs.at(-1)!.seq) : first.entry.key;
+    const body = Buffer.from(first.group ? jobs.map((j) => `${j.entry.json}\n`).join('') : first.entry.json);
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        const body = Buffer.from(job.entry.json);
-        await this.store.putBytes(job.entry.key, body, body.length, 'application/json');
-        await this.wal.markUploaded(job.entry);
-        this.pending.delete(job);
-        job.resolve();
+        await this.store.putBytes(key, body, body.length, first.group ? 'application/x-ndjson' : 'application/json');
+        for (const j of jobs) {
+          await this.wal.markUploaded(j.entry);
+          this.pending.delete(j);
+          j.resolve();
+        }
         return;
       } catch (err) {
         this.failures++;
-        this.opts.log?.(`span upload failed (attempt ${attempt + 1}) for ${job.entry.key}`, err);
+        this.opts.log?.(`span upload failed (attempt ${attempt + 1}) for ${key}`, err);
         const base = this.opts.retryBaseMs ?? 200;
         await new Promise((r) => setTimeout(r, Math.min(base * 2 ** attempt, 10_000) * (0.5 + Math.random())));
       }
