@@ -13,6 +13,7 @@ import { GatewayAdminClient } from '../src/gateway/admin-client.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { startS3Server } from '../src/stack/s3.js';
+import { keys } from '../src/storage/keys.js';
 import { createObjectStore } from '../src/storage/object-store.js';
 import { drainUploads, load, maxRps, ttfb, type Target } from './gateway-load.js';
 
@@ -48,7 +49,8 @@ async function main() {
   const s3cfg = { endpoint: '', accessKey: 'volt-bench', secretKey: 'volt-bench-secret', bucket: 'volt-bench', region: 'us-east-1' };
   const s3 = await startS3Server({ dataDir: dir, host: HOST, port: await freePort(HOST), accessKey: s3cfg.accessKey, secretKey: s3cfg.secretKey, region: s3cfg.region, bucket: s3cfg.bucket, detached: false });
   s3cfg.endpoint = s3.address;
-  await createObjectStore(s3cfg).ensureBucket();
+  const store = createObjectStore(s3cfg);
+  await store.ensureBucket();
   try {
     const [up, pass, portkey] = (await Promise.all([1, 2, 3].map(() => freePort(HOST)))) as [number, number, number];
     const upstream = `http://${HOST}:${up}`;
@@ -91,7 +93,7 @@ async function main() {
     }
     console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell, mock upstream with a fixed 5-token answer`);
     console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 5 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
-    console.log('volt-upl-now = same, uploading each span at once; volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
+    console.log('volt-upl-now = same, uploading at once (a segment holds what queued meanwhile); volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
     console.log('Each Volt cell uses fresh rollouts (one per connection) and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
     const results = new Map<string, Awaited<ReturnType<typeof load>>>();
     const drains = new Map<string, number>();
@@ -140,7 +142,10 @@ async function main() {
     }
     const t0 = performance.now();
     const closed = await admins.get('volt')!.close(tokens.get('volt-max-0')!);
-    console.log(`\nvolt: closing one max req/s rollout took ${((performance.now() - t0) / 1000).toFixed(2)} s (${closed.spans} spans in S3); load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+    const took = (performance.now() - t0) / 1000;
+    let objects = 0;
+    for await (const _o of store.list(keys.spans({ runId: 'bench', iteration: 0, rolloutId: 'volt-max-0', attempt: 0 }))) objects++;
+    console.log(`\nvolt: closing one max req/s rollout took ${took.toFixed(2)} s (${closed.spans} spans in S3 in ${objects} object(s)); load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await stopProcess(s3, 5_000);
