@@ -1,8 +1,7 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { RunConfig } from '../config/run.js';
 import { apoStatusQuery, type ApoStatus } from '../workflows/prompt-optimization-types.js';
-import { CPU_QUEUE } from '../workflows/proxies.js';
+import { startOrAttach } from './runs.js';
 
 /** A config for prompt optimisation must carry the `apo` section; said at the edge, before anything starts. */
 export function assertApoConfig(config: RunConfig, file: string): void {
@@ -10,21 +9,10 @@ export function assertApoConfig(config: RunConfig, file: string): void {
 }
 
 /** Start (or attach to) the promptOptimization run: workflow id = run id, a used run id is never started again. */
-export async function startPromptOptimization(client: Client, config: RunConfig): Promise<{ handle: WorkflowHandle; started: boolean }> {
+export function startPromptOptimization(client: Client, config: RunConfig): Promise<{ handle: WorkflowHandle; started: boolean }> {
   const apo = config.apo!;
-  try {
-    const handle = await client.workflow.start('promptOptimization', {
-      taskQueue: CPU_QUEUE,
-      workflowId: config.runId,
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      args: [config],
-      staticSummary: `prompt optimisation ${config.runId}: ${apo.rounds} rounds, beam ${apo.beamWidth}, ${apo.strategies.join(' + ')}`,
-    });
-    return { handle, started: true };
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return { handle: client.workflow.getHandle(config.runId), started: false };
-    throw err;
-  }
+  return startOrAttach(client, 'promptOptimization', config,
+    `prompt optimisation ${config.runId}: ${apo.rounds} rounds, beam ${apo.beamWidth}, ${apo.strategies.join(' + ')}`);
 }
 
 export const isApoStatus = (s: unknown): s is ApoStatus => (s as { kind?: unknown } | null)?.kind === 'promptOptimization';

@@ -18,24 +18,30 @@ export async function readRunConfig(file: string): Promise<RunConfig> {
 }
 
 /**
- * Start (or find) the run: the workflow id is the run id, so starting a run that exists (running or ended)
- * returns its handle — this is how an interrupted `volt train` / `make demo` resumes the same run.
+ * Start a run's workflow, or find it: the workflow id is the run id, so starting a run that exists (running or
+ * ended) returns its handle — this is how an interrupted `volt train` / `make demo` resumes the same run.
  */
-export async function startTrainingRun(client: Client, config: RunConfig): Promise<{ handle: WorkflowHandle; started: boolean }> {
+export async function startOrAttach(
+  client: Client, workflowType: string, config: RunConfig, staticSummary: string,
+): Promise<{ handle: WorkflowHandle; started: boolean }> {
   try {
-    const handle = await client.workflow.start('trainingRun', {
+    const handle = await client.workflow.start(workflowType, {
       taskQueue: CPU_QUEUE,
       workflowId: config.runId,
       // A run id names one run's storage for good: starting it again attaches to that run, even when it has ended.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [config],
-      staticSummary: `training run ${config.runId}: ${config.iterations} iterations of ${config.model.base}`,
+      staticSummary,
     });
     return { handle, started: true };
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return { handle: client.workflow.getHandle(config.runId), started: false };
     throw err;
   }
+}
+
+export function startTrainingRun(client: Client, config: RunConfig): Promise<{ handle: WorkflowHandle; started: boolean }> {
+  return startOrAttach(client, 'trainingRun', config, `training run ${config.runId}: ${config.iterations} iterations of ${config.model.base}`);
 }
 
 export const runHandle = (client: Client, runId: string) => client.workflow.getHandle(runId);
