@@ -42,6 +42,17 @@ async function open(overrides: Record<string, unknown> = {}) {
   return { token, post, spans, upstreamFailures: () => upstreamFailures };
 }
 
+/** After the agent went away: the upstream request was aborted too, and the span records the disconnect. */
+async function abortedSpan(r: Awaited<ReturnType<typeof open>>): Promise<Span> {
+  const entry = upstream.received.at(-1)!;
+  for (let i = 0; i < 100 && !entry.aborted; i++) await sleep(20);
+  assert.equal(entry.aborted, true, 'upstream saw the abort');
+  const [span] = await r.spans();
+  assert.equal(span!.status, 'error');
+  assert.match(span!.error!.message, /client disconnected/);
+  return span!;
+}
+
 function sseEvents(text: string): string[] {
   return text.split('\n\n').filter((b) => b.startsWith('data: ')).map((b) => b.slice(6));
 }
@@ -167,12 +178,7 @@ void describe('gateway against the scripted upstream', () => {
     while (upstream.script.length > 0) await sleep(10);
     controller.abort();
     assert.ok((await pending) instanceof Error);
-    const entry = upstream.received.at(-1)!;
-    for (let i = 0; i < 100 && !entry.aborted; i++) await sleep(20);
-    assert.equal(entry.aborted, true, 'upstream saw the abort');
-    const [span] = await r.spans();
-    assert.equal(span!.status, 'error');
-    assert.match(span!.error!.message, /client disconnected/);
+    await abortedSpan(r);
     assert.equal(r.upstreamFailures(), 0, "the agent's own disconnect is not a model failure");
   });
 
@@ -185,13 +191,8 @@ void describe('gateway against the scripted upstream', () => {
     const first = await reader.read();
     assert.match(new TextDecoder().decode(first.value), /^data: /);
     controller.abort();
-    const entry = upstream.received.at(-1)!;
-    for (let i = 0; i < 100 && !entry.aborted; i++) await sleep(20);
-    assert.equal(entry.aborted, true, 'upstream saw the abort');
-    const [span] = await r.spans();
-    assert.equal(span!.status, 'error');
-    assert.match(span!.error!.message, /client disconnected/);
-    assert.ok(span!.firstByteAt);
+    const span = await abortedSpan(r);
+    assert.ok(span.firstByteAt);
   });
 
   void it('the scripted upstream only ever saw well-formed requests', () => {
