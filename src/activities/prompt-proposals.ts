@@ -76,11 +76,10 @@ export const createPromptProposalActivities = (deps: Pick<ActivityDeps, 'store' 
       const result: ProposeOverlaysResult = { overlays: [], skipped: [] };
       const heartbeat = () => Context.current().heartbeat({ done: result.overlays.length + result.skipped.length, total: plans.length });
 
-      const stored = new Map<number, PromptOverlay>();
-      for (const plan of plans) {
-        const overlay = await overlayStore.get(runId, plan.version);
-        if (overlay) stored.set(plan.version, overlay);
-      }
+      // One listing serves both: the children a retried call already stored, and every prompt the run has tried.
+      const existing = await overlayStore.list(runId);
+      const planned = new Set(plans.map((p) => p.version));
+      const stored = new Map(existing.filter((o) => planned.has(o.version)).map((o) => [o.version, o]));
       let digests: RolloutDigest[] = [];
       if (stored.size < plans.length) digests = await loadRolloutDigests(deps.store, input.rollouts, await trainTasks(deps, config.tasks.trainFile));
       const parentOfRollout = new Map(input.rollouts.map((r) => [r.ref.rolloutId, r.parentVersion]));
@@ -95,7 +94,7 @@ export const createPromptProposalActivities = (deps: Pick<ActivityDeps, 'store' 
       // A child that renders the same as an existing version would spend validation rollouts on a known score.
       const promptKey = (o: { mode: string; template: string }) => JSON.stringify([o.mode, o.template]);
       const known = new Map<string, number>();
-      for (const o of await overlayStore.list(runId)) if (!known.has(promptKey(o))) known.set(promptKey(o), o.version);
+      for (const o of existing) if (!known.has(promptKey(o))) known.set(promptKey(o), o.version);
       const keep = async (plan: ChildPlan, proposal: Proposal) => {
         if (proposal.template.length > MAX_TEMPLATE_CHARS) return skip(plan, `template has ${proposal.template.length} characters (limit ${MAX_TEMPLATE_CHARS})`);
         const same = known.get(promptKey(proposal));
