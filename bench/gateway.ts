@@ -92,7 +92,7 @@ async function main() {
       await drainUploads(t);
     }
     console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell, mock upstream with a fixed 5-token answer`);
-    console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 5 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
+    console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 100 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
     console.log('volt-upl-now = same, uploading at once (a segment holds what queued meanwhile); volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
     console.log('Each Volt cell uses fresh rollouts (one per connection) and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
     const results = new Map<string, Awaited<ReturnType<typeof load>>>();

@@ -19,6 +19,8 @@ export const envSchema = z.object({
   VOLT_GATEWAY_ADMIN_KEY: z.string().min(8).default('volt-admin-dev-key'),
   /** When a span counts as durable: 'write' survives kill -9 (fdatasync follows within ms); 'fsync' also an OS crash. */
   VOLT_GATEWAY_WAL_SYNC: z.enum(['write', 'fsync']).default('write'),
+  /** 'write' mode: at most this long between a span's write and its background fdatasync (the OS-crash window). */
+  VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS: z.coerce.number().int().min(1).max(10_000).default(100),
   /** MiB of spans whose upload may wait (in the WAL and in memory) while agent calls are in flight; 0 = none. */
   VOLT_GATEWAY_UPLOAD_DEFER_MB: z.coerce.number().int().min(0).max(4096).default(32),
   VOLT_MODEL_SERVER_URL: z.url().default('http://127.0.0.1:8500'),

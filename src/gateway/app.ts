@@ -29,6 +29,8 @@ export interface GatewayDeps {
   durability?: Durability;
   /** When a WAL append counts as durable (see WalSync); 'write' unless set. */
   walSync?: WalSync;
+  /** 'write' mode: most milliseconds before a written span is fdatasync'd (WalOptions.syncIntervalMs). */
+  walSyncIntervalMs?: number;
   pauseWaitMs?: number;
   pauseRetryAfterS?: number;
   upstream?: UpstreamOptions;
@@ -48,6 +50,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const registry = new RolloutRegistry(path.join(root, 'rollouts.json'));
   const wal = new WriteAheadLog(path.join(root, 'wal'), {
     sync: deps.walSync ?? 'write',
+    syncIntervalMs: deps.walSyncIntervalMs,
     onSyncError: (err) => app.log.error({ err }, 'background WAL fdatasync failed; spans survive a process kill but not an OS crash'),
   });
   const inFlight = new InFlight();
@@ -74,7 +77,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     gate: new PauseGate(),
     log: app.log,
     closing: new Set(),
-    recorder: new SpanRecorder({ wal, uploader, store: deps.store, metrics, durability: deps.durability ?? 'wal' }),
+    recorder: new SpanRecorder({ wal, uploader, store: deps.store, metrics, inFlight, durability: deps.durability ?? 'wal' }),
     opts: { publicUrl: deps.publicUrl ?? '', adminKey: deps.adminKey, pauseWaitMs: deps.pauseWaitMs ?? 10_000, pauseRetryAfterS: deps.pauseRetryAfterS ?? 5 },
   };
 

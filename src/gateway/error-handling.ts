@@ -20,9 +20,11 @@ export function registerErrorHandling(app: FastifyInstance, metrics: GatewayMetr
     reply.code(404).send(errorBody(`no route for ${request.method} ${request.url.split('?')[0]}`, 'not_found_error', 'route_not_found')),
   );
 
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook, not an async one: it runs for every request and has nothing to await.
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.requests.inc({ route, status: String(reply.statusCode) });
     metrics.latency.observe({ route }, reply.elapsedTime / 1000);
+    done();
   });
 }

@@ -2,58 +2,44 @@
 import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Span } from '../contracts/span.js';
+import type { Cancellation } from './client-link.js';
 import { stripExtensions, isUsageOnlyChunk, type Asked } from './extensions.js';
 import type { GatewayCore } from './gateway-core.js';
 import { GatewayError, errorBody, typeForStatus } from './openai-error.js';
 import type { CallContext } from './span-record.js';
 import { sseData } from './sse.js';
 import { StreamAssembler } from './stream-assembler.js';
-import { header, type UpstreamResponse } from './upstream.js';
+import { header, type BufferedResponse, type UpstreamHeaders, type UpstreamResponse } from './upstream.js';
 
 const UPSTREAM_PATH: Record<Span['endpoint'], string> = { 'chat.completions': '/v1/chat/completions', completions: '/v1/completions' };
 
-/** Aborts when the agent goes away before its response finished, so the upstream request is cancelled too. */
-export function clientAbort(reply: FastifyReply): AbortController {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
-  });
-  return controller;
-}
-
 /** A non-streaming call: the span is durable before the response is sent. */
-export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Asked, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
-  let res: UpstreamResponse;
+export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Asked, reply: FastifyReply, link: Cancellation): Promise<unknown> {
+  let res: BufferedResponse;
   try {
-    res = await core.upstream.post(UPSTREAM_PATH[ctx.endpoint], JSON.stringify(ctx.upstreamRequest), signal);
+    res = await core.upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
   } catch (err) {
-    return failBeforeFirstByte(core, ctx, err, signal);
+    return failBeforeFirstByte(core, ctx, err, link);
   }
   const firstByteAt = new Date();
-  let text: string;
-  try {
-    text = await res.body.text();
-  } catch (err) {
-    return failBeforeFirstByte(core, ctx, err, signal);
-  }
-  const json = tryParse(text);
+  const json = tryParse(res.text);
   if (res.statusCode >= 400 || json === undefined) {
-    const message = upstreamMessage(json, text, res.statusCode);
+    const message = upstreamMessage(json, res.text, res.statusCode);
     upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
     await core.recorder.record(ctx, { response: json ?? null, firstByteAt, error: { status: res.statusCode, message } });
     throw agentError(res, message);
   }
-  await core.recorder.record(ctx, { response: json, firstByteAt, error: null });
+  await core.recorder.record(ctx, { response: json, responseText: res.text, firstByteAt, error: null });
   return reply.code(200).send(stripExtensions(json, asked));
 }
 
 /** A streaming call: chunks pass through as they arrive; the span is durable before `[DONE]` is written. */
-export async function relayStream(core: GatewayCore, ctx: CallContext, asked: Asked, reply: FastifyReply, request: FastifyRequest, signal: AbortSignal) {
+export async function relayStream(core: GatewayCore, ctx: CallContext, asked: Asked, reply: FastifyReply, request: FastifyRequest, link: Cancellation) {
   let res: UpstreamResponse;
   try {
-    res = await core.upstream.post(UPSTREAM_PATH[ctx.endpoint], JSON.stringify(ctx.upstreamRequest), signal);
+    res = await core.upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
   } catch (err) {
-    return failBeforeFirstByte(core, ctx, err, signal);
+    return failBeforeFirstByte(core, ctx, err, link);
   }
   const contentType = header(res.headers, 'content-type') ?? '';
   if (res.statusCode >= 400 || !contentType.includes('text/event-stream')) {
@@ -69,7 +55,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
   const out = reply.raw;
   out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   const write = async (s: string) => {
-    if (!out.write(s)) await once(out, 'drain', { signal });
+    if (!out.write(s)) await once(out, 'drain', { signal: link.signal });
   };
   const assembler = new StreamAssembler(ctx.endpoint);
   let firstByteAt: Date | null = null;
@@ -95,8 +81,8 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     if (!done && !error) error = { status: null, message: 'upstream stream ended before [DONE]' };
     if (error) upstreamFailed(core, ctx, 'stream_interrupted', null);
   } catch (err) {
-    error = { status: null, message: signal.aborted ? 'client disconnected' : `upstream stream failed: ${(err as Error).message}` };
-    if (!signal.aborted) upstreamFailed(core, ctx, 'stream_interrupted', null);
+    error = { status: null, message: link.gone ? 'client disconnected' : `upstream stream failed: ${(err as Error).message}` };
+    if (!link.gone) upstreamFailed(core, ctx, 'stream_interrupted', null);
     res.body.destroy();
   }
   try {
@@ -105,7 +91,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     request.log.error({ err }, 'span could not be made durable');
     error ??= { status: 500, message: 'gateway could not record the call' };
   }
-  if (!signal.aborted) {
+  if (!link.gone) {
     if (error) out.write(`data: ${JSON.stringify(errorBody(error.message, 'upstream_error', 'stream_interrupted'))}\n\n`);
     else out.write('data: [DONE]\n\n');
     out.end();
@@ -113,9 +99,9 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
   return reply;
 }
 
-async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unknown, signal: AbortSignal): Promise<never> {
-  const message = signal.aborted ? 'client disconnected' : `upstream unreachable: ${(err as Error).message}`;
-  if (signal.aborted) core.metrics.upstreamErrors.inc({ kind: 'client_abort' });
+async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unknown, link: Cancellation): Promise<never> {
+  const message = link.gone ? 'client disconnected' : `upstream unreachable: ${(err as Error).message}`;
+  if (link.gone) core.metrics.upstreamErrors.inc({ kind: 'client_abort' });
   else upstreamFailed(core, ctx, 'connect', null);
   await core.recorder.record(ctx, { response: null, firstByteAt: null, error: { status: null, message } });
   throw new GatewayError(502, message, { type: 'upstream_error', code: 'upstream_unreachable' });
@@ -131,7 +117,7 @@ function upstreamFailed(core: GatewayCore, ctx: CallContext, kind: string, statu
 }
 
 // Exhausted 429s keep their status and Retry-After so the agent's SDK backs off; 5xx become 502; other 4xx pass through.
-function agentError(res: UpstreamResponse, message: string): GatewayError {
+function agentError(res: { statusCode: number; headers: UpstreamHeaders }, message: string): GatewayError {
   const status = res.statusCode;
   if (status === 429) {
     const retryAfter = header(res.headers, 'retry-after');

@@ -2,12 +2,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { Span } from '../contracts/span.js';
 import { keys } from '../storage/keys.js';
+import { ClientLink } from './client-link.js';
 import { askedBy, upstreamBody } from './extensions.js';
 import type { GatewayCore } from './gateway-core.js';
 import { gatewayErrors } from './openai-error.js';
 import { applyPromptOverlay } from './prompt-overlay.js';
 import { loadRolloutOverlay } from './prompt-overlay-cache.js';
-import { clientAbort, relayJson, relayStream } from './proxy-call.js';
+import { relayJson, relayStream } from './proxy-call.js';
 import type { Rollout } from './registry.js';
 import { chatRequestSchema, completionRequestSchema, parseBody, rewardSchema } from './request-schema.js';
 import { redactHeaders } from './span-record.js';
@@ -28,10 +29,11 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
     if (core.gate.paused && !(await core.gate.waitOpen(core.opts.pauseWaitMs))) throw gatewayErrors.paused(core.opts.pauseRetryAfterS);
     // Re-checked after the pause: the rollout may have been closed while this call waited.
     const rollout = openRollout(request.params.token);
-    const abort = clientAbort(reply);
+    const link = new ClientLink(reply.raw);
     core.inFlight.begin(rollout);
     try {
       const overlay = rollout.overlay === undefined ? await loadRolloutOverlay(core, rollout) : rollout.overlay;
+      const upstreamRequest = applyPromptOverlay(upstreamBody(body, endpoint, rollout.record.policyModel, rollout.record.sampling), endpoint, overlay);
       const ctx = {
         rollout,
         seq: rollout.nextSeq++,
@@ -40,11 +42,12 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
         startedAt: new Date(),
         startMs: performance.now(),
         request: { body: request.body, headers: redactHeaders(request.headers) },
-        upstreamRequest: applyPromptOverlay(upstreamBody(body, endpoint, rollout.record.policyModel, rollout.record.sampling), endpoint, overlay),
+        upstreamRequest,
+        upstreamText: JSON.stringify(upstreamRequest),
       };
       const asked = askedBy(body, endpoint);
-      if (ctx.stream) return await relayStream(core, ctx, asked, reply, request, abort.signal);
-      return await relayJson(core, ctx, asked, reply, abort.signal);
+      if (ctx.stream) return await relayStream(core, ctx, asked, reply, request, link);
+      return await relayJson(core, ctx, asked, reply, link);
     } finally {
       core.inFlight.end(rollout);
     }

@@ -19,6 +19,7 @@ export async function runGateway(env: Readonly<VoltEnv> = loadEnv()): Promise<Fa
     modelServerUrl: env.VOLT_MODEL_SERVER_URL,
     adminKey: env.VOLT_GATEWAY_ADMIN_KEY,
     walSync: env.VOLT_GATEWAY_WAL_SYNC,
+    walSyncIntervalMs: env.VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS,
     uploadDeferBytes: env.VOLT_GATEWAY_UPLOAD_DEFER_MB * 1024 * 1024,
     publicUrl: url.origin,
     logger: { level: process.env.LOG_LEVEL ?? 'warn' },

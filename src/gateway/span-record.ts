@@ -12,10 +12,14 @@ export interface CallContext {
   startMs: number;
   request: Span['request'];
   upstreamRequest: unknown;
+  /** `upstreamRequest` as sent: serialised once, for the model server and for the span. */
+  upstreamText: string;
 }
 
 export interface CallOutcome {
   response: any;
+  /** `response` exactly as the engine sent it (non-streaming calls), recorded as received. */
+  responseText?: string;
   firstByteAt: Date | null;
   error: { status: number | null; message: string } | null;
 }
@@ -94,4 +98,15 @@ export function buildSpan(ctx: CallContext, outcome: CallOutcome): Span {
     status: outcome.error ? 'error' : 'ok',
     error: outcome.error,
   };
+}
+
+/**
+ * The span as one JSON line. The upstream request and the engine's answer go in as the text sent and received (valid
+ * JSON, already in hand), so neither is serialised again; an answer spread over several lines is re-serialised, since
+ * the WAL and span segments hold one span per line.
+ */
+export function serializeSpan(span: Span, ctx: CallContext, outcome: CallOutcome): string {
+  const { upstreamRequest: _sent, response: _received, ...rest } = span;
+  const received = outcome.responseText !== undefined && !outcome.responseText.includes('\n') ? outcome.responseText : JSON.stringify(span.response);
+  return `${JSON.stringify(rest).slice(0, -1)},"upstreamRequest":${ctx.upstreamText},"response":${received}}`;
 }

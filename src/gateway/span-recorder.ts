@@ -1,7 +1,8 @@
 import type { Span } from '../contracts/span.js';
 import { keys } from '../storage/keys.js';
+import type { InFlight } from './in-flight.js';
 import type { GatewayMetrics } from './metrics.js';
-import { buildSpan, type CallContext, type CallOutcome } from './span-record.js';
+import { buildSpan, serializeSpan, type CallContext, type CallOutcome } from './span-record.js';
 import type { GatewayStore } from './store.js';
 import type { SpanUploader } from './uploader.js';
 import type { WriteAheadLog } from './wal.js';
@@ -12,19 +13,20 @@ export type Durability = 'wal' | 'direct';
 /** Makes a call's span durable; returns only once it would survive `kill -9` of the gateway. */
 export class SpanRecorder {
   constructor(
-    private readonly deps: { wal: WriteAheadLog; uploader: SpanUploader; store: GatewayStore; metrics: GatewayMetrics; durability: Durability },
+    private readonly deps: { wal: WriteAheadLog; uploader: SpanUploader; store: GatewayStore; metrics: GatewayMetrics; inFlight: InFlight; durability: Durability },
   ) {}
 
   async record(ctx: CallContext, outcome: CallOutcome): Promise<Span> {
     const span = buildSpan(ctx, outcome);
     const key = keys.span(ctx.rollout.ref, span.seq);
     // Serialised now, so the caller may strip fields from the response it hands the agent afterwards.
-    const json = JSON.stringify(span);
+    const json = serializeSpan(span, ctx, outcome);
     if (this.deps.durability === 'direct') {
       const body = Buffer.from(json);
       await this.deps.store.putBytes(key, body, body.length, 'application/json');
     } else {
-      this.deps.uploader.enqueue(await this.deps.wal.append(key, json));
+      // A lone call has nobody to share its write(2) with, so it skips the wait for the end of the event-loop turn.
+      this.deps.uploader.enqueue(await this.deps.wal.append(key, json, this.deps.inFlight.count <= 1));
     }
     const { metrics } = this.deps;
     metrics.spans.inc({ status: span.status });

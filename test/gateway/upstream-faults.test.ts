@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Span } from '../../src/contracts/span.js';
+import { freePort } from '../../src/stack/ports.js';
 import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
@@ -26,15 +27,15 @@ after(async () => {
 
 const chat = (extra: Record<string, unknown> = {}) => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra });
 
-async function open(overrides: Record<string, unknown> = {}) {
+async function open(overrides: Record<string, unknown> = {}, on: RunningGateway = gw) {
   const input = rolloutInput(overrides);
-  const { token, baseUrl } = await gw.admin.register(input);
+  const { token, baseUrl } = await on.admin.register(input);
   const ref = { runId: input.runId, iteration: input.iteration, rolloutId: input.rolloutId, attempt: input.attempt };
   const post = (body: unknown, signal?: AbortSignal) =>
     fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body), signal });
   let upstreamFailures = -1;
   const spans = async () => {
-    ({ upstreamFailures } = await gw.admin.close(token));
+    ({ upstreamFailures } = await on.admin.close(token));
     const list: Span[] = [];
     for await (const s of readSpans(store, ref)) list.push(s);
     return list;
@@ -193,6 +194,47 @@ void describe('gateway against the scripted upstream', () => {
     controller.abort();
     const span = await abortedSpan(r);
     assert.ok(span.firstByteAt);
+  });
+
+  void it('an unreachable model server is retried, then answered with an OpenAI-shaped 502 and recorded as a model-side failure', async () => {
+    const down = await startGateway(store, services.dataDir, `http://127.0.0.1:${await freePort('127.0.0.1')}/v1`);
+    try {
+      const r = await open({}, down);
+      const res = await r.post(chat());
+      assert.equal(res.status, 502);
+      const err = (await res.json()) as { error: { message: string; type: string; code: string } };
+      assert.equal(err.error.code, 'upstream_unreachable');
+      const [span] = await r.spans();
+      assert.equal(span!.status, 'error');
+      assert.match(span!.error!.message, /upstream unreachable/);
+      assert.equal(r.upstreamFailures(), 1);
+      const metrics = await (await fetch(`${down.url}/metrics`)).text();
+      assert.match(metrics, /volt_gateway_upstream_errors_total\{kind="retry_connect"\} 3/);
+    } finally {
+      await down.close();
+    }
+  });
+
+  void it('a client disconnect during the retry wait ends the call: no further try reaches the model server', async () => {
+    const patient = await startGateway(store, services.dataDir, upstream.url, { upstream: { retryBaseMs: 1500, retryMaxMs: 1500 } });
+    try {
+      const r = await open({}, patient);
+      upstream.script.push({ kind: 'status', status: 503 });
+      const before = upstream.received.length;
+      const controller = new AbortController();
+      const pending = r.post(chat(), controller.signal).catch((e: Error) => e);
+      while (upstream.received.length === before) await sleep(10);
+      await sleep(100);
+      controller.abort();
+      assert.ok((await pending) instanceof Error);
+      const [span] = await r.spans();
+      assert.equal(span!.status, 'error');
+      assert.match(span!.error!.message, /client disconnected/);
+      await sleep(1600);
+      assert.equal(upstream.received.length - before, 1, 'the retry was never sent');
+    } finally {
+      await patient.close();
+    }
   });
 
   void it('the scripted upstream only ever saw well-formed requests', () => {

@@ -43,6 +43,20 @@ void describe('write-ahead log', () => {
     await wal.close();
   });
 
+  void it("an append made alone is written before append returns; others wait for the end of the turn and share one write", async () => {
+    const dir = freshDir();
+    const wal = new WriteAheadLog(dir, { sync: 'write' });
+    await wal.open();
+    const lines = () => (files(dir).length ? fs.readFileSync(path.join(dir, files(dir)[0]!), 'utf8').trim().split('\n').length : 0);
+    const alone = wal.append('k/alone', '{}', true);
+    assert.equal(lines(), 1, 'written synchronously');
+    const batched = [wal.append('k/a', '{}'), wal.append('k/b', '{}')];
+    assert.equal(lines(), 1, 'queued until the end of the turn');
+    await Promise.all([alone, ...batched]);
+    assert.equal(lines(), 3);
+    await wal.close();
+  });
+
   void it('replays another process\'s segment, skipping a torn last line, and deletes it once uploaded', async () => {
     const dir = freshDir();
     const torn = '{"key":"a","value":{"n":1}}\n{"key":"b","value":{"n":2}}\n{"key":"c","val';
