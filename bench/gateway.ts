@@ -1,7 +1,7 @@
 /**
  * Gateway overhead, side by side: direct to a mock upstream, through Volt (WAL durability in its sync modes, and
  * direct-to-S3 durability), through Portkey, and through a bare undici passthrough (the floor). Figures are printed,
- * not asserted. Run: node --import tsx bench/gateway.ts [--seconds 3]
+ * not asserted. Run: node --import tsx bench/gateway.ts [--seconds 3] [--rounds 3]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,10 +17,25 @@ import { keys } from '../src/storage/keys.js';
 import { createObjectStore } from '../src/storage/object-store.js';
 import { drainUploads, load, maxRps, ttfb, type Target } from './gateway-load.js';
 
-const SECONDS = Number(process.argv[process.argv.indexOf('--seconds') + 1] || 3) || 3;
+const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback);
+const SECONDS = arg('--seconds', 3);
+const ROUNDS = Math.max(1, Math.round(arg('--rounds', 3)));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const HOST = '127.0.0.1';
 const DEFER_MB = loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB;
 const children: ChildProcess[] = [];
+/** Bench target name -> pid of the process serving it (for its CPU time). */
+const pids = new Map<string, number>();
+
+/** CPU milliseconds (user + system) a process has used so far; Linux only (null elsewhere). */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in USER_HZ (100/s)
+  } catch {
+    return null;
+  }
+}
 
 /** Volt variants: [name, durability, WAL sync, upload defer bytes]; the first is the default configuration. */
 const VOLTS: [string, 'wal' | 'direct', 'write' | 'fsync', number][] = [
@@ -30,9 +45,10 @@ const VOLTS: [string, 'wal' | 'direct', 'write' | 'fsync', number][] = [
   ['volt-s3', 'direct', 'write', 0],
 ];
 
-async function spawnTarget(args: string[]): Promise<void> {
+async function spawnTarget(name: string, args: string[]): Promise<void> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/gateway-targets.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
+  pids.set(name, child.pid!);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -54,15 +70,15 @@ async function main() {
   try {
     const [up, pass, portkey] = (await Promise.all([1, 2, 3].map(() => freePort(HOST)))) as [number, number, number];
     const upstream = `http://${HOST}:${up}`;
-    await spawnTarget(['upstream', String(up)]);
+    await spawnTarget('direct', ['upstream', String(up)]);
     const voltPorts = await Promise.all(VOLTS.map(() => freePort(HOST)));
     await Promise.all([
-      spawnTarget(['passthrough', String(pass), upstream]),
+      spawnTarget('passthrough', ['passthrough', String(pass), upstream]),
       ...VOLTS.map(([name, durability, sync, deferred], i) =>
-        spawnTarget(['volt', String(voltPorts[i]), upstream, durability, path.join(dir, name), JSON.stringify(s3cfg), sync, String(deferred)])),
+        spawnTarget(name, ['volt', String(voltPorts[i]), upstream, durability, path.join(dir, name), JSON.stringify(s3cfg), sync, String(deferred)])),
     ]);
     let portkeyOk = true;
-    await spawnTarget(['portkey', String(portkey)]).catch((err: Error) => {
+    await spawnTarget('portkey', ['portkey', String(portkey)]).catch((err: Error) => {
       portkeyOk = false;
       console.log(`note: Portkey skipped, it did not start on Node ${process.version}: ${err.message.slice(0, 200)}`);
     });
@@ -91,27 +107,40 @@ async function main() {
       await load(await cell(t, 'warmup', 4), 4, 1); // warm-up: JIT, keep-alive sockets
       await drainUploads(t);
     }
-    console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell, mock upstream with a fixed 5-token answer`);
+    console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell (latency cells: median of ${ROUNDS} interleaved slices), mock upstream with a fixed 5-token answer`);
     console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 100 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
     console.log('volt-upl-now = same, uploading at once (a segment holds what queued meanwhile); volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
+    console.log('CPU us/call = CPU time of the process serving the target (for direct: the mock upstream) per call of the max req/s cell.');
     console.log('Each Volt cell uses fresh rollouts (one per connection) and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
-    const results = new Map<string, Awaited<ReturnType<typeof load>>>();
+    // Latency cells run in ROUNDS interleaved slices (every target once per round), and report the median slice, so a
+    // burst of noise on the shared machine lands on one slice of every target rather than on one target's whole cell.
+    const results = new Map<string, { p50: number; p99: number }>();
     const drains = new Map<string, number>();
     for (const c of [1, 16, 64]) {
-      for (const t of targets) {
-        const r = await load(await cell(t, `c${c}`, c), c, SECONDS);
-        results.set(`${t.name}@${c}`, r);
-        drains.set(`${t.name}@${c}`, await drainUploads(t));
-        if (r.errors) console.log(`  ${t.name} c=${c}: ${r.errors} non-200 answers`);
+      const slices = new Map<string, Awaited<ReturnType<typeof load>>[]>(targets.map((t) => [t.name, []]));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const t of targets) {
+          const r = await load(await cell(t, `c${c}-${round}`, c), c, SECONDS / ROUNDS);
+          slices.get(t.name)!.push(r);
+          drains.set(`${t.name}@${c}`, Math.max(drains.get(`${t.name}@${c}`) ?? 0, await drainUploads(t)));
+          if (r.errors) console.log(`  ${t.name} c=${c}: ${r.errors} non-200 answers`);
+        }
       }
+      for (const [name, rs] of slices) results.set(`${name}@${c}`, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
     }
     const rps = new Map<string, number>();
     const sustained = new Map<string, number>();
+    const cpu = new Map<string, [number, number] | null>();
     for (const t of targets) {
-      const r = await maxRps(await cell(t, 'max', 64), SECONDS);
+      const ready = await cell(t, 'max', 64);
+      const before = cpuMs(pids.get(t.name));
+      const r = await maxRps(ready, SECONDS);
+      const during = cpuMs(pids.get(t.name));
       rps.set(t.name, r.rps);
       // Requests over load time plus the time their spans took to reach S3 afterwards.
       sustained.set(t.name, r.requests / (SECONDS + (await drainUploads(t))));
+      const after = cpuMs(pids.get(t.name));
+      cpu.set(t.name, before === null || during === null || after === null ? null : [(1000 * (during - before)) / r.requests, (1000 * (after - before)) / r.requests]);
     }
     const ttfbs = new Map<string, number>();
     for (const t of targets) {
@@ -121,13 +150,15 @@ async function main() {
 
     const fmt = (n: number) => n.toFixed(3).padStart(8);
     const base = (c: number) => results.get(`direct@${c}`)!;
-    console.log(`${'target'.padEnd(13)}${[1, 16, 64].map((c) => `c=${c} p50 / p99 ms (added p50)`.padEnd(36)).join('')} max req/s  incl. drain  SSE TTFB ms (added)`);
+    console.log(`${'target'.padEnd(13)}${[1, 16, 64].map((c) => `c=${c} p50 / p99 ms (added p50)`.padEnd(36)).join('')} max req/s  incl. drain  SSE TTFB ms (added)  CPU us/call (incl. drain)`);
     for (const t of targets) {
       const cells = [1, 16, 64].map((c) => {
         const r = results.get(`${t.name}@${c}`)!;
         return `${fmt(r.p50)} /${fmt(r.p99)} (${(r.p50 - base(c).p50).toFixed(3)})`.padEnd(36);
       });
-      console.log(`${t.name.padEnd(13)}${cells.join('')} ${rps.get(t.name)!.toFixed(0).padStart(8)} ${sustained.get(t.name)!.toFixed(0).padStart(12)}   ${fmt(ttfbs.get(t.name)!)} (${(ttfbs.get(t.name)! - ttfbs.get('direct')!).toFixed(3)})`);
+      const c = cpu.get(t.name);
+      const cpuCell = c ? `${c[0].toFixed(0).padStart(6)} (${c[1].toFixed(0)})` : '   n/a';
+      console.log(`${t.name.padEnd(13)}${cells.join('')} ${rps.get(t.name)!.toFixed(0).padStart(8)} ${sustained.get(t.name)!.toFixed(0).padStart(12)}   ${fmt(ttfbs.get(t.name)!)} (${(ttfbs.get(t.name)! - ttfbs.get('direct')!).toFixed(3)})  ${cpuCell}`);
     }
     const drainLine = volts.map(({ name }) => `${name} ${[1, 16, 64].map((c) => drains.get(`${name}@${c}`)!.toFixed(1)).join('/')}`);
     console.log(`\nupload drain after the c=1/16/64 cells, s: ${drainLine.join(', ')}`);

@@ -51,10 +51,14 @@ export class Upstream {
 
   /** POST JSON for a streamed answer; returns the first response that is not retryable (or the last one), body unread. */
   post(path: string, body: string, cancel: Cancellation): Promise<UpstreamResponse> {
-    return this.withRetries(cancel, async () => {
-      const res = await this.pool.request({ method: 'POST', path: `${this.basePath}${path}`, headers: REQUEST_HEADERS, body, signal: cancel.signal });
-      return { statusCode: res.statusCode, headers: res.headers, body: res.body, discard: () => res.body.dump().then(() => undefined, () => undefined) };
-    });
+    return this.withRetries(
+      cancel,
+      async (attempts) => {
+        const res = await this.pool.request({ method: 'POST', path: `${this.basePath}${path}`, headers: REQUEST_HEADERS, body, signal: cancel.signal });
+        return { statusCode: res.statusCode, headers: res.headers, body: res.body, attempts };
+      },
+      (res) => res.body.dump().then(() => undefined, () => undefined),
+    );
   }
 
   /**
@@ -63,64 +67,39 @@ export class Upstream {
    * An error while the body is read fails like a connect error: the agent has received nothing yet.
    */
   postBuffered(path: string, body: string, cancel: Cancellation): Promise<BufferedResponse> {
-    return this.withRetries(cancel, async () => ({ ...(await this.dispatchBuffered(path, body, cancel)), discard: () => Promise.resolve() }));
+    const options: Dispatcher.DispatchOptions = { method: 'POST', path: `${this.basePath}${path}`, headers: REQUEST_HEADERS, body };
+    return this.withRetries(
+      cancel,
+      (attempts) => new Promise<BufferedResponse>((resolve, reject) => this.pool.dispatch(options, new BufferingHandler(cancel, attempts, resolve, reject))),
+      () => Promise.resolve(),
+    );
   }
 
   async close(): Promise<void> {
     await this.pool.close();
   }
 
-  private async withRetries<R extends { statusCode: number; headers: UpstreamHeaders; discard: () => Promise<void> }>(
-    cancel: Cancellation, send: () => Promise<R>,
-  ): Promise<Omit<R, 'discard'> & { attempts: number }> {
+  /** Sends until an answer is not retryable (429/5xx, connect errors) or the tries run out; `discard` drops a retried one. */
+  private async withRetries<R extends { statusCode: number; headers: UpstreamHeaders }>(
+    cancel: Cancellation, send: (attempt: number) => Promise<R>, discard: (res: R) => Promise<void>,
+  ): Promise<R> {
     const maxAttempts = this.opts.maxAttempts ?? 4;
     for (let attempt = 1; ; attempt++) {
       let res: R;
       try {
-        res = await send();
+        res = await send(attempt);
       } catch (err) {
         if (cancel.gone || attempt >= maxAttempts || !isConnectError(err)) throw err;
         this.opts.onRetry?.('connect');
         await sleep(this.backoff(attempt, null), undefined, { signal: cancel.signal });
         continue;
       }
-      const { discard, ...rest } = res;
       const retryable = res.statusCode === 429 || res.statusCode >= 500;
-      if (!retryable || attempt >= maxAttempts) return { ...rest, attempts: attempt };
-      await discard();
+      if (!retryable || attempt >= maxAttempts) return res;
+      await discard(res);
       this.opts.onRetry?.(String(res.statusCode));
       await sleep(this.backoff(attempt, header(res.headers, 'retry-after')), undefined, { signal: cancel.signal });
     }
-  }
-
-  private dispatchBuffered(path: string, body: string, cancel: Cancellation): Promise<Omit<BufferedResponse, 'attempts'>> {
-    return new Promise((resolve, reject) => {
-      let statusCode = 0;
-      let headers: UpstreamHeaders = {};
-      const chunks: Buffer[] = [];
-      let release = () => {};
-      this.pool.dispatch({ method: 'POST', path: `${this.basePath}${path}`, headers: REQUEST_HEADERS, body }, {
-        onRequestStart(controller) {
-          release();
-          release = cancel.onGone((reason) => controller.abort(reason));
-        },
-        onResponseStart(_controller, code, responseHeaders) {
-          statusCode = code;
-          headers = responseHeaders;
-        },
-        onResponseData(_controller, chunk) {
-          chunks.push(chunk);
-        },
-        onResponseEnd() {
-          release();
-          resolve({ statusCode, headers, text: Buffer.concat(chunks).toString('utf8') });
-        },
-        onResponseError(_controller, err) {
-          release();
-          reject(err);
-        },
-      });
-    });
   }
 
   private backoff(attempt: number, retryAfter: string | undefined | null): number {
@@ -129,6 +108,45 @@ export class Upstream {
     if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, max);
     const base = (this.opts.retryBaseMs ?? 100) * 2 ** (attempt - 1);
     return Math.min(base * (0.5 + Math.random()), max);
+  }
+}
+
+/** Reads a whole answer into memory; the agent's disconnect aborts it. One object per try, methods shared. */
+class BufferingHandler implements Dispatcher.DispatchHandler {
+  private statusCode = 0;
+  private headers: UpstreamHeaders = {};
+  private chunks: Buffer[] = [];
+  private release: () => void = () => undefined;
+
+  constructor(
+    private readonly cancel: Cancellation,
+    private readonly attempts: number,
+    private readonly resolve: (res: BufferedResponse) => void,
+    private readonly reject: (err: Error) => void,
+  ) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.release();
+    this.release = this.cancel.onGone((reason) => controller.abort(reason));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders): void {
+    this.statusCode = statusCode;
+    this.headers = headers;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.release();
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, text: Buffer.concat(this.chunks).toString('utf8'), attempts: this.attempts });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.release();
+    this.reject(err);
   }
 }
 
