@@ -10,7 +10,6 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadEnv } from '../src/config/env.js';
 import { GatewayAdminClient } from '../src/gateway/admin-client.js';
-import { GATEWAY_NODE_FLAGS } from '../src/gateway/node-flags.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { startS3Server } from '../src/stack/s3.js';
@@ -47,9 +46,7 @@ const VOLTS: [string, 'wal' | 'direct', 'write' | 'fsync', number][] = [
 ];
 
 async function spawnTarget(name: string, args: string[]): Promise<void> {
-  // Volt runs with the V8 flags its gateway process is started with in production.
-  const flags = args[0] === 'volt' ? GATEWAY_NODE_FLAGS : [];
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', 'bench/gateway-targets.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/gateway-targets.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   pids.set(name, child.pid!);
   let out = '';

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { envSchema, type VoltEnv } from '../config/env.js';
-import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.js';
 import { spawnService, type ServiceRecord } from './processes.js';
 import { waitUntilReady } from './readiness.js';
 import { workerIdentity, workerPolls } from './worker-polling.js';
@@ -70,7 +69,7 @@ export async function startGateway(o: AppServiceOptions): Promise<ServiceRecord>
     name: 'gateway',
     dataDir: o.env.dataDir,
     command: process.execPath,
-    args: [...GATEWAY_NODE_FLAGS, VOLT_CLI, 'gateway'],
+    args: [VOLT_CLI, 'gateway'],
     address: url,
     env: childVoltEnv(o.env),
     cwd: REPO_ROOT,
