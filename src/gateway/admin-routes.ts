@@ -41,14 +41,14 @@ export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): vo
     admin.post('/admin/rollouts/:token/close', async (request: TokenRequest) => {
       const rollout = find(core, request.params.token);
       const token = rollout.record.token;
-      if (rollout.record.status === 'closed') return { spans: rollout.record.spans ?? 0, upstreamFailures: rollout.upstreamFailures };
+      if (rollout.record.status === 'closed') return { spans: rollout.record.spans ?? 0, upstreamFailures: rollout.record.upstreamFailures };
       core.closing.add(token);
       try {
         await core.inFlight.rolloutIdle(rollout);
         await core.uploader.flush(keys.spans(rollout.ref));
         const spans = await countSpans(core.store, rollout.ref);
         await core.registry.markClosed(rollout, spans);
-        return { spans, upstreamFailures: rollout.upstreamFailures };
+        return { spans, upstreamFailures: rollout.record.upstreamFailures };
       } finally {
         core.closing.delete(token);
       }
@@ -80,5 +80,5 @@ function find(core: GatewayCore, token: string): Rollout {
 
 function describe(rollout: Rollout) {
   const { token: _token, ...record } = rollout.record;
-  return { ...record, inFlight: rollout.inFlight, nextSeq: rollout.nextSeq, upstreamFailures: rollout.upstreamFailures };
+  return { ...record, inFlight: rollout.inFlight, nextSeq: rollout.nextSeq };
 }

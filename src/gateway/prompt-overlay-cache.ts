@@ -62,7 +62,7 @@ export async function loadRolloutOverlay(core: GatewayCore, rollout: Rollout): P
   }
   if (!overlay) {
     // Serving the call without its overlay would record a wrong experiment; the attempt is an infra failure instead.
-    rollout.upstreamFailures += 1;
+    await core.registry.noteUpstreamFailure(rollout);
     throw new GatewayError(503, `prompt overlay version ${version} of run ${rollout.record.runId} could not be loaded`, {
       type: 'api_error', code: 'overlay_unavailable',
     });

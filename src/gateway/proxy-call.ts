@@ -25,7 +25,7 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   const json = tryParse(res.text);
   if (res.statusCode >= 400 || json === undefined) {
     const message = upstreamMessage(json, res.text, res.statusCode);
-    upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
+    await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
     await core.recorder.record(ctx, { response: json ?? null, firstByteAt, error: { status: res.statusCode, message } });
     throw agentError(res, message);
   }
@@ -46,7 +46,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     const text = await res.body.text().catch((e: Error) => e.message);
     const json = tryParse(text);
     const message = res.statusCode >= 400 ? upstreamMessage(json, text, res.statusCode) : `upstream answered ${contentType || 'no content-type'} to a stream request`;
-    upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
+    await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
     await core.recorder.record(ctx, { response: json ?? null, firstByteAt: new Date(), error: { status: res.statusCode, message } });
     throw res.statusCode >= 400 ? agentError(res, message) : new GatewayError(502, message, { type: 'upstream_error', code: 'bad_upstream_stream' });
   }
@@ -79,10 +79,10 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
       await write(`data: ${JSON.stringify(stripExtensions(chunk, asked))}\n\n`);
     }
     if (!done && !error) error = { status: null, message: 'upstream stream ended before [DONE]' };
-    if (error) upstreamFailed(core, ctx, 'stream_interrupted', null);
+    if (error) await upstreamFailed(core, ctx, 'stream_interrupted', null);
   } catch (err) {
     error = { status: null, message: link.gone ? 'client disconnected' : `upstream stream failed: ${(err as Error).message}` };
-    if (!link.gone) upstreamFailed(core, ctx, 'stream_interrupted', null);
+    if (!link.gone) await upstreamFailed(core, ctx, 'stream_interrupted', null);
     res.body.destroy();
   }
   try {
@@ -102,7 +102,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
 async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unknown, link: Cancellation): Promise<never> {
   const message = link.gone ? 'client disconnected' : `upstream unreachable: ${(err as Error).message}`;
   if (link.gone) core.metrics.upstreamErrors.inc({ kind: 'client_abort' });
-  else upstreamFailed(core, ctx, 'connect', null);
+  else await upstreamFailed(core, ctx, 'connect', null);
   await core.recorder.record(ctx, { response: null, firstByteAt: null, error: { status: null, message } });
   throw new GatewayError(502, message, { type: 'upstream_error', code: 'upstream_unreachable' });
 }
@@ -111,9 +111,11 @@ async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unk
  * Counts a failure on the model side. A 404 is one too (the gateway chose the model, so an unknown one is not the
  * agent's fault); other 4xx are the agent's own bad requests.
  */
-function upstreamFailed(core: GatewayCore, ctx: CallContext, kind: string, status: number | null): void {
+async function upstreamFailed(core: GatewayCore, ctx: CallContext, kind: string, status: number | null): Promise<void> {
   core.metrics.upstreamErrors.inc({ kind });
-  if (status === null || status === 404 || status === 429 || status >= 500 || status < 400) ctx.rollout.upstreamFailures += 1;
+  if (status !== null && status >= 400 && status < 500 && status !== 404 && status !== 429) return;
+  // Made durable before the agent hears of it: a gateway restart must not turn this attempt back into a clean one.
+  await core.registry.noteUpstreamFailure(ctx.rollout).catch((err: unknown) => core.log.error({ err }, 'could not persist an upstream failure'));
 }
 
 // Exhausted 429s keep their status and Retry-After so the agent's SDK backs off; 5xx become 502; other 4xx pass through.

@@ -35,6 +35,8 @@ const rolloutSchema = registerRolloutSchema.extend({
   createdAt: z.string(),
   closedAt: z.string().nullable(),
   spans: z.number().int().min(0).nullable(),
+  /** Calls of this attempt that failed on the model side (after retries): the attempt is an infra failure. Kept on disk, so a restart never forgets one. */
+  upstreamFailures: z.number().int().min(0).default(0),
 });
 export type RolloutRecord = z.output<typeof rolloutSchema>;
 
@@ -44,8 +46,6 @@ export interface Rollout {
   ref: RolloutRef;
   nextSeq: number;
   inFlight: number;
-  /** Calls of this attempt that failed on the model side (after retries): the attempt is an infra failure. */
-  upstreamFailures: number;
   idle: (() => void)[];
   /** The overlay its calls get; undefined until loaded (set at registration, or on the first call after a restart). */
   overlay: PromptOverlay | null | undefined;
@@ -92,10 +92,17 @@ export class RolloutRegistry {
       createdAt: new Date().toISOString(),
       closedAt: null,
       spans: null,
+      upstreamFailures: 0,
     };
     const rollout = this.add(record);
     await this.persist();
     return { rollout, created: true };
+  }
+
+  /** Counts a model-side failure of one of the rollout's calls; durable once this resolves. */
+  async noteUpstreamFailure(rollout: Rollout): Promise<void> {
+    rollout.record.upstreamFailures += 1;
+    await this.persist();
   }
 
   async markClosed(rollout: Rollout, spans: number): Promise<void> {
@@ -107,7 +114,7 @@ export class RolloutRegistry {
 
   private add(record: RolloutRecord): Rollout {
     const ref: RolloutRef = { runId: record.runId, iteration: record.iteration, rolloutId: record.rolloutId, attempt: record.attempt };
-    const rollout: Rollout = { record, ref, nextSeq: 0, inFlight: 0, upstreamFailures: 0, idle: [], overlay: record.promptOverlay ? undefined : null };
+    const rollout: Rollout = { record, ref, nextSeq: 0, inFlight: 0, idle: [], overlay: record.promptOverlay ? undefined : null };
     this.byToken.set(record.token, rollout);
     this.byRef.set(refKey(ref), rollout);
     return rollout;

@@ -88,4 +88,31 @@ void describe('gateway crash recovery', () => {
       assert.equal(await new Promise((r) => second.once('exit', r)), 0, 'graceful SIGTERM exits 0');
     });
   }
+
+  void it('a model-side failure survives kill -9: closing the attempt after a restart still reports it', async () => {
+    const dataDir = fs.mkdtempSync(path.join(services.dataDir, 'crash-'));
+    const port = await freePort('127.0.0.1');
+    const first = await spawnGateway(dataDir, port, services.s3.endpoint, 'write');
+    const admin = new GatewayAdminClient(`http://127.0.0.1:${port}`, ADMIN_KEY);
+    const input = rolloutInput();
+    const { token, baseUrl } = await admin.register(input);
+    for (let i = 0; i < 4; i++) upstream.script.push({ kind: 'status', status: 500 });
+    const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+    assert.equal(res.status, 502);
+    await res.text();
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+
+    const second = await spawnGateway(dataDir, port, services.s3.endpoint, 'write');
+    const ok = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+    assert.equal(ok.status, 200);
+    await ok.text();
+    assert.deepEqual(await admin.close(token), { spans: 2, upstreamFailures: 1 }, 'the failure before the crash still marks the attempt');
+    second.kill('SIGKILL');
+    await new Promise((r) => second.once('exit', r));
+    const third = await spawnGateway(dataDir, port, services.s3.endpoint, 'write');
+    assert.deepEqual(await admin.close(token), { spans: 2, upstreamFailures: 1 }, 'and so does the closed record');
+    third.kill('SIGTERM');
+    await new Promise((r) => third.once('exit', r));
+  });
 });
