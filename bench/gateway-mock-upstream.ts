@@ -30,7 +30,7 @@ const sse = (model: string) => {
   return chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`);
 };
 
-/** The bench's mock model server: a fixed small chat completion (JSON or 5 SSE chunks), answered at once. */
+/** The bench's mock model server: a fixed small chat completion (JSON at once, or 5 SSE chunks: one at once, four 2 ms later). */
 export function startMockUpstream(port: number): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
@@ -48,9 +48,15 @@ export function startMockUpstream(port: number): Promise<http.Server> {
         res.writeHead(200, { 'content-type': 'application/json' }).end(response(model));
         return;
       }
+      // Like an engine, the first token goes out at once and the rest follow a little later (not in the same packet),
+      // so time to first byte measures the first token, not the whole answer.
+      const [first, ...rest] = sse(model);
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      for (const c of sse(model)) res.write(c);
-      res.end('data: [DONE]\n\n');
+      res.write(first);
+      setTimeout(() => {
+        for (const c of rest) res.write(c);
+        res.end('data: [DONE]\n\n');
+      }, 2);
     });
   });
   server.keepAliveTimeout = 60_000;
