@@ -63,7 +63,8 @@ export class Upstream {
 
   /**
    * POST JSON and read the whole answer. Uses undici's dispatch handler directly: a non-streaming call needs neither
-   * a body stream nor an AbortSignal, and skipping both takes a fifth off the gateway's CPU per call (bench/gateway.ts).
+   * a body stream nor an AbortSignal, and skipping both saved about a fifth of the gateway's CPU per call (measured
+   * like bench/gateway.ts's CPU column: ~150 -> ~120 µs).
    * An error while the body is read fails like a connect error: the agent has received nothing yet.
    */
   postBuffered(path: string, body: string, cancel: Cancellation): Promise<BufferedResponse> {
