@@ -41,10 +41,16 @@ export const rewardsKeyFor = (config: RunConfig, iteration: number, mode: 'train
   mode === 'train' ? keys.rewards(config.runId, iteration) : keys.evaluation(config.runId, iteration, label);
 
 export const createRewardActivities = (deps: ActivityDeps) => ({
-  /** Score every rollout with the run's reward spec and write one rewards file; a re-run rewrites the same file. */
+  /** Score every rollout with the run's reward spec and write one rewards file, then release the kept workdirs; a retry reuses the file. */
   async computeRewards(input: ComputeRewardsInput): Promise<{ meanReward: number; scored: number; infraFailed: number; rewardsKey: string }> {
     const ctx = Context.current();
     const { config, iteration, mode, label } = input;
+    const rewardsKey = rewardsKeyFor(config, iteration, mode, label);
+    // Scored once: a retry after the file was written reuses it (the workdirs it scored are released by then).
+    const existing = await deps.store.getJsonOrNull<RewardsFile>(rewardsKey);
+    if (existing && sameRollouts(existing, input.results)) {
+      return { meanReward: existing.meanReward, scored: existing.scored, infraFailed: existing.infraFailed, rewardsKey };
+    }
     const { byId } = await deps.taskSets.load(mode === 'train' ? config.tasks.trainFile : config.tasks.evalFile);
     const rollouts: ScoredRolloutRecord[] = [];
     for (const launched of input.results) {
@@ -69,8 +75,15 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
     const values = rollouts.flatMap((r) => (r.reward === null ? [] : [r.reward]));
     const meanReward = values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
     const file: RewardsFile = { mode, label, meanReward, scored: values.length, infraFailed: rollouts.length - values.length, rollouts };
-    const rewardsKey = rewardsKeyFor(config, iteration, mode, label);
     await deps.store.putJson(rewardsKey, file);
+    // Kept workdirs were only needed to score; on a long run they would fill the worker's disk.
+    if (config.rollouts.runner === 'local') await deps.runner.release?.(config.runId, iteration, input.results.map((r) => r.rolloutId));
     return { meanReward, scored: file.scored, infraFailed: file.infraFailed, rewardsKey };
   },
 });
+
+/** The stored file scored exactly these rollout attempts. */
+function sameRollouts(file: RewardsFile, results: readonly LaunchedRollout[]): boolean {
+  const ids = (xs: readonly { rolloutId: string; attempt: number }[]) => xs.map((x) => `${x.rolloutId}#${x.attempt}`).sort().join('\n');
+  return Array.isArray(file.rollouts) && ids(file.rollouts) === ids(results);
+}

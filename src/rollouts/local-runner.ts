@@ -3,7 +3,7 @@ import { mkdir, open, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseFrozen } from '../config/errors.js';
 import type { RolloutOutcome } from '../contracts/rollout.js';
-import { keys } from '../storage/keys.js';
+import { assertId, keys } from '../storage/keys.js';
 import { localAgentEnv } from './agent-env.js';
 import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
 import { uploadLogs } from './log-sink.js';
@@ -58,9 +58,18 @@ export class LocalRunner implements RolloutRunner {
     }
   }
 
+  async release(runId: string, iteration: number, rolloutIds: readonly string[]): Promise<void> {
+    for (const rolloutId of rolloutIds) await rm(this.rolloutDir(runId, iteration, rolloutId), { recursive: true, force: true });
+  }
+
+  /** Every attempt of a rollout lives under one directory; the ids pass assertId, so none can leave the root. */
+  private rolloutDir(runId: string, iteration: number, rolloutId: string): string {
+    return path.join(this.o.root, assertId('run', runId), String(iteration).padStart(6, '0'), assertId('rollout', rolloutId));
+  }
+
   private async attempt(spec: RolloutSpec, signal: AbortSignal, options: RunOptions): Promise<RunnerResult> {
     const { ref } = spec;
-    const base = path.join(this.o.root, ref.runId, String(ref.iteration).padStart(6, '0'), ref.rolloutId, `attempt-${ref.attempt}`);
+    const base = path.join(this.rolloutDir(ref.runId, ref.iteration, ref.rolloutId), `attempt-${ref.attempt}`);
     const workdir = path.join(base, 'work');
     const files = { taskFile: path.join(base, 'task.json'), outputFile: path.join(base, 'output.txt') };
     const result = (outcome: RolloutOutcome, p: Partial<AgentProcessResult>, detail: string | null, outputText: string | null) => ({

@@ -78,6 +78,8 @@ export interface LogSink {
 /** Runs one attempt. Resolves with an outcome for everything but cancellation, which rejects after cleanup. */
 export interface RolloutRunner {
   run(spec: RolloutSpecInput, signal: AbortSignal, options?: RunOptions): Promise<RunnerResult>;
+  /** Frees what an iteration's rollouts left on this machine (their kept workdirs), once their rewards are stored. */
+  release?(runId: string, iteration: number, rolloutIds: readonly string[]): Promise<void>;
 }
 
 /** The rejection of `run` when its signal was aborted; the agent was stopped before it was raised. */
