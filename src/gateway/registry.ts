@@ -35,7 +35,10 @@ const rolloutSchema = registerRolloutSchema.extend({
   createdAt: z.string(),
   closedAt: z.string().nullable(),
   spans: z.number().int().min(0).nullable(),
-  /** Calls of this attempt that failed on the model side (after retries): the attempt is an infra failure. Kept on disk, so a restart never forgets one. */
+  /**
+   * Calls of this attempt that failed on the model side (after retries): the attempt is an infra failure. Kept on
+   * disk, so a gateway restart never forgets one.
+   */
   upstreamFailures: z.number().int().min(0).default(0),
 });
 export type RolloutRecord = z.output<typeof rolloutSchema>;
