@@ -41,7 +41,10 @@ export const rewardsKeyFor = (config: RunConfig, iteration: number, mode: 'train
   mode === 'train' ? keys.rewards(config.runId, iteration) : keys.evaluation(config.runId, iteration, label);
 
 export const createRewardActivities = (deps: ActivityDeps) => ({
-  /** Score every rollout with the run's reward spec and write one rewards file, then release the kept workdirs; a retry reuses the file. */
+  /**
+   * Score every rollout with the run's reward spec, write one rewards file, then release the rollouts' kept workdirs;
+   * a retry reuses the stored file.
+   */
   async computeRewards(input: ComputeRewardsInput): Promise<{ meanReward: number; scored: number; infraFailed: number; rewardsKey: string }> {
     const ctx = Context.current();
     const { config, iteration, mode, label } = input;
