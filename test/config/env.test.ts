@@ -21,6 +21,8 @@ void describe('loadEnv', () => {
     assert.equal(env.VOLT_TEMPORAL_UI_PORT, 8233);
     assert.equal(env.VOLT_S3_ENDPOINT, 'http://127.0.0.1:9100');
     assert.equal(env.dataDir, path.join('/srv/volt', '.volt'));
+    assert.equal(env.VOLT_GATEWAY_WAL_SYNC, 'write');
+    assert.equal(env.VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS, 100);
     assert.ok(Object.isFrozen(env));
   });
 
@@ -38,6 +40,8 @@ void describe('loadEnv', () => {
     ['VOLT_TEMPORAL_UI_PORT', 'eighty', /VOLT_TEMPORAL_UI_PORT: /],
     ['VOLT_S3_BUCKET', 'Bad_Bucket', /VOLT_S3_BUCKET: invalid S3 bucket name/],
     ['VOLT_S3_SECRET_KEY', 'short', /VOLT_S3_SECRET_KEY: /],
+    ['VOLT_GATEWAY_WAL_SYNC', 'sometimes', /VOLT_GATEWAY_WAL_SYNC: /],
+    ['VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS', '0', /VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS: /],
   ];
   for (const [name, value, message] of cases) {
     void it(`${name}=${value} is rejected with the field's path`, () => {
