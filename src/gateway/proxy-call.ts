@@ -21,7 +21,7 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   } catch (err) {
     return failBeforeFirstByte(core, ctx, err, link);
   }
-  const firstByteAt = new Date();
+  const firstByteAt = res.headersAt;
   const json = tryParse(res.text);
   if (res.statusCode >= 400 || json === undefined) {
     const message = upstreamMessage(json, res.text, res.statusCode);

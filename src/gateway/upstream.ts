@@ -27,6 +27,8 @@ export interface UpstreamResponse {
 export interface BufferedResponse {
   statusCode: number;
   headers: UpstreamHeaders;
+  /** When the answer's status line and headers arrived (the span's firstByteAt). */
+  headersAt: Date;
   text: string;
   attempts: number;
 }
@@ -116,6 +118,7 @@ export class Upstream {
 class BufferingHandler implements Dispatcher.DispatchHandler {
   private statusCode = 0;
   private headers: UpstreamHeaders = {};
+  private headersAt = new Date(0);
   private chunks: Buffer[] = [];
   private release: () => void = () => undefined;
 
@@ -134,6 +137,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: UpstreamHeaders): void {
     this.statusCode = statusCode;
     this.headers = headers;
+    this.headersAt = new Date();
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -142,7 +146,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.release();
-    this.resolve({ statusCode: this.statusCode, headers: this.headers, text: Buffer.concat(this.chunks).toString('utf8'), attempts: this.attempts });
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, headersAt: this.headersAt, text: Buffer.concat(this.chunks).toString('utf8'), attempts: this.attempts });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {

@@ -56,6 +56,10 @@ export interface RolloutRef {
   attempt: number;
 }
 
+/** The name of a spans segment under an attempt's spans prefix (keys.spanSegment). */
+export const spanSegmentName = (firstSeq: number, lastSeq: number) =>
+  `${pad(assertIndex('seq', firstSeq), 8)}-${pad(assertIndex('seq', lastSeq), 8)}.jsonl`;
+
 export const keys = {
   run: (runId: string) => `runs/${assertId('run', runId)}/`,
   runConfig: (runId: string) => `${keys.run(runId)}config.json`,
@@ -74,8 +78,7 @@ export const keys = {
   spans: (r: RolloutRef) => `${keys.rollout(r)}spans/`,
   span: (r: RolloutRef, seq: number) => `${keys.spans(r)}${pad(assertIndex('seq', seq), 8)}.json`,
   /** Spans first..last of one attempt as JSON Lines, one span per line; read both layouts with src/storage/spans.ts. */
-  spanSegment: (r: RolloutRef, firstSeq: number, lastSeq: number) =>
-    `${keys.spans(r)}${pad(assertIndex('seq', firstSeq), 8)}-${pad(assertIndex('seq', lastSeq), 8)}.jsonl`,
+  spanSegment: (r: RolloutRef, firstSeq: number, lastSeq: number) => `${keys.spans(r)}${spanSegmentName(firstSeq, lastSeq)}`,
   agentRewards: (r: RolloutRef) => `${keys.rollout(r)}agent-rewards.json`,
   rewards: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}rewards.json`,
   /** The iteration's training samples as one safetensors file (src/batches/batch-file.ts, schemas/sample.schema.json). */

@@ -1,5 +1,5 @@
 import type { Span } from '../contracts/span.js';
-import { keys, type RolloutRef } from './keys.js';
+import { keys, spanSegmentName, type RolloutRef } from './keys.js';
 
 /** What reading spans needs from the object store; the full ObjectStore and the gateway's store both fit. */
 export interface SpanStore {
@@ -41,8 +41,7 @@ export function parseSpanKey(key: string): SpanKey | null {
 export function segmentKeyFor(spanKey: string, first: number, last: number): string {
   const parsed = parseSpanKey(spanKey);
   if (!parsed || parsed.first !== parsed.last) throw new Error(`not a single-span key: ${JSON.stringify(spanKey)}`);
-  const pad = (n: number) => String(n).padStart(8, '0');
-  return `${parsed.spansPrefix}${pad(first)}-${pad(last)}.jsonl`;
+  return `${parsed.spansPrefix}${spanSegmentName(first, last)}`;
 }
 
 function parseObject(key: string, bytes: Buffer, segment: boolean): Span[] {
