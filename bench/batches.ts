@@ -15,7 +15,7 @@ import { buildBatch } from '../src/batches/build-batch.js';
 import { batchConfigSchema } from '../src/batches/config.js';
 import type { ScoredRollout } from '../src/batches/groups.js';
 import { syntheticRollout } from '../src/batches/synthetic-spans.js';
-import type { RolloutRef } from '../src/storage/keys.js';
+import type { RolloutRef } from '../src/contracts/rollout.js';
 
 const { values } = parseArgs({ options: { spans: { type: 'string', default: '100000' }, turns: { type: 'string', default: '8' }, reps: { type: 'string', default: '3' }, only: { type: 'string' } } });
 const turns = Number(values.turns);

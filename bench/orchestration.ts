@@ -13,9 +13,9 @@ import { startTrainingRun } from '../src/client/runs.js';
 import { parseRunConfig } from '../src/config/run.js';
 import { keys } from '../src/storage/keys.js';
 import { createObjectStore } from '../src/storage/object-store.js';
-import type { RolloutOutcomeRecord } from '../src/activities/rollouts.js';
 import type { RunStatus } from '../src/workflows/types.js';
 import { root, startPipelineStack, tinyRunConfig } from '../test/pipeline/harness.js';
+import { rolloutOutcomeRecordSchema, rolloutStartedSchema } from '../src/contracts/rollout-outcome.js';
 
 const { values } = parseArgs({ options: { rollouts: { type: 'string', default: '64' }, concurrency: { type: 'string', default: '8' } } });
 const rollouts = Number(values.rollouts);
@@ -49,8 +49,8 @@ try {
     let last = 0;
     for await (const o of store.list(keys.iteration(config.runId, 0) + 'rollouts/')) {
       if (!o.key.endsWith('/outcome.json')) continue;
-      const rec = await store.getJson<RolloutOutcomeRecord & { final: { durationMs: number } }>(o.key);
-      const started = await store.getJson<{ startedAt: string }>(keys.rolloutStarted(rec.final.ref));
+      const rec = await store.getJson(o.key, rolloutOutcomeRecordSchema);
+      const started = await store.getJson(keys.rolloutStarted(rec.final.ref), rolloutStartedSchema);
       const t0 = Date.parse(started.startedAt);
       first = Math.min(first, t0);
       last = Math.max(last, t0 + rec.final.durationMs);

@@ -15,6 +15,7 @@ import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { s3Client, startS3Server } from '../src/stack/s3.js';
 import { createObjectStore } from '../src/storage/object-store.js';
+import { z } from 'zod';
 
 const { values } = parseArgs({ options: {
   small: { type: 'string', default: '200' }, mib: { type: 'string', default: '32' },
@@ -91,7 +92,7 @@ try {
       sample(0, 'memArray');
       await store.putJson('jsonl/array.json', all);
     });
-    const ar = await ms(async () => { const all = await store.getJson<unknown[]>('jsonl/array.json'); sample(0, 'memArray'); return all.length; });
+    const ar = await ms(async () => { const all = await store.getJson('jsonl/array.json', z.array(z.unknown())); sample(0, 'memArray'); return all.length; });
     if (!probe) { res.stream.push(tw); res.streamRead.push(tr); res.array.push(aw); res.arrayRead.push(ar); }
   }
   const lps = (xs: number[]) => Math.round(LINES / (median(xs) / 1000));

@@ -3,8 +3,8 @@ import { writeBatch } from '../batches/batch-io.js';
 import type { ScoredRollout } from '../batches/groups.js';
 import { keys } from '../storage/keys.js';
 import type { ActivityDeps } from './deps.js';
-import type { RewardsFile } from './rewards.js';
-import type { RolloutOutcomeRecord } from './rollouts.js';
+import { rewardsFileSchema } from '../contracts/rewards.js';
+import { rolloutOutcomeRecordSchema } from '../contracts/rollout-outcome.js';
 
 export const createBatchActivities = (deps: ActivityDeps) => ({
   /** Rewarded rollouts → samples.safetensors + manifest.json for the iteration (deterministic, so a re-run rewrites the same). */
@@ -12,10 +12,10 @@ export const createBatchActivities = (deps: ActivityDeps) => ({
     samples: number; tokens: number; batchKey: string; manifestKey: string; dropReasons: string;
   }> {
     const { config, iteration } = input;
-    const rewards = await deps.store.getJson<RewardsFile>(input.rewardsKey);
+    const rewards = await deps.store.getJson(input.rewardsKey, rewardsFileSchema);
     const scored: ScoredRollout[] = [];
     for (const r of rewards.rollouts) {
-      const record = await deps.store.getJson<RolloutOutcomeRecord>(keys.rolloutOutcome(config.runId, iteration, r.rolloutId));
+      const record = await deps.store.getJson(keys.rolloutOutcome(config.runId, iteration, r.rolloutId), rolloutOutcomeRecordSchema);
       scored.push({ result: record.final, reward: r.reward });
     }
     const written = await writeBatch(deps.store, config.runId, iteration, scored, config.batch);

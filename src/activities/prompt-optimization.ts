@@ -4,7 +4,8 @@ import { FailureType } from '../contracts/failures.js';
 import type { PromptOverlay } from '../contracts/prompt-overlay.js';
 import { createPromptOverlayStore } from '../storage/prompt-overlays.js';
 import type { ActivityDeps } from './deps.js';
-import { rewardsKeyFor, type RewardsFile } from './rewards.js';
+import { rewardsKeyFor } from './rewards.js';
+import { rewardsFileSchema } from '../contracts/rewards.js';
 
 export interface ScoredRollout {
   rolloutId: string;
@@ -66,7 +67,7 @@ export const createPromptOptimizationActivities = (deps: Pick<ActivityDeps, 'sto
 
     /** Per-rollout rewards of one rewards file (infra failures left out), so proposers see which rollouts worked. */
     async scoredRollouts(input: { config: RunConfig; iteration: number; mode: 'train' | 'eval'; label: string }): Promise<ScoredRollout[]> {
-      const file = await deps.store.getJson<RewardsFile>(rewardsKeyFor(input.config, input.iteration, input.mode, input.label));
+      const file = await deps.store.getJson(rewardsKeyFor(input.config, input.iteration, input.mode, input.label), rewardsFileSchema);
       return file.rollouts.flatMap((r) =>
         r.reward === null ? [] : [{ rolloutId: r.rolloutId, attempt: r.attempt, taskId: r.taskId, groupId: r.groupId, reward: r.reward }],
       );

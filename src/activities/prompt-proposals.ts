@@ -8,10 +8,10 @@ import type { RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
 import type { PromptOverlay } from '../contracts/prompt-overlay.js';
 import type { Task } from '../contracts/task.js';
-import type { RolloutRef } from '../storage/keys.js';
 import { createPromptOverlayStore } from '../storage/prompt-overlays.js';
 import { TaskSetError } from '../tasks/task-set.js';
 import type { ActivityDeps } from './deps.js';
+import type { RolloutRef } from '../contracts/rollout.js';
 
 export interface ProposeOverlaysInput {
   config: RunConfig;

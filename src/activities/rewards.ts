@@ -5,29 +5,8 @@ import { scoreRollout } from '../rewards/registry.js';
 import { RewardInfraError } from '../rewards/types.js';
 import { keys } from '../storage/keys.js';
 import type { ActivityDeps } from './deps.js';
-import type { LaunchedRollout, RolloutOutcomeRecord } from './rollouts.js';
-
-export interface ScoredRolloutRecord {
-  rolloutId: string;
-  attempt: number;
-  taskId: string;
-  groupId: string;
-  outcome: RolloutOutcomeRecord['final']['outcome'];
-  /** null when the rollout failed for infrastructure reasons or its reward could not be computed: never a zero. */
-  reward: number | null;
-  parts: Record<string, number>;
-  flags: string[];
-  error: string | null;
-}
-
-export interface RewardsFile {
-  mode: 'train' | 'eval';
-  label: string;
-  meanReward: number;
-  scored: number;
-  infraFailed: number;
-  rollouts: ScoredRolloutRecord[];
-}
+import { rewardsFileSchema, type RewardsFile, type ScoredRolloutRecord } from '../contracts/rewards.js';
+import { rolloutOutcomeRecordSchema, type LaunchedRollout } from '../contracts/rollout-outcome.js';
 
 export interface ComputeRewardsInput {
   config: RunConfig;
@@ -50,7 +29,7 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
     const { config, iteration, mode, label } = input;
     const rewardsKey = rewardsKeyFor(config, iteration, mode, label);
     // Scored once: a retry after the file was written reuses it (the workdirs it scored are released by then).
-    const existing = await deps.store.getJsonOrNull<RewardsFile>(rewardsKey);
+    const existing = await deps.store.getJsonOrNull(rewardsKey, rewardsFileSchema);
     if (existing && sameRollouts(existing, input.results)) {
       return { meanReward: existing.meanReward, scored: existing.scored, infraFailed: existing.infraFailed, rewardsKey };
     }
@@ -58,7 +37,7 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
     const rollouts: ScoredRolloutRecord[] = [];
     for (const launched of input.results) {
       ctx.heartbeat({ scored: rollouts.length, total: input.results.length });
-      const record = await deps.store.getJson<RolloutOutcomeRecord>(keys.rolloutOutcome(config.runId, iteration, launched.rolloutId));
+      const record = await deps.store.getJson(keys.rolloutOutcome(config.runId, iteration, launched.rolloutId), rolloutOutcomeRecordSchema);
       const base = { rolloutId: record.rolloutId, attempt: record.final.ref.attempt, taskId: record.taskId, groupId: record.groupId, outcome: record.final.outcome };
       if (record.final.outcome === 'infra_failed') {
         rollouts.push({ ...base, reward: null, parts: {}, flags: ['infra_failed'], error: record.final.detail });
@@ -78,7 +57,7 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
     const values = rollouts.flatMap((r) => (r.reward === null ? [] : [r.reward]));
     const meanReward = values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
     const file: RewardsFile = { mode, label, meanReward, scored: values.length, infraFailed: rollouts.length - values.length, rollouts };
-    await deps.store.putJson(rewardsKey, file);
+    await deps.store.putJson(rewardsKey, file, rewardsFileSchema);
     // Kept workdirs were only needed to score; on a long run they would fill the worker's disk.
     if (config.rollouts.runner === 'local') await deps.runner.release?.(config.runId, iteration, input.results.map((r) => r.rolloutId));
     return { meanReward, scored: file.scored, infraFailed: file.infraFailed, rewardsKey };

@@ -1,18 +1,19 @@
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import type { RunConfig } from '../config/run.js';
-import type { RolloutOutcome } from '../contracts/rollout.js';
+import type { RolloutRef } from '../contracts/rollout.js';
 import { prepareReward } from '../rewards/registry.js';
-import type { ProtectedSnapshot } from '../rewards/types.js';
 import { runWithRetries } from '../rollouts/retries.js';
 import { Semaphore } from '../rollouts/semaphore.js';
-import type { RunnerResult } from '../rollouts/spec.js';
-import { keys, type RolloutRef } from '../storage/keys.js';
-import type { PolicyRef } from '../workflows/types.js';
+import { keys } from '../storage/keys.js';
 import { resolveAgentCommand } from './agent-command.js';
 import { closingRunner } from './closing-runner.js';
 import type { ActivityDeps } from './deps.js';
 import { runTaskSetup } from './task-setup.js';
+import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
+import type { PolicyRef } from '../contracts/policy.js';
+import { rolloutOutcomeRecordSchema, rolloutStartedSchema, type LaunchedRollout } from '../contracts/rollout-outcome.js';
+import { runnerResultSchema } from '../contracts/rollout.js';
 
 export interface LaunchRolloutsInput {
   config: RunConfig;
@@ -23,22 +24,6 @@ export interface LaunchRolloutsInput {
   tasks: { taskId: string; groupId: string; rolloutIds: string[] }[];
   /** The prompt overlay the gateway applies to every call of these rollouts; null or version 0: the agent's own. */
   promptOverlay?: { version: number } | null;
-}
-
-/** The final word on one rollout, written once at keys.rolloutOutcome: a retried activity reuses it. */
-export interface RolloutOutcomeRecord {
-  rolloutId: string;
-  taskId: string;
-  groupId: string;
-  final: RunnerResult;
-  attempts: { attempt: number; outcome: RolloutOutcome; detail: string | null }[];
-  snapshots: Record<string, ProtectedSnapshot>;
-}
-
-export interface LaunchedRollout {
-  rolloutId: string;
-  attempt: number;
-  outcome: RolloutOutcome;
 }
 
 export const createRolloutActivities = (deps: ActivityDeps) => ({
@@ -83,7 +68,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
 
     async function runOne(job: (typeof jobs)[number]): Promise<LaunchedRollout> {
       const outcomeKey = keys.rolloutOutcome(runId, iteration, job.rolloutId);
-      let record = await deps.store.getJsonOrNull<RolloutOutcomeRecord>(outcomeKey);
+      let record = await deps.store.getJsonOrNull(outcomeKey, rolloutOutcomeRecordSchema);
       if (record) progress.reused += 1;
       else {
         const task = byId.get(job.taskId);
@@ -109,7 +94,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             firstAttempt,
             signal: ctx.cancellationSignal,
             register: async (ref: RolloutRef) => {
-              await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name });
+              await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name }, rolloutStartedSchema);
               const sampling = mode === 'eval' && config.eval.temperature !== null ? { temperature: config.eval.temperature } : null;
               const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling, promptOverlay: input.promptOverlay ?? null });
               return { token, baseUrl };
@@ -121,7 +106,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
           },
         );
         const final = attempts[attempts.length - 1]!;
-        for (const a of attempts) await deps.store.putJson(keys.rolloutResult(a.ref), a);
+        for (const a of attempts) await deps.store.putJson(keys.rolloutResult(a.ref), a, runnerResultSchema);
         record = {
           rolloutId: job.rolloutId,
           taskId: job.taskId,
@@ -130,7 +115,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
           attempts: attempts.map((a) => ({ attempt: a.ref.attempt, outcome: a.outcome, detail: a.detail })),
           snapshots,
         };
-        await deps.store.putJson(outcomeKey, record);
+        await deps.store.putJson(outcomeKey, record, rolloutOutcomeRecordSchema);
       }
       progress.done += 1;
       progress.byOutcome[record.final.outcome] = (progress.byOutcome[record.final.outcome] ?? 0) + 1;

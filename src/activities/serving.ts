@@ -6,16 +6,9 @@ import type { RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
 import { keys } from '../storage/keys.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import type { PolicyRef } from '../workflows/types.js';
 import type { ActivityDeps } from './deps.js';
-
-/** keys.modelAlias(run, 'best'): the promoted checkpoint, with every earlier promotion kept for rollback. */
-export interface ModelAlias {
-  alias: string;
-  servedAs: string;
-  current: { policy: PolicyRef; score: number; iteration: number; at: string };
-  history: ModelAlias['current'][];
-}
+import type { PolicyRef } from '../contracts/policy.js';
+import { modelAliasSchema, type AliasEntry, type ModelAlias } from '../contracts/policy.js';
 
 export const bestAliasName = (runId: string) => `${runId}-best`;
 
@@ -40,16 +33,16 @@ export async function loadAdapter(deps: Pick<ActivityDeps, 'env' | 'store' | 'mo
 }
 
 /** Move the alias to `entry` (or back to the previous entry) and reload the served alias. */
-export async function writeAlias(store: ObjectStore, runId: string, entry: ModelAlias['current']): Promise<ModelAlias> {
+export async function writeAlias(store: ObjectStore, runId: string, entry: AliasEntry): Promise<ModelAlias> {
   const key = keys.modelAlias(runId, 'best');
-  const old = await store.getJsonOrNull<ModelAlias>(key);
+  const old = await store.getJsonOrNull(key, modelAliasSchema);
   const alias: ModelAlias = {
     alias: 'best',
     servedAs: bestAliasName(runId),
     current: entry,
     history: old ? [...old.history, old.current] : [],
   };
-  await store.putJson(key, alias);
+  await store.putJson(key, alias, modelAliasSchema);
   return alias;
 }
 
@@ -63,7 +56,7 @@ export const createServingActivities = (deps: ActivityDeps) => ({
   async promoteCheckpoint(input: { config: RunConfig; iteration: number; policy: PolicyRef; score: number }): Promise<void> {
     const { config, iteration, policy, score } = input;
     const key = keys.modelAlias(config.runId, 'best');
-    const existing = await deps.store.getJsonOrNull<ModelAlias>(key);
+    const existing = await deps.store.getJsonOrNull(key, modelAliasSchema);
     // Idempotent: a retry after the alias was written only reloads the adapter.
     if (existing?.current.policy.sha256 !== policy.sha256 || existing.current.iteration !== iteration) {
       await writeAlias(deps.store, config.runId, { policy, score, iteration, at: new Date().toISOString() });

@@ -8,8 +8,8 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { BatchFileError, batchFileSamples } from '../batches/batch-file.js';
 import type { RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
-import type { PolicyRef } from '../workflows/types.js';
 import type { ActivityDeps } from './deps.js';
+import type { PolicyRef } from '../contracts/policy.js';
 
 export interface TrainPolicyInput {
   config: RunConfig;

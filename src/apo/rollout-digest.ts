@@ -1,9 +1,9 @@
 import type { Span } from '../contracts/span.js';
 import type { Task } from '../contracts/task.js';
 import { requestMessages } from '../report/transcript.js';
-import type { RolloutRef } from '../storage/keys.js';
 import { readSpans, type SpanStore } from '../storage/spans.js';
 import { completedAnswers, completedText } from './stop-reason.js';
+import type { RolloutRef } from '../contracts/rollout.js';
 
 /** Digests go into optimiser prompts and overlays, so every text in one is bounded. */
 export const DIGEST_LIMITS = { messageChars: 1500, headMessages: 2, tailMessages: 10, systemPromptChars: 20_000, spans: 32 } as const;

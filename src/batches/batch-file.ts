@@ -1,6 +1,6 @@
-import type { SampleRow } from './sample-row.js';
 import { readSafetensors, readSafetensorsHeaderFile, SafetensorsFormatError, type TypedArray } from './safetensors-reader.js';
 import { SafetensorsWriter, type Dtype } from './safetensors-writer.js';
+import type { SampleRow } from '../contracts/sample.js';
 
 /**
  * The batch file: the samples of schemas/sample.schema.json as columns of one safetensors file, so the trainer

@@ -3,13 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Span } from '../contracts/span.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import { keys, type RolloutRef } from '../storage/keys.js';
+import { keys } from '../storage/keys.js';
 import { readSpans, type SpanStore } from '../storage/spans.js';
 import { BatchFileWriter } from './batch-file.js';
 import { buildBatch, type SpanSource } from './build-batch.js';
 import type { BatchConfig } from './config.js';
 import type { ScoredRollout } from './groups.js';
-import type { BatchManifest } from './manifest.js';
+import type { RolloutRef } from '../contracts/rollout.js';
+import { batchManifestSchema, type BatchManifest } from '../contracts/batch-manifest.js';
 
 type BatchStore = Pick<ObjectStore, 'list' | 'getBytes' | 'getJson' | 'putJson' | 'putFile'>;
 
@@ -52,7 +53,7 @@ export async function writeBatch(
     const file = path.join(dir, 'samples.safetensors');
     const { manifest, bytes } = await buildBatchFile(file, scored, config, spansOf, { tmpDir: dir });
     await store.putFile(samplesKey, file);
-    await store.putJson(manifestKey, manifest);
+    await store.putJson(manifestKey, manifest, batchManifestSchema);
     return { samplesKey, manifestKey, manifest, bytes };
   } finally {
     await rm(dir, { recursive: true, force: true });

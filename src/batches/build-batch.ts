@@ -1,10 +1,12 @@
 import type { Span } from '../contracts/span.js';
-import type { RolloutRef } from '../storage/keys.js';
 import type { BatchConfig } from './config.js';
 import { planGroups, type ScoredRollout } from './groups.js';
-import { ManifestBuilder, type BatchManifest } from './manifest.js';
-import { toSampleRow, type SampleRow } from './sample-row.js';
+import { ManifestBuilder } from './manifest.js';
+import { toSampleRow } from './sample-row.js';
 import { buildTrajectories } from './trajectories.js';
+import type { RolloutRef } from '../contracts/rollout.js';
+import type { BatchManifest } from '../contracts/batch-manifest.js';
+import type { SampleRow } from '../contracts/sample.js';
 
 /** Where the builder gets one rollout attempt's spans (e.g. a prefix listing in the object store). */
 export type SpanSource = (ref: RolloutRef) => AsyncIterable<Span> | Iterable<Span>;

@@ -1,27 +1,10 @@
 import type { BatchConfig } from './config.js';
 import type { GroupPlan } from './groups.js';
-import type { SampleDropReason, SampleRow } from './sample-row.js';
+import type { SampleDropReason } from './sample-row.js';
 import { RunningStats } from './stats.js';
 import type { AttemptTrajectories, MergeBreak } from './trajectories.js';
-
-/** manifest.json: what went into the batch, what was left out and why, and span → sample lineage. */
-export interface BatchManifest {
-  config: BatchConfig;
-  counts: {
-    rollouts: number; groups: number; groupsUsed: number; rolloutsUsed: number;
-    spans: number; transitions: number; merges: number; samples: number; truncated: number;
-    /** Scored rollouts that yielded no sample (no usable spans, or every sample dropped). */
-    rolloutsWithoutSamples: number;
-  };
-  tokens: { prompt: number; response: number; trainable: number };
-  mergeRate: number | null;
-  reward: ReturnType<RunningStats['summary']>;
-  advantage: ReturnType<RunningStats['summary']>;
-  drops: { rollouts: GroupPlan['droppedRollouts']; groups: GroupPlan['droppedGroups']; spans: Record<string, number>; samples: Partial<Record<SampleDropReason, number>> };
-  breaks: MergeBreak[];
-  /** span id → sample id, for every span that went into a sample. */
-  lineage: Record<string, string>;
-}
+import type { SampleRow } from '../contracts/sample.js';
+import type { BatchManifest } from '../contracts/batch-manifest.js';
 
 /** Accumulates the manifest while samples stream past, holding only counters, breaks and lineage. */
 export class ManifestBuilder {

@@ -1,25 +1,7 @@
 import type { BatchConfig } from './config.js';
 import type { PlannedRollout } from './groups.js';
 import type { Trajectory } from './trajectories.js';
-
-/** One sample, exactly schemas/sample.schema.json (snake_case, shared with the Python trainer); batch-file.ts stores it as columns. */
-export interface SampleRow {
-  sample_id: string;
-  run_id: string;
-  iteration: number;
-  rollout_id: string;
-  attempt: number;
-  task_id: string;
-  group_id: string;
-  span_ids: string[];
-  prompt_ids: number[];
-  response_ids: number[];
-  loss_mask: (0 | 1)[];
-  rollout_logprobs: number[];
-  advantage: number;
-  reward: number;
-  truncated: boolean;
-}
+import type { SampleRow } from '../contracts/sample.js';
 
 export type SampleDropReason = 'prompt_too_long' | 'over_max_tokens' | 'no_trainable_tokens';
 

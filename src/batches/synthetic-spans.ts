@@ -1,6 +1,5 @@
+import type { RolloutRef } from '../contracts/rollout.js';
 import type { Span } from '../contracts/span.js';
-import type { RolloutRef } from '../storage/keys.js';
-
 import { seededRandom } from '../workflows/sampling.js';
 
 // Synthetic data must be reproducible: the same seeded PRNG that task sampling uses.

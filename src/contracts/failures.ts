@@ -15,6 +15,8 @@ export const FailureType = {
   RolloutsExhausted: 'VoltRolloutsExhausted',
   /** A referenced checkpoint or alias does not exist. */
   CheckpointNotFound: 'VoltCheckpointNotFound',
+  /** A stored record is not JSON or fails its src/contracts schema; the message names the key and the bad fields. */
+  CorruptRecord: 'VoltCorruptRecord',
 } as const;
 
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * A prompt overlay: a versioned system-prompt change the gateway applies to every chat call of the rollouts
  * registered with it, so prompt optimisation needs no change to the agent. Stored per run at
@@ -42,3 +44,30 @@ export interface ActivePrompt {
   /** Every promotion so far, oldest first (including this one). */
   history: { version: number; score: number | null; promotedAt: string }[];
 }
+
+const isoDate = z.string().min(1);
+
+/** The stored shape of a PromptOverlay; version 0 is the agent's own prompt and is never stored. */
+export const promptOverlaySchema = z.strictObject({
+  runId: z.string().min(1),
+  version: z.number().int().min(1),
+  mode: z.enum(['replace', 'prepend', 'append']),
+  template: z.string().max(100_000),
+  origin: z.strictObject({
+    strategy: z.enum(['seed', 'manual', 'textual_gradient', 'bootstrap']),
+    parents: z.array(z.number().int().min(0)),
+    round: z.number().int().min(0).nullable(),
+    note: z.string(),
+  }),
+  createdAt: isoDate,
+}) satisfies z.ZodType<PromptOverlay>;
+
+const promotionSchema = z.strictObject({ version: z.number().int().min(0), score: z.number().nullable(), promotedAt: isoDate });
+
+export const activePromptSchema = z.strictObject({
+  runId: z.string().min(1),
+  version: z.number().int().min(0),
+  score: z.number().nullable(),
+  promotedAt: isoDate,
+  history: z.array(promotionSchema),
+}) satisfies z.ZodType<ActivePrompt>;

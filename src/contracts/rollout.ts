@@ -1,23 +1,40 @@
-import type { RolloutRef } from '../storage/keys.js';
+import { z } from 'zod';
+
+const index = z.number().int().min(0);
+
+/** Which attempt of which rollout: the ids every rollout key is built from (src/storage/keys.ts checks them). */
+export const rolloutRefSchema = z.object({
+  runId: z.string().min(1),
+  iteration: index,
+  rolloutId: z.string().min(1),
+  attempt: index,
+});
+export type RolloutRef = z.output<typeof rolloutRefSchema>;
 
 /** How a rollout attempt ended. Only `infra_failed` is retried (as a new attempt); the others are results. */
-export type RolloutOutcome = 'succeeded' | 'agent_failed' | 'timed_out' | 'infra_failed';
+export const rolloutOutcomeSchema = z.enum(['succeeded', 'agent_failed', 'timed_out', 'infra_failed']);
+export type RolloutOutcome = z.output<typeof rolloutOutcomeSchema>;
 
 /** What a runner reports for one rollout attempt. Large things (logs, spans) are object-store keys. */
-export interface RolloutResult {
-  ref: RolloutRef;
-  taskId: string;
+export const rolloutResultSchema = z.object({
+  ref: rolloutRefSchema,
+  taskId: z.string().min(1),
   /** Group of rollouts of the same task in this iteration (GRPO group). */
-  groupId: string;
-  mode: 'train' | 'eval';
-  outcome: RolloutOutcome;
-  exitCode: number | null;
-  signal: string | null;
-  durationMs: number;
+  groupId: z.string().min(1),
+  mode: z.enum(['train', 'eval']),
+  outcome: rolloutOutcomeSchema,
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  durationMs: z.number().nonnegative(),
   /** Contents of VOLT_OUTPUT_FILE if the agent wrote one (bounded), else null. */
-  outputText: string | null;
-  stdoutKey: string;
-  stderrKey: string;
+  outputText: z.string().nullable(),
+  stdoutKey: z.string().min(1),
+  stderrKey: z.string().min(1),
   /** Why an attempt was infra_failed or timed_out, for the operator. */
-  detail: string | null;
-}
+  detail: z.string().nullable(),
+});
+export type RolloutResult = z.output<typeof rolloutResultSchema>;
+
+/** A runner's report, stored at keys.rolloutResult: the contract result plus the kept workdir (null when not kept or not local). */
+export const runnerResultSchema = rolloutResultSchema.extend({ workdir: z.string().nullable() });
+export type RunnerResult = z.output<typeof runnerResultSchema>;

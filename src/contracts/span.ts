@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * A span: one LLM call as the gateway recorded it. Written by `src/gateway`, read by `src/batches`.
  * Token ids and logprobs are the engine's own (vLLM `return_token_ids` / `logprobs`), never re-tokenized.
@@ -43,3 +45,41 @@ export interface Span {
   status: 'ok' | 'error';
   error: { status: number | null; message: string } | null;
 }
+
+const tokenIds = z.array(z.number().int().min(0));
+
+export const spanChoiceSchema = z.object({
+  index: z.number().int().min(0),
+  tokenIds: tokenIds.nullable(),
+  logprobs: z.array(z.number()).nullable(),
+  text: z.string(),
+  finishReason: z.string().nullable(),
+  toolCalls: z.array(z.unknown()).optional(),
+}) satisfies z.ZodType<SpanChoice>;
+
+/** The stored shape of a Span (keys.span / keys.spanSegment), checked when src/storage/spans.ts reads it back. */
+export const spanSchema = z.object({
+  spanId: z.string().min(1),
+  runId: z.string().min(1),
+  iteration: z.number().int().min(0),
+  rolloutId: z.string().min(1),
+  attempt: z.number().int().min(0),
+  seq: z.number().int().min(0),
+  mode: z.enum(['train', 'eval']),
+  endpoint: z.enum(['chat.completions', 'completions']),
+  stream: z.boolean(),
+  startedAt: z.string(),
+  firstByteAt: z.string().nullable(),
+  endedAt: z.string(),
+  durationMs: z.number(),
+  request: z.object({ body: z.unknown(), headers: z.record(z.string(), z.string()) }),
+  upstreamRequest: z.unknown(),
+  response: z.unknown(),
+  promptTokenIds: tokenIds.nullable(),
+  choices: z.array(spanChoiceSchema),
+  usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }).nullable(),
+  servedBy: z.object({ model: z.string(), version: z.string().nullable() }),
+  promptOverlay: z.object({ version: z.number().int().min(0) }).nullable(),
+  status: z.enum(['ok', 'error']),
+  error: z.object({ status: z.number().nullable(), message: z.string() }).nullable(),
+}) satisfies z.ZodType<Span>;

@@ -12,6 +12,8 @@ import { relayJson, relayStream } from './proxy-call.js';
 import type { Rollout } from './registry.js';
 import { chatRequestSchema, completionRequestSchema, parseBody, rewardSchema } from './request-schema.js';
 import { redactHeaders } from './span-record.js';
+import { agentRewardsFileSchema } from '../contracts/rewards.js';
+import { parseRecord } from '../storage/records.js';
 
 type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
 
@@ -70,7 +72,8 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
     const key = keys.agentRewards(rollout.ref);
     const append = async () => {
       const existing = await core.store.getJsonOrNull(key);
-      const rewards = Array.isArray((existing as { rewards?: unknown })?.rewards) ? (existing as { rewards: unknown[] }).rewards : [];
+      // A corrupt file fails the post (500) rather than being overwritten: the rewards already posted are kept.
+      const rewards = existing === null ? [] : parseRecord(key, agentRewardsFileSchema, existing).rewards;
       rewards.push({ value: reward.value, name: reward.name ?? null, at: new Date().toISOString() });
       await core.store.putJson(key, { rewards });
       return rewards.length;

@@ -3,8 +3,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { PromptOverlay } from '../contracts/prompt-overlay.js';
-import type { RolloutRef } from '../storage/keys.js';
 import { assertId } from '../storage/keys.js';
+import type { RolloutRef } from '../contracts/rollout.js';
 
 const safeId = (kind: string) =>
   z.string().refine((v) => {

@@ -1,6 +1,6 @@
 import type { RolloutOutcome } from '../contracts/rollout.js';
-import type { ModelAlias } from '../activities/serving.js';
 import type { RunStatus } from '../workflows/types.js';
+import type { ModelAlias } from '../contracts/policy.js';
 
 /** The handful of config fields a reader needs to place a run; taken from the workflow's input. */
 export interface ConfigSummary {

@@ -1,10 +1,10 @@
-import type { RewardsFile, ScoredRolloutRecord } from '../activities/rewards.js';
-import type { ModelAlias } from '../activities/serving.js';
 import { keys } from '../storage/keys.js';
 import { readSpans } from '../storage/spans.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { ReportData, SampleRollout } from './report-data.js';
 import { spanToTurn } from './transcript.js';
+import { rewardsFileSchema, type ScoredRolloutRecord } from '../contracts/rewards.js';
+import { modelAliasSchema } from '../contracts/policy.js';
 
 /** A transcript longer than this shows its first turns only; the rest are counted, not rendered. */
 export const MAX_TURNS = 20;
@@ -33,11 +33,11 @@ async function loadSample(store: ObjectStore, runId: string, iteration: number, 
 
 /** What the object store knows about a run: base score, promoted checkpoint, sample rollouts of `lastIteration`. */
 export async function readStoreData(store: ObjectStore, runId: string, lastIteration: number | null): Promise<Pick<ReportData, 'baseScore' | 'promoted' | 'samples'>> {
-  const base = await store.getJsonOrNull<RewardsFile>(keys.evaluation(runId, 0, 'base'));
-  const alias = await store.getJsonOrNull<ModelAlias>(keys.modelAlias(runId, 'best'));
+  const base = await store.getJsonOrNull(keys.evaluation(runId, 0, 'base'), rewardsFileSchema);
+  const alias = await store.getJsonOrNull(keys.modelAlias(runId, 'best'), modelAliasSchema);
   let samples: ReportData['samples'] = null;
   if (lastIteration !== null) {
-    const rewards = await store.getJsonOrNull<RewardsFile>(keys.rewards(runId, lastIteration));
+    const rewards = await store.getJsonOrNull(keys.rewards(runId, lastIteration), rewardsFileSchema);
     const rollouts = [];
     for (const { label, record } of pickSamples(rewards?.rollouts ?? [])) rollouts.push(await loadSample(store, runId, lastIteration, label, record));
     samples = { iteration: lastIteration, rollouts };

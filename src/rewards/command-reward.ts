@@ -2,7 +2,8 @@ import type { Task } from '../contracts/task.js';
 import { tamperedFiles } from './protected-files.js';
 import { runProcess } from './run-process.js';
 import type { SpecOf } from './spec.js';
-import { RewardInfraError, type ProtectedSnapshot, type RewardResult, type RolloutEvidence } from './types.js';
+import { RewardInfraError, type RewardResult, type RolloutEvidence } from './types.js';
+import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
 
 /** passed/total from the last match of the pattern (named groups `passed`/`total`, else groups 1 and 2). */
 export function passFraction(output: string, pattern: string): number | null {

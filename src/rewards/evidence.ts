@@ -1,15 +1,11 @@
-import { z } from 'zod';
 import type { RolloutResult } from '../contracts/rollout.js';
 import type { Span } from '../contracts/span.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { keys } from '../storage/keys.js';
 import { readSpans } from '../storage/spans.js';
-import type { ProtectedSnapshot, RolloutEvidence } from './types.js';
-
-/** keys.agentRewards as the gateway appends it: `{ rewards: [{ value, name, at }] }`. */
-export const agentRewardsFileSchema = z.object({
-  rewards: z.array(z.object({ value: z.number(), name: z.string().nullable().optional() })),
-});
+import type { RolloutEvidence } from './types.js';
+import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
+import { agentRewardsFileSchema } from '../contracts/rewards.js';
 
 type EvidenceStore = Pick<ObjectStore, 'list' | 'getBytes' | 'getJsonOrNull'>;
 

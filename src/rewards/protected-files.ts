@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { glob, isDynamicPattern } from 'tinyglobby';
-import type { ProtectedSnapshot } from './types.js';
+import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
 
 async function sha256(file: string): Promise<string | null> {
   try {

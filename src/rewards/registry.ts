@@ -6,8 +6,9 @@ import { numericMatch, stringMatch } from './match-rewards.js';
 import { snapshotProtected } from './protected-files.js';
 import type { LeafRewardSpec, RewardSpec, SpecOf } from './spec.js';
 import { sqliteState } from './sqlite-state.js';
-import type { ProtectedSnapshot, RewardContext, RewardFn, RewardResult, RolloutEvidence } from './types.js';
+import type { RewardContext, RewardFn, RewardResult, RolloutEvidence } from './types.js';
 import { weightedSum } from './weighted-sum.js';
+import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
 
 type LeafKind = LeafRewardSpec['kind'];
 

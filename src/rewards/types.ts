@@ -1,5 +1,6 @@
 import type { RolloutResult } from '../contracts/rollout.js';
 import type { Task } from '../contracts/task.js';
+import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
 
 /** What one reward function says about one rollout: the value, its named parts, and guard flags. */
 export interface RewardResult {
@@ -30,11 +31,6 @@ export interface RolloutEvidence {
   turns: number;
   /** What `prepare(workdir)` recorded before the agent ran (protected file hashes), keyed by part name. */
   snapshots: Record<string, ProtectedSnapshot>;
-}
-
-/** sha256 of each protected file (relative path → hex, null when absent) taken before the rollout. */
-export interface ProtectedSnapshot {
-  files: Record<string, string | null>;
 }
 
 /** Capabilities the impure rewards need, passed in rather than read from globals. */

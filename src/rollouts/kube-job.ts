@@ -3,7 +3,7 @@ import type { V1EnvVar, V1Job, V1SecurityContext } from '@kubernetes/client-node
 import { contractEnv } from './agent-env.js';
 import type { KubeRunnerConfig } from './kube-config.js';
 import { agentTaskJson, type RolloutSpec } from './spec.js';
-import type { RolloutRef } from '../storage/keys.js';
+import type { RolloutRef } from '../contracts/rollout.js';
 
 export const AGENT_CONTAINER = 'agent';
 export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';

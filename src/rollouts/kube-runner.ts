@@ -7,11 +7,9 @@ import { AGENT_CONTAINER, buildRolloutJob, jobName } from './kube-job.js';
 import { classifyJob, type KubeVerdict } from './kube-outcome.js';
 import { uploadLogs } from './log-sink.js';
 import { Semaphore } from './semaphore.js';
-import {
-  RolloutCancelledError, rolloutSpecSchema,
-  type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunnerResult,
-} from './spec.js';
+import { RolloutCancelledError, rolloutSpecSchema, type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput } from './spec.js';
 import { TokenBucket } from './token-bucket.js';
+import type { RunnerResult } from '../contracts/rollout.js';
 
 /** `status message` of a Kubernetes API failure, for the operator. */
 function apiError(what: string, e: unknown): string {

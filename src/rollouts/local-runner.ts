@@ -2,17 +2,14 @@ import { constants } from 'node:fs';
 import { mkdir, open, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseFrozen } from '../config/errors.js';
-import type { RolloutOutcome } from '../contracts/rollout.js';
+import type { RolloutOutcome, RunnerResult } from '../contracts/rollout.js';
 import { assertId, keys } from '../storage/keys.js';
 import { localAgentEnv } from './agent-env.js';
 import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
 import { uploadLogs } from './log-sink.js';
 import { killByEnv } from './process-group.js';
 import { Semaphore } from './semaphore.js';
-import {
-  RolloutCancelledError, agentTaskJson, rolloutSpecSchema,
-  type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunOptions, type RunnerResult,
-} from './spec.js';
+import { RolloutCancelledError, agentTaskJson, rolloutSpecSchema, type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunOptions } from './spec.js';
 
 export interface LocalRunnerOptions {
   /** Attempts live under `<root>/<run>/<iteration>/<rollout>/attempt-N`, e.g. `<dataDir>/rollouts`. */

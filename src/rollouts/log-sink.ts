@@ -1,6 +1,7 @@
 import type { ObjectStore } from '../storage/object-store.js';
-import { keys, type RolloutRef } from '../storage/keys.js';
+import { keys } from '../storage/keys.js';
 import type { LogSink } from './spec.js';
+import type { RolloutRef } from '../contracts/rollout.js';
 
 /** Rollout logs go to the object store under keys.rolloutLog(...), as plain text. */
 export function objectStoreLogSink(store: Pick<ObjectStore, 'putBytes'>): LogSink {

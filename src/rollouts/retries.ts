@@ -1,5 +1,5 @@
-import type { RolloutRef } from '../storage/keys.js';
-import type { RolloutRunner, RolloutSpecInput, RunOptions, RunnerResult } from './spec.js';
+import type { RolloutRunner, RolloutSpecInput, RunOptions } from './spec.js';
+import type { RolloutRef, RunnerResult } from '../contracts/rollout.js';
 
 export interface RetryOptions extends RunOptions {
   maxAttempts: number;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import type { RolloutResult } from '../contracts/rollout.js';
-import { assertId, type RolloutRef } from '../storage/keys.js';
+import type { RolloutRef } from '../contracts/rollout.js';
+import { assertId } from '../storage/keys.js';
+import type { RunnerResult } from '../contracts/rollout.js';
 
 const safeId = (kind: string) =>
   z.string().refine((v) => {
@@ -57,11 +58,6 @@ export const rolloutSpecSchema = z.object({
 
 export type RolloutSpecInput = z.input<typeof rolloutSpecSchema>;
 export type RolloutSpec = z.output<typeof rolloutSpecSchema>;
-
-/** A runner's report: the contract result plus the kept workdir (null when not kept or not local). */
-export interface RunnerResult extends RolloutResult {
-  workdir: string | null;
-}
 
 /** Called with the fresh workdir before the agent starts, e.g. so a reward can snapshot files. */
 export type PrepareWorkdir = (workdir: string, spec: RolloutSpec) => Promise<unknown>;

@@ -1,16 +1,9 @@
 import path from 'node:path';
-import { z } from 'zod';
 import { ObjectStoreError } from './errors.js';
 import { sha256Dir, sha256File, type DirEntry } from './hash.js';
 import { assertKey, keys, UnsafeKeyError } from './keys.js';
 import type { ObjectStore } from './object-store.js';
-
-/** Written last under keys.checkpointManifest(sha): lists every file, so a partial upload is never mistaken for done. */
-export const dirManifestSchema = z.object({
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  files: z.array(z.object({ path: z.string().min(1), size: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/) })),
-});
-export type DirManifest = z.output<typeof dirManifestSchema>;
+import { dirManifestSchema, type DirManifest } from '../contracts/policy.js';
 
 export interface ContentAddressedDir {
   sha256: string;
@@ -32,7 +25,7 @@ export async function putDirContentAddressed(store: ObjectStore, dir: string): P
     const put = await store.putFile(assertKey(`${prefix}${f.path}`), path.join(dir, ...f.path.split('/')));
     if (put.sha256 !== f.sha256) throw new ObjectStoreError(`putDirContentAddressed: ${f.path} changed while uploading`, put.key);
   }
-  await store.putJson(manifestKey, { sha256, files } satisfies DirManifest);
+  await store.putJson(manifestKey, { sha256, files }, dirManifestSchema);
   return { sha256, prefix, files, reused: false };
 }
 

@@ -26,11 +26,17 @@ export class BucketNotFoundError extends ObjectStoreError {
   }
 }
 
-/** The object exists but its bytes are not what the reader expects (bad JSON, a JSONL line that does not parse). */
+/**
+ * The object exists but its bytes are not the record the reader expects (bad JSON, a JSONL line that does not parse,
+ * a record that fails its src/contracts schema). `fields` are the paths of the bad fields; retrying cannot fix it.
+ */
 export class CorruptObjectError extends ObjectStoreError {
-  constructor(bucket: string, key: string, detail: string, options?: { cause?: unknown }) {
-    super(`corrupt object s3://${bucket}/${key}: ${detail}`, key, options);
+  readonly fields: string[];
+
+  constructor(bucket: string | null, key: string, detail: string, options?: { cause?: unknown; fields?: string[] }) {
+    super(`corrupt object ${bucket === null ? key : `s3://${bucket}/${key}`}: ${detail}`, key, options);
     this.name = 'CorruptObjectError';
+    this.fields = options?.fields ?? [];
   }
 }
 

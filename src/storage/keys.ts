@@ -1,3 +1,5 @@
+import type { RolloutRef } from '../contracts/rollout.js';
+
 /**
  * The object-store key layout. This is the only file that knows it; every key is built from ids that
  * passed `assertId`, so no user string can climb out of its prefix.
@@ -49,20 +51,12 @@ export function assertSha256(kind: string, value: unknown): string {
 
 const pad = (n: number, width = 6) => String(n).padStart(width, '0');
 
-export interface RolloutRef {
-  runId: string;
-  iteration: number;
-  rolloutId: string;
-  attempt: number;
-}
-
 /** The name of a spans segment under an attempt's spans prefix (keys.spanSegment). */
 export const spanSegmentName = (firstSeq: number, lastSeq: number) =>
   `${pad(assertIndex('seq', firstSeq), 8)}-${pad(assertIndex('seq', lastSeq), 8)}.jsonl`;
 
 export const keys = {
   run: (runId: string) => `runs/${assertId('run', runId)}/`,
-  runConfig: (runId: string) => `${keys.run(runId)}config.json`,
   iteration: (runId: string, iteration: number) => `${keys.run(runId)}iterations/${pad(assertIndex('iteration', iteration))}/`,
   rollout: (r: RolloutRef) =>
     `${keys.iteration(r.runId, r.iteration)}rollouts/${assertId('rollout', r.rolloutId)}/attempt-${pad(assertIndex('attempt', r.attempt), 3)}/`,
@@ -86,17 +80,12 @@ export const keys = {
   batchManifest: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}batch/manifest.json`,
   evaluation: (runId: string, iteration: number, name: string) =>
     `${keys.iteration(runId, iteration)}eval/${assertId('evaluation', name)}.json`,
-  trainerState: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}trainer-state/`,
   /** Checkpoints are content-addressed: the same adapter bytes land on the same key. */
   checkpoint: (sha256: string) => `checkpoints/${assertSha256('checkpoint', sha256)}/`,
   /** Written after every file of a checkpoint is uploaded: its presence means the checkpoint is complete. */
   checkpointManifest: (sha256: string) => `checkpoint-manifests/${assertSha256('checkpoint', sha256)}.json`,
   /** Task sets are uploaded once by content, so a run's config can pin exactly the tasks it trained on. */
   taskSet: (sha256: string) => `task-sets/${assertSha256('task set', sha256)}.jsonl`,
-  /** Per-iteration summary (reward stats, counts, checkpoint) the workflow and `volt status` read. */
-  iterationSummary: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}summary.json`,
-  /** What the trainer reports for one update (losses, KL, grad norm, clip fractions). */
-  trainerMetrics: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}trainer-metrics.json`,
   modelAlias: (runId: string, alias: string) => `${keys.run(runId)}aliases/${assertId('alias', alias)}.json`,
   /** Overlay versions are zero-padded, so a prefix listing is in version order. */
   promptOverlays: (runId: string) => `${keys.run(runId)}overlays/`,

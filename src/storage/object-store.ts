@@ -9,6 +9,7 @@ import * as Minio from 'minio';
 import type { z } from 'zod';
 import type { VoltEnv } from '../config/env.js';
 import { CorruptObjectError, ObjectNotFoundError, ObjectStoreError, toStoreError } from './errors.js';
+import { checkRecord, parseJsonRecord, parseRecord } from './records.js';
 import { sha256Bytes, sha256File } from './hash.js';
 import { JsonlLineError, jsonlReadable, parseJsonlLines } from './jsonl.js';
 import { assertKey } from './keys.js';
@@ -98,8 +99,11 @@ export class ObjectStore {
     return this.putSigned(key, { file }, sha256, size, contentType);
   }
 
-  async putJson(key: string, value: unknown): Promise<PutResult> {
-    const text = JSON.stringify(value);
+  /** Store a JSON value; with its src/contracts schema the record is checked before it is written. */
+  async putJson(key: string, value: unknown): Promise<PutResult>;
+  async putJson<S extends z.ZodType>(key: string, value: z.input<S>, schema: S): Promise<PutResult>;
+  async putJson(key: string, value: unknown, schema?: z.ZodType): Promise<PutResult> {
+    const text = JSON.stringify(schema ? checkRecord(key, schema, value) : value);
     if (text === undefined) throw new TypeError(`putJson ${key}: value is not JSON-serialisable (got ${typeof value})`);
     return this.putBytes(key, Buffer.from(text), undefined, JSON_TYPE);
   }
@@ -121,25 +125,22 @@ export class ObjectStore {
     return Buffer.concat(chunks);
   }
 
-  /** Read and parse a JSON object; with a zod schema the result is validated (CorruptObjectError names the paths). */
-  async getJson<T = unknown>(key: string, schema?: z.ZodType<T>): Promise<T> {
-    const bytes = await this.getBytes(key);
-    let value: unknown;
-    try {
-      value = JSON.parse(bytes.toString('utf8'));
-    } catch (err) {
-      throw new CorruptObjectError(this.bucket, key, `not JSON (${(err as Error).message})`, { cause: err });
-    }
-    if (!schema) return value as T;
-    const parsed = schema.safeParse(value);
-    if (parsed.success) return parsed.data;
-    const detail = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    throw new CorruptObjectError(this.bucket, key, detail, { cause: parsed.error });
+  /**
+   * Read and parse a JSON object. Typed reads need the record's src/contracts schema: the result is validated, and a
+   * corrupt or foreign record is a CorruptObjectError naming the key and the bad fields' paths.
+   */
+  async getJson(key: string): Promise<unknown>;
+  async getJson<S extends z.ZodType>(key: string, schema: S): Promise<z.output<S>>;
+  async getJson(key: string, schema?: z.ZodType): Promise<unknown> {
+    const value = parseJsonRecord(key, (await this.getBytes(key)).toString('utf8'), this.bucket);
+    return schema ? parseRecord(key, schema, value, this.bucket) : value;
   }
 
-  async getJsonOrNull<T = unknown>(key: string, schema?: z.ZodType<T>): Promise<T | null> {
+  async getJsonOrNull(key: string): Promise<unknown>;
+  async getJsonOrNull<S extends z.ZodType>(key: string, schema: S): Promise<z.output<S> | null>;
+  async getJsonOrNull(key: string, schema?: z.ZodType): Promise<unknown> {
     try {
-      return await this.getJson(key, schema);
+      return schema ? await this.getJson(key, schema) : await this.getJson(key);
     } catch (err) {
       if (err instanceof ObjectNotFoundError) return null;
       throw err;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import type { ActivePrompt, PromptOverlay } from '../contracts/prompt-overlay.js';
+import { activePromptSchema, promptOverlaySchema, type ActivePrompt, type PromptOverlay } from '../contracts/prompt-overlay.js';
 import { assertId, keys } from './keys.js';
+import { parseRecord } from './records.js';
 
 /** The slice of ObjectStore this needs, so the gateway's narrower store works too; every read is validated here. */
 export interface OverlayObjectStore {
@@ -8,33 +9,6 @@ export interface OverlayObjectStore {
   putJson(key: string, value: unknown): Promise<unknown>;
   list(prefix: string): AsyncIterable<{ key: string }>;
 }
-
-const isoDate = z.string().min(1);
-
-/** The stored shape of a PromptOverlay; version 0 is the agent's own prompt and is never stored. */
-export const promptOverlaySchema = z.strictObject({
-  runId: z.string().min(1),
-  version: z.number().int().min(1),
-  mode: z.enum(['replace', 'prepend', 'append']),
-  template: z.string().max(100_000),
-  origin: z.strictObject({
-    strategy: z.enum(['seed', 'manual', 'textual_gradient', 'bootstrap']),
-    parents: z.array(z.number().int().min(0)),
-    round: z.number().int().min(0).nullable(),
-    note: z.string(),
-  }),
-  createdAt: isoDate,
-}) satisfies z.ZodType<PromptOverlay>;
-
-const promotionSchema = z.strictObject({ version: z.number().int().min(0), score: z.number().nullable(), promotedAt: isoDate });
-
-export const activePromptSchema = z.strictObject({
-  runId: z.string().min(1),
-  version: z.number().int().min(0),
-  score: z.number().nullable(),
-  promotedAt: isoDate,
-  history: z.array(promotionSchema),
-}) satisfies z.ZodType<ActivePrompt>;
 
 /** A bad overlay or a promotion to a version that was never written: the caller's mistake, not retryable. */
 export class PromptOverlayError extends Error {
@@ -52,10 +26,7 @@ export type PromptOverlayStore = ReturnType<typeof createPromptOverlayStore>;
 export function createPromptOverlayStore(store: OverlayObjectStore) {
   const read = async <T>(key: string, schema: z.ZodType<T>): Promise<T | null> => {
     const value = await store.getJsonOrNull(key);
-    if (value === null) return null;
-    const parsed = schema.safeParse(value);
-    if (!parsed.success) throw new PromptOverlayError(`corrupt ${key}: ${issues(parsed.error)}`);
-    return parsed.data;
+    return value === null ? null : parseRecord(key, schema, value);
   };
   const get = async (runId: string, version: number): Promise<PromptOverlay | null> => read(keys.promptOverlay(runId, version), promptOverlaySchema);
 

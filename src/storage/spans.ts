@@ -1,5 +1,7 @@
-import type { Span } from '../contracts/span.js';
-import { keys, spanSegmentName, type RolloutRef } from './keys.js';
+import { spanSchema, type Span } from '../contracts/span.js';
+import { CorruptObjectError } from './errors.js';
+import { keys, spanSegmentName } from './keys.js';
+import type { RolloutRef } from '../contracts/rollout.js';
 
 /** What reading spans needs from the object store; the full ObjectStore and the gateway's store both fit. */
 export interface SpanStore {
@@ -7,9 +9,10 @@ export interface SpanStore {
   getBytes(key: string): Promise<Buffer>;
 }
 
-export class CorruptSpanError extends Error {
-  constructor(key: string, detail: string) {
-    super(`span object ${key}: ${detail}`);
+/** A span object that does not parse or does not match the Span contract; `fields` name the bad paths. */
+export class CorruptSpanError extends CorruptObjectError {
+  constructor(key: string, detail: string, fields: string[] = []) {
+    super(null, key, detail, { fields });
     this.name = 'CorruptSpanError';
   }
 }
@@ -48,13 +51,17 @@ function parseObject(key: string, bytes: Buffer, segment: boolean): Span[] {
   const text = bytes.toString('utf8');
   const lines = segment ? text.split('\n').filter((l) => l.length > 0) : [text];
   return lines.map((line, i) => {
+    const where = segment ? `line ${i + 1}: ` : '';
+    let value: unknown;
     try {
-      const span = JSON.parse(line) as Span;
-      if (typeof span?.seq !== 'number') throw new Error('no numeric seq');
-      return span;
+      value = JSON.parse(line);
     } catch (err) {
-      throw new CorruptSpanError(key, `${segment ? `line ${i + 1}: ` : ''}${(err as Error).message}`);
+      throw new CorruptSpanError(key, `${where}${(err as Error).message}`);
     }
+    const parsed = spanSchema.safeParse(value);
+    if (parsed.success) return parsed.data;
+    const fields = parsed.error.issues.map((issue) => issue.path.map(String).join('.') || '(root)');
+    throw new CorruptSpanError(key, `${where}${parsed.error.issues.map((issue, j) => `${fields[j]}: ${issue.message}`).join('; ')}`, fields);
   });
 }
 

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { failureMappingInterceptors } from '../activities/failure-mapping.js';
 import { createCpuActivities, createGpuActivities } from '../activities/index.js';
 import type { VoltEnv } from '../config/env.js';
 import { CPU_QUEUE, GPU_QUEUE } from '../workflows/proxies.js';
@@ -15,7 +16,7 @@ export type Queue = 'cpu' | 'gpu';
 export async function createWorkers(env: Readonly<VoltEnv>, queues: readonly Queue[], options: { identity?: string } = {}) {
   const connection = await NativeConnection.connect({ address: env.VOLT_TEMPORAL_ADDRESS });
   const deps = await buildActivityDeps(env);
-  const common = { connection, namespace: env.VOLT_TEMPORAL_NAMESPACE, ...(options.identity && { identity: options.identity }) };
+  const common = { connection, namespace: env.VOLT_TEMPORAL_NAMESPACE, interceptors: { activity: failureMappingInterceptors }, ...(options.identity && { identity: options.identity }) };
   const workers: Worker[] = [];
   try {
     if (queues.includes('cpu')) {

@@ -1,11 +1,12 @@
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { createCpuActivities } from '../activities/index.js';
 import type { ProposeOverlaysInput } from '../activities/prompt-proposals.js';
-import type { LaunchedRollout, LaunchRolloutsInput } from '../activities/rollouts.js';
+import type { LaunchRolloutsInput } from '../activities/rollouts.js';
 import type { RunConfig } from '../config/run.js';
 import { nonRetryableFailureTypes } from '../contracts/failures.js';
 import { CPU_QUEUE } from './proxies.js';
-import type { PolicyRef } from './types.js';
+import type { LaunchedRollout } from '../contracts/rollout-outcome.js';
+import type { PolicyRef } from '../contracts/policy.js';
 
 type Cpu = ReturnType<typeof createCpuActivities>;
 

@@ -1,15 +1,5 @@
 import type { RunConfig } from '../config/run.js';
-
-/** A policy the model server can serve: the base model, or a LoRA adapter stored content-addressed. */
-export interface PolicyRef {
-  /** Name the model server serves it under (base model name or adapter name). */
-  name: string;
-  /** Object-store prefix of the adapter (keys.checkpoint), null for the base model. */
-  checkpointKey: string | null;
-  sha256: string | null;
-  /** Iteration whose update produced it, null for the base model. */
-  iteration: number | null;
-}
+import type { PolicyRef } from '../contracts/policy.js';
 
 export interface EvalResult {
   label: string;

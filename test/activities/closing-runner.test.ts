@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { closingRunner } from '../../src/activities/closing-runner.js';
-import type { RolloutRunner, RunnerResult } from '../../src/rollouts/spec.js';
+import type { RolloutRunner } from '../../src/rollouts/spec.js';
+import type { RunnerResult } from '../../src/contracts/rollout.js';
 
 const spec = {
   ref: { runId: 'r', iteration: 0, rolloutId: 'g0-r0', attempt: 0 },

@@ -6,8 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import type { ActivityDeps } from '../../src/activities/deps.js';
-import { createRewardActivities, type ComputeRewardsInput, type RewardsFile } from '../../src/activities/rewards.js';
-import type { RolloutOutcomeRecord } from '../../src/activities/rollouts.js';
+import { createRewardActivities, type ComputeRewardsInput } from '../../src/activities/rewards.js';
 import { TaskSets } from '../../src/activities/task-sets.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import { LocalRunner } from '../../src/rollouts/local-runner.js';
@@ -15,6 +14,8 @@ import { objectStoreLogSink } from '../../src/rollouts/log-sink.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
+import type { RolloutOutcomeRecord } from '../../src/contracts/rollout-outcome.js';
+import { rewardsFileSchema } from '../../src/contracts/rewards.js';
 
 const RUN = 'run-release';
 const ids = ['t0-r0', 't0-r1'];
@@ -69,12 +70,12 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
 
     const first = await run(activities, input);
     assert.deepEqual({ scored: first.scored, meanReward: first.meanReward }, { scored: 2, meanReward: 0.5 });
-    const file = await store.getJson<RewardsFile>(first.rewardsKey);
+    const file = await store.getJson(first.rewardsKey, rewardsFileSchema);
     assert.deepEqual(file.rollouts.map((r) => r.reward), [0, 1], 'the check ran in each workdir');
     for (const rolloutId of ids) assert.equal(existsSync(path.join(dir, 'rollouts', RUN, '000000', rolloutId)), false, `${rolloutId} released`);
 
     const retry = await run(activities, input);
     assert.deepEqual(retry, first, 'a retry reuses the stored scores instead of re-running checks in deleted workdirs');
-    assert.deepEqual((await store.getJson<RewardsFile>(first.rewardsKey)).rollouts.map((r) => r.reward), [0, 1]);
+    assert.deepEqual((await store.getJson(first.rewardsKey, rewardsFileSchema)).rollouts.map((r) => r.reward), [0, 1]);
   });
 });

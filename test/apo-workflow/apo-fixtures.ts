@@ -1,13 +1,13 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { RolloutOutcomeRecord } from '../../src/activities/rollouts.js';
 import type { RunConfigInput } from '../../src/config/run.js';
 import type { Span } from '../../src/contracts/span.js';
 import { keys } from '../../src/storage/keys.js';
 import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { root, tinyRunConfig } from '../pipeline/harness.js';
+import { rolloutOutcomeRecordSchema } from '../../src/contracts/rollout-outcome.js';
 
 type Task = { id: string; input: { question: string }; reference: { answer: number } };
 const plain = (id: string, a: number, b: number): Task => ({ id, input: { question: `What is ${a} + ${b}?` }, reference: { answer: a + b } });
@@ -51,7 +51,7 @@ export function apoRunConfig(runId: string, files: { trainFile: string; evalFile
 
 /** Every span of a rollout's final attempt, in call order. */
 export async function rolloutSpans(store: ObjectStore, runId: string, iteration: number, rolloutId: string): Promise<Span[]> {
-  const outcome = await store.getJson<RolloutOutcomeRecord>(keys.rolloutOutcome(runId, iteration, rolloutId));
+  const outcome = await store.getJson(keys.rolloutOutcome(runId, iteration, rolloutId), rolloutOutcomeRecordSchema);
   const spans: Span[] = [];
   for await (const s of readSpans(store, outcome.final.ref)) spans.push(s);
   return spans;

@@ -18,6 +18,7 @@ import { createObjectStore, type ObjectStore } from '../../src/storage/object-st
 import type { ApoStatus } from '../../src/workflows/prompt-optimization-types.js';
 import { root, startPipelineStack, type PipelineStack } from '../pipeline/harness.js';
 import { apoRunConfig, rolloutSpans, systemText, writeApoTasks } from './apo-fixtures.js';
+import { rewardsFileSchema } from '../../src/contracts/rewards.js';
 
 const run = promisify(execFile);
 
@@ -96,7 +97,7 @@ describe('promptOptimization end to end', { timeout: 1_800_000 }, () => {
     // Scores, beam and best are consistent, and promotion followed the rule.
     assert.deepEqual(round.candidates.map((c) => c.version).sort(), [0, 1]);
     assert.deepEqual(round.beam, [round.candidates[0]!.version]);
-    assert.equal(result.baselineScore, (await store.getJson<{ meanReward: number }>(keys.evaluation(runId, 0, 'full-v0'))).meanReward);
+    assert.equal(result.baselineScore, (await store.getJson(keys.evaluation(runId, 0, 'full-v0'), rewardsFileSchema)).meanReward);
     const best = result.best!;
     const shouldPromote = best.version !== 0 && best.score > result.baselineScore! + config.apo!.promoteMargin;
     assert.equal(result.promotion?.promoted, shouldPromote, result.promotion?.reason);

@@ -1,6 +1,6 @@
 import type { Span } from '../../src/contracts/span.js';
 import type { Task } from '../../src/contracts/task.js';
-import type { RolloutRef } from '../../src/storage/keys.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
 
 /** The calculator agent's own system prompt and per-question hint (examples/calculator-ts/agent.ts). */
 export const CALC_SYSTEM = [

@@ -6,9 +6,9 @@ import { after, before, describe, it } from 'node:test';
 import { BatchFileError, BatchFileWriter, batchFileSamples, readBatchFile } from '../../src/batches/batch-file.js';
 import { buildBatch } from '../../src/batches/build-batch.js';
 import { batchConfigSchema } from '../../src/batches/config.js';
-import type { SampleRow } from '../../src/batches/sample-row.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 import { scoredGroups } from './scored-rollouts.js';
+import type { SampleRow } from '../../src/contracts/sample.js';
 
 let dir: string;
 

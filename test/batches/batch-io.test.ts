@@ -3,13 +3,13 @@ import { after, before, describe, it } from 'node:test';
 import { readBatchFile } from '../../src/batches/batch-file.js';
 import { storeSpanSource, writeBatch } from '../../src/batches/batch-io.js';
 import { batchConfigSchema } from '../../src/batches/config.js';
-import type { BatchManifest } from '../../src/batches/manifest.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 import { loadEvidence } from '../../src/rewards/evidence.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 import { scoredGroups } from './scored-rollouts.js';
+import { batchManifestSchema } from '../../src/contracts/batch-manifest.js';
 
 let services: TestServices;
 let store: ObjectStore;
@@ -36,7 +36,7 @@ void describe('batch I/O through a real S3 server (rclone)', () => {
     const bytes = await store.getBytes(written.samplesKey);
     assert.equal(bytes.length, written.bytes);
     const rows = readBatchFile(bytes);
-    const manifest = await store.getJson<BatchManifest>(written.manifestKey);
+    const manifest = await store.getJson(written.manifestKey, batchManifestSchema);
     assert.equal(rows.length, 6, 'five rollouts, one split by a rewritten history');
     assert.equal(manifest.counts.samples, 6);
     assert.equal(manifest.counts.transitions, 15);

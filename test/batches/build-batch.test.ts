@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildBatch } from '../../src/batches/build-batch.js';
 import { batchConfigSchema } from '../../src/batches/config.js';
-import type { SampleRow } from '../../src/batches/sample-row.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
-import type { RolloutRef } from '../../src/storage/keys.js';
 import { rolloutResult, scoredGroups } from './scored-rollouts.js';
+import type { SampleRow } from '../../src/contracts/sample.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
 
 const spansOf = (ref: RolloutRef) => syntheticRollout(ref, { turns: 3, seed: ref.rolloutId.length * 7 + ref.rolloutId.charCodeAt(1), promptLen: 10, completionLen: 4, gapLen: 3 });
 

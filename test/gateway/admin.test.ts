@@ -7,6 +7,7 @@ import { readSpans } from '../../src/storage/spans.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
 import { startScriptedUpstream } from './scripted-upstream.js';
+import { agentRewardsFileSchema } from '../../src/contracts/rewards.js';
 
 let services: TestServices;
 let store: ObjectStore;
@@ -101,7 +102,7 @@ void describe('gateway admin API', () => {
     const rewardUrl = baseUrl.replace(/\/v1$/, '/reward');
     const results = await Promise.all([post(rewardUrl, JSON.stringify({ value: 1 })), post(rewardUrl, JSON.stringify({ value: 0.5, name: 'tests' }))]);
     assert.deepEqual(results.map((r) => r.status), [200, 200]);
-    const stored = await store.getJson<{ rewards: { value: number; name: string | null }[] }>(keys.agentRewards(input));
+    const stored = await store.getJson(keys.agentRewards(input), agentRewardsFileSchema);
     assert.deepEqual(stored.rewards.map((r) => r.value).sort(), [0.5, 1]);
     const bad = await post(rewardUrl, JSON.stringify({ value: 'high' }));
     assert.equal(bad.status, 400);

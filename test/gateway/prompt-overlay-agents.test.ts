@@ -8,13 +8,13 @@ import type { Span } from '../../src/contracts/span.js';
 import { GatewayAdminError } from '../../src/gateway/admin-client.js';
 import { renderSystemPrompt } from '../../src/gateway/prompt-overlay.js';
 import { LocalRunner } from '../../src/rollouts/local-runner.js';
-import { type RolloutRef } from '../../src/storage/keys.js';
 import { readSpans as readStoredSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createPromptOverlayStore } from '../../src/storage/prompt-overlays.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
 import { SERVED_MODEL, startModelServer } from './model-server.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const RUN = 'run-overlay';

@@ -5,12 +5,12 @@ import { promisify } from 'node:util';
 import { ChatOpenAI } from '@langchain/openai';
 import OpenAI from 'openai';
 import type { Span } from '../../src/contracts/span.js';
-import { type RolloutRef } from '../../src/storage/keys.js';
 import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
 import { SERVED_MODEL, startModelServer } from './model-server.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
 
 let services: TestServices;
 let store: ObjectStore;

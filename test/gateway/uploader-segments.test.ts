@@ -5,11 +5,12 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SpanUploader } from '../../src/gateway/uploader.js';
 import { WriteAheadLog } from '../../src/gateway/wal.js';
-import { keys, type RolloutRef } from '../../src/storage/keys.js';
+import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { countSpans, readSpans } from '../../src/storage/spans.js';
 import type { TestServices } from '../helpers/services.js';
 import { startStore } from './harness.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
 
 let services: TestServices;
 let store: ObjectStore;

@@ -7,7 +7,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
-import type { RolloutOutcomeRecord } from '../../src/activities/rollouts.js';
 import { connectClient } from '../../src/client/connect.js';
 import { readBatchFile } from '../../src/batches/batch-file.js';
 import { keys } from '../../src/storage/keys.js';
@@ -16,6 +15,8 @@ import { TEMPORAL_BIN } from '../../src/stack/temporal.js';
 import type { RunStatus } from '../../src/workflows/types.js';
 import { recordHistories, replayAll } from '../replay/histories.js';
 import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
+import type { RolloutOutcomeRecord } from '../../src/contracts/rollout-outcome.js';
+import { rolloutOutcomeRecordSchema } from '../../src/contracts/rollout-outcome.js';
 
 const run = promisify(execFile);
 const RUN = 'crash-run';
@@ -109,7 +110,7 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
         const prefix = keys.iteration(RUN, iteration);
         // Every planned rollout has exactly one outcome, and nothing else ran under this iteration.
         const outcomes: RolloutOutcomeRecord[] = [];
-        for await (const o of store.list(`${prefix}rollouts/`)) if (o.key.endsWith('/outcome.json')) outcomes.push(await store.getJson(o.key));
+        for await (const o of store.list(`${prefix}rollouts/`)) if (o.key.endsWith('/outcome.json')) outcomes.push(await store.getJson(o.key, rolloutOutcomeRecordSchema));
         const train = outcomes.filter((o) => o.rolloutId.startsWith('g'));
         assert.equal(train.length, GROUP * TASKS, `iteration ${iteration} rollouts`);
         assert.equal(new Set(train.map((o) => o.rolloutId)).size, train.length);

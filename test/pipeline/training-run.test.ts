@@ -9,9 +9,10 @@ import { startTrainingRun } from '../../src/client/runs.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore } from '../../src/storage/object-store.js';
-import type { ModelAlias } from '../../src/activities/serving.js';
 import type { RunStatus } from '../../src/workflows/types.js';
 import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
+import { dirManifestSchema, modelAliasSchema } from '../../src/contracts/policy.js';
+import { rewardsFileSchema } from '../../src/contracts/rewards.js';
 
 const run = promisify(execFile);
 
@@ -42,13 +43,13 @@ describe('trainingRun end to end (tiny settings), then its report', { timeout: 1
       assert.equal(typeof it0.evalScore, 'number', 'the candidate was evaluated');
 
       const store = createObjectStore(stack.env);
-      const manifest = await store.getJson<{ files: { path: string }[] }>(keys.checkpointManifest(it0.candidate!.sha256!));
+      const manifest = await store.getJson(keys.checkpointManifest(it0.candidate!.sha256!), dirManifestSchema);
       assert.ok(manifest.files.some((f) => f.path.endsWith('adapter_model.safetensors')));
 
       // Promotion followed the eval result: promoted exactly when the candidate beat the base's held-out score.
-      const baseEval = await store.getJson<{ meanReward: number }>(keys.evaluation('e2e-run', 0, 'base'));
+      const baseEval = await store.getJson(keys.evaluation('e2e-run', 0, 'base'), rewardsFileSchema);
       assert.equal(it0.promoted, it0.evalScore! > baseEval.meanReward + config.eval.promoteMargin);
-      const alias = await store.getJsonOrNull<ModelAlias>(keys.modelAlias('e2e-run', 'best'));
+      const alias = await store.getJsonOrNull(keys.modelAlias('e2e-run', 'best'), modelAliasSchema);
       assert.equal(alias?.current.policy.sha256 ?? null, it0.promoted ? it0.candidate!.sha256 : null);
       assert.equal(status.best?.policy.sha256 ?? null, it0.promoted ? it0.candidate!.sha256 : null);
       await fetch(`${stack.modelUrl}/v1/load_lora_adapter`, {

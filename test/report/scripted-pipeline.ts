@@ -1,14 +1,15 @@
 import path from 'node:path';
 import { createConfigActivities } from '../../src/activities/config.js';
-import { rewardsKeyFor, type ComputeRewardsInput, type RewardsFile } from '../../src/activities/rewards.js';
+import { rewardsKeyFor, type ComputeRewardsInput } from '../../src/activities/rewards.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { writeAlias } from '../../src/activities/serving.js';
 import { TaskSets } from '../../src/activities/task-sets.js';
 import type { RunConfig } from '../../src/config/run.js';
 import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
-import type { PolicyRef } from '../../src/workflows/types.js';
 import { span } from './synthetic-run.js';
+import type { RewardsFile } from '../../src/contracts/rewards.js';
+import type { PolicyRef } from '../../src/contracts/policy.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 

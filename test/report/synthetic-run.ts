@@ -1,7 +1,7 @@
-import type { RewardsFile } from '../../src/activities/rewards.js';
-import type { ModelAlias } from '../../src/activities/serving.js';
 import type { Span } from '../../src/contracts/span.js';
-import type { IterationSummary, PolicyRef, RunStatus } from '../../src/workflows/types.js';
+import type { IterationSummary, RunStatus } from '../../src/workflows/types.js';
+import type { RewardsFile } from '../../src/contracts/rewards.js';
+import type { ModelAlias, PolicyRef } from '../../src/contracts/policy.js';
 
 /** A small two-iteration run, written by hand: what the pipeline would have left in Temporal and the store. */
 export const RUN_ID = 'report-run';

@@ -5,9 +5,9 @@ import { ApiException, BatchV1Api, KubeConfig, type V1Job } from '@kubernetes/cl
 import { jobName } from '../../src/rollouts/kube-job.js';
 import { KubeRunner } from '../../src/rollouts/kube-runner.js';
 import { runWithRetries } from '../../src/rollouts/retries.js';
-import type { RolloutRef } from '../../src/storage/keys.js';
 import { FakeKubeApi } from './fake-kube-api.js';
 import { specFor, startLogStore } from './fixtures.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
 
 const ref = (rolloutId: string, attempt = 0): RolloutRef => ({ runId: 'Run_1', iteration: 3, rolloutId, attempt });
 

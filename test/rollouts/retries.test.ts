@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { LocalRunner } from '../../src/rollouts/local-runner.js';
 import { runWithRetries } from '../../src/rollouts/retries.js';
-import type { RolloutRef } from '../../src/storage/keys.js';
 import { agent, specFor, startLogStore, tempDir } from './fixtures.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
 
 void describe('runWithRetries', () => {
   let runner: LocalRunner;

@@ -29,12 +29,9 @@ void describe('storage keys', () => {
   });
 
   void it('lays keys out by run and iteration, zero-padded so listings sort numerically', () => {
-    assert.equal(keys.runConfig('run-1'), 'runs/run-1/config.json');
     assert.equal(keys.span(ref, 12), 'runs/run-1/iterations/000003/rollouts/r7/attempt-001/spans/00000012.json');
     assert.ok(keys.span(ref, 2) < keys.span(ref, 10));
     assert.equal(keys.batch('run-1', 0), 'runs/run-1/iterations/000000/batch/samples.safetensors');
-    assert.equal(keys.iterationSummary('run-1', 4), 'runs/run-1/iterations/000004/summary.json');
-    assert.equal(keys.trainerMetrics('run-1', 4), 'runs/run-1/iterations/000004/trainer-metrics.json');
   });
 
   void it('keeps every key built from arbitrary strings inside its run prefix (property)', () => {

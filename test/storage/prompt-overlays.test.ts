@@ -5,6 +5,8 @@ import { keys, UnsafeIdError } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { createPromptOverlayStore, PromptOverlayError, type PromptOverlayStore } from '../../src/storage/prompt-overlays.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
+import { promptOverlaySchema } from '../../src/contracts/prompt-overlay.js';
+import { CorruptObjectError } from '../../src/storage/errors.js';
 
 const overlay = (runId: string, version: number, template: string): PromptOverlay => ({
   runId, version, mode: 'replace', template,
@@ -30,7 +32,7 @@ void describe('prompt overlay store against a real S3 server (rclone serve s3)',
     const again = await overlays.put(overlay('run-a', 1, 'a different proposal'));
     assert.deepEqual(again, first);
     assert.deepEqual(await overlays.get('run-a', 1), first);
-    assert.equal((await store.getJson<PromptOverlay>(keys.promptOverlay('run-a', 1))).template, 'first {{original}}');
+    assert.equal((await store.getJson(keys.promptOverlay('run-a', 1), promptOverlaySchema)).template, 'first {{original}}');
   });
 
   void it('get returns null for a version never written; list is in version order', async () => {
@@ -74,6 +76,6 @@ void describe('prompt overlay store against a real S3 server (rclone serve s3)',
 
   void it('a corrupt stored overlay is an error naming the key and field, not a silent null', async () => {
     await store.putJson(keys.promptOverlay('run-d', 1), { runId: 'run-d', version: 1, mode: 'replace' });
-    await assert.rejects(overlays.get('run-d', 1), (e: Error) => e instanceof PromptOverlayError && /overlays\/000001\.json/.test(e.message) && /template/.test(e.message));
+    await assert.rejects(overlays.get('run-d', 1), (e: Error) => e instanceof CorruptObjectError && /overlays\/000001\.json/.test(e.message) && e.fields.includes('template'));
   });
 });

@@ -1,17 +1,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Span } from '../../src/contracts/span.js';
-import { keys, type RolloutRef } from '../../src/storage/keys.js';
+import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { CorruptSpanError, countSpans, parseSpanKey, readSpans, segmentKeyFor } from '../../src/storage/spans.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
+import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 
-const span = (ref: RolloutRef, seq: number, note = 'a') => ({ runId: ref.runId, iteration: ref.iteration, rolloutId: ref.rolloutId, attempt: ref.attempt, seq, note }) as unknown as Span;
+// A full span (it must pass the Span contract on read); the note rides in spanId so tests can tell copies apart.
+const span = (ref: RolloutRef, seq: number, note = 'a'): Span => ({ ...syntheticRollout(ref, { turns: 1, seed: seq })[0]!, seq, spanId: note });
 const jsonl = (spans: Span[]) => Buffer.from(spans.map((s) => `${JSON.stringify(s)}\n`).join(''));
 
 async function collect(store: ObjectStore, ref: RolloutRef) {
   const out: { seq: number; note: string }[] = [];
-  for await (const s of readSpans(store, ref)) out.push({ seq: s.seq, note: (s as unknown as { note: string }).note });
+  for await (const s of readSpans(store, ref)) out.push({ seq: s.seq, note: s.spanId });
   return out;
 }
 

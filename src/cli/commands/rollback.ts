@@ -1,7 +1,8 @@
-import { bestAliasName, loadAdapter, type ModelAlias } from '../../activities/serving.js';
+import { bestAliasName, loadAdapter } from '../../activities/serving.js';
 import { keys } from '../../storage/keys.js';
 import { createObjectStore } from '../../storage/object-store.js';
 import { UsageError, type Command } from '../command.js';
+import { modelAliasSchema, type ModelAlias } from '../../contracts/policy.js';
 
 export const rollbackCommand: Command = {
   name: 'rollback',
@@ -14,7 +15,7 @@ export const rollbackCommand: Command = {
     const env = ctx.env();
     const store = createObjectStore(env);
     const key = keys.modelAlias(runId, 'best');
-    const alias = await store.getJsonOrNull<ModelAlias>(key);
+    const alias = await store.getJsonOrNull(key, modelAliasSchema);
     const previous = alias?.history.at(-1);
     if (!alias || !previous) {
       ctx.err(`run ${runId} has no earlier promotion to roll back to`);
@@ -22,7 +23,7 @@ export const rollbackCommand: Command = {
     }
     const rolled: ModelAlias = { ...alias, current: previous, history: alias.history.slice(0, -1) };
     await loadAdapter({ env, store, modelServerUrl: env.VOLT_MODEL_SERVER_URL }, previous.policy, bestAliasName(runId));
-    await store.putJson(key, rolled);
+    await store.putJson(key, rolled, modelAliasSchema);
     ctx.out(`${bestAliasName(runId)} now serves ${previous.policy.name} (iteration ${previous.iteration}, score ${previous.score.toFixed(3)})`);
     return 0;
   },

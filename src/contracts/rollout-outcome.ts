@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { rolloutOutcomeSchema, runnerResultSchema } from './rollout.js';
+
+/** sha256 of each protected file (relative path → hex, null when absent) taken before the rollout. */
+export const protectedSnapshotSchema = z.object({ files: z.record(z.string(), z.string().nullable()) });
+export type ProtectedSnapshot = z.output<typeof protectedSnapshotSchema>;
+
+/** The final word on one rollout, written once at keys.rolloutOutcome: a retried activity reuses it. */
+export const rolloutOutcomeRecordSchema = z.object({
+  rolloutId: z.string().min(1),
+  taskId: z.string().min(1),
+  groupId: z.string().min(1),
+  final: runnerResultSchema,
+  attempts: z.array(z.object({ attempt: z.number().int().min(0), outcome: rolloutOutcomeSchema, detail: z.string().nullable() })),
+  snapshots: z.record(z.string(), protectedSnapshotSchema),
+});
+export type RolloutOutcomeRecord = z.output<typeof rolloutOutcomeRecordSchema>;
+
+/** keys.rolloutStarted: written before an attempt registers, so a crash leaves the attempt number behind. */
+export const rolloutStartedSchema = z.object({ startedAt: z.string().min(1), policy: z.string().min(1) });
+export type RolloutStarted = z.output<typeof rolloutStartedSchema>;
+
+/** What launchRollouts hands the workflow per rollout: the attempt that counts and how it ended. */
+export interface LaunchedRollout {
+  rolloutId: string;
+  attempt: number;
+  outcome: z.output<typeof rolloutOutcomeSchema>;
+}
