@@ -2,13 +2,30 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { ConfigError } from '../config/errors.js';
 import { parseRunConfig, type RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
-import { TaskSetError } from '../tasks/task-set.js';
+import { TaskSetError } from '../contracts/task.js';
+import type { PinnedTaskSets } from '../tasks/pinned-task-sets.js';
 import type { ActivityDeps } from './deps.js';
+
+const invalidTaskSet = (err: unknown): unknown => {
+  if (err instanceof TaskSetError) return ApplicationFailure.create({ type: FailureType.InvalidTaskSet, message: err.message, nonRetryable: true });
+  return err;
+};
+
+/** The pinned set: the hash the config names, or the file, validated and stored now. */
+async function pin(taskSets: PinnedTaskSets, hash: string | undefined, file: string, field: string): Promise<string> {
+  try {
+    return (hash ? await taskSets.load(hash) : await taskSets.pinFile(file)).sha256;
+  } catch (err) {
+    if (err instanceof TaskSetError) throw new TaskSetError(`tasks.${field}: ${err.message}`);
+    throw err;
+  }
+}
 
 export const createConfigActivities = (deps: Pick<ActivityDeps, 'taskSets'>) => ({
   /**
    * The run's first activity: a config started raw from the Temporal CLI or Web UI is validated here and fails
    * at once, non-retryably, with every bad field's path in the message the operator reads in Temporal Web.
+   * Its task sets are validated and pinned by content: the returned config names them by hash (tasks.trainSet/evalSet).
    */
   async validateRunConfig(raw: unknown): Promise<RunConfig> {
     let config: RunConfig;
@@ -21,25 +38,34 @@ export const createConfigActivities = (deps: Pick<ActivityDeps, 'taskSets'>) => 
       throw err;
     }
     try {
-      await deps.taskSets.load(config.tasks.trainFile);
-      await deps.taskSets.load(config.tasks.evalFile);
+      const trainSet = await pin(deps.taskSets, config.tasks.trainSet, config.tasks.trainFile, config.tasks.trainSet ? 'trainSet' : 'trainFile');
+      const evalSet = await pin(deps.taskSets, config.tasks.evalSet, config.tasks.evalFile, config.tasks.evalSet ? 'evalSet' : 'evalFile');
+      return { ...config, tasks: { ...config.tasks, trainSet, evalSet } };
     } catch (err) {
-      const message = err instanceof TaskSetError ? err.message : `tasks: ${(err as Error).message}`;
-      throw ApplicationFailure.create({ type: FailureType.InvalidTaskSet, message, nonRetryable: true });
+      throw invalidTaskSet(err);
     }
-    return config;
   },
 
-  /** Task ids of a task set, in file order (`limit` keeps the first N, e.g. a fixed eval subset). */
-  async listTaskIds(input: { file: string; limit?: number }): Promise<string[]> {
+  /** Task ids of a pinned task set, in file order (`limit` keeps the first N, e.g. a fixed eval subset). */
+  async listTaskIds(input: { taskSet: string | null; limit?: number }): Promise<string[]> {
     try {
-      const { tasks } = await deps.taskSets.load(input.file);
+      const { tasks } = await deps.taskSets.load(requireTaskSet(input.taskSet));
       return tasks.slice(0, input.limit ?? tasks.length).map((t) => t.id);
     } catch (err) {
-      if (err instanceof TaskSetError || (err as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw ApplicationFailure.create({ type: FailureType.InvalidTaskSet, message: (err as Error).message, nonRetryable: true });
-      }
-      throw err;
+      throw invalidTaskSet(err);
     }
   },
 });
+
+/**
+ * Activities get task sets by hash only. A run whose config has none was started before task sets were pinned
+ * (its validateRunConfig result has no hashes): it cannot be continued reproducibly and must be restarted.
+ */
+export function requireTaskSet(taskSet: string | undefined | null): string {
+  if (typeof taskSet === 'string' && /^[0-9a-f]{64}$/.test(taskSet)) return taskSet;
+  throw ApplicationFailure.create({
+    type: FailureType.InvalidTaskSet,
+    message: `no pinned task set (got ${JSON.stringify(taskSet)}): the run config's tasks.trainSet/evalSet are filled in when the run starts; restart runs started before task pinning`,
+    nonRetryable: true,
+  });
+}

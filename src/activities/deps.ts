@@ -3,7 +3,7 @@ import type { GatewayAdminClient } from '../gateway/admin-client.js';
 import type { KubeRunnerConfigInput } from '../rollouts/kube-config.js';
 import type { RolloutRunner } from '../rollouts/spec.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import type { TaskSets } from './task-sets.js';
+import type { PinnedTaskSets } from '../tasks/pinned-task-sets.js';
 
 /** Everything the activities touch, built once per worker process and passed in (no module singletons). */
 export interface ActivityDeps {
@@ -14,7 +14,8 @@ export interface ActivityDeps {
   runner: RolloutRunner;
   /** Kubernetes Jobs runner for runs with rollouts.runner = 'kubernetes', built once per distinct Job config. */
   kubeRunner: (config: KubeRunnerConfigInput) => RolloutRunner;
-  taskSets: TaskSets;
+  /** Task sets by hash (pinned when a run starts), so workers need no task files. */
+  taskSets: PinnedTaskSets;
   /** Python interpreter with volt_trainer installed (VOLT_PYTHON, resolved). */
   python: string;
   /** Base URL of the model server (VOLT_MODEL_SERVER_URL). */

@@ -3,6 +3,7 @@ import type { RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
 import type { PromptOverlay } from '../contracts/prompt-overlay.js';
 import { createPromptOverlayStore } from '../storage/prompt-overlays.js';
+import { requireTaskSet } from './config.js';
 import type { ActivityDeps } from './deps.js';
 import { rewardsKeyFor } from './rewards.js';
 import { rewardsFileSchema } from '../contracts/rewards.js';
@@ -38,7 +39,7 @@ export const createPromptOptimizationActivities = (deps: Pick<ActivityDeps, 'sto
      */
     async splitApoTasks(input: { config: RunConfig }): Promise<{ trainIds: string[]; validationIds: string[] }> {
       const apo = apoOf(input.config);
-      const { tasks } = await deps.taskSets.load(input.config.tasks.trainFile);
+      const { tasks } = await deps.taskSets.load(requireTaskSet(input.config.tasks.trainSet));
       if (tasks.length <= apo.validationTasks) {
         throw ApplicationFailure.create({
           type: FailureType.InvalidConfig,

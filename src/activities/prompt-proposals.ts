@@ -9,7 +9,8 @@ import { FailureType } from '../contracts/failures.js';
 import type { PromptOverlay } from '../contracts/prompt-overlay.js';
 import type { Task } from '../contracts/task.js';
 import { createPromptOverlayStore } from '../storage/prompt-overlays.js';
-import { TaskSetError } from '../tasks/task-set.js';
+import { TaskSetError } from '../contracts/task.js';
+import { requireTaskSet } from './config.js';
 import type { ActivityDeps } from './deps.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 
@@ -47,11 +48,11 @@ function agentSystemPrompt(digests: readonly RolloutDigest[]): string | null {
   return [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]?.[0] ?? null;
 }
 
-async function trainTasks(deps: Pick<ActivityDeps, 'taskSets'>, file: string): Promise<Map<string, Task>> {
+async function trainTasks(deps: Pick<ActivityDeps, 'taskSets'>, taskSet: string | undefined): Promise<Map<string, Task>> {
   try {
-    return (await deps.taskSets.load(file)).byId;
+    return (await deps.taskSets.load(requireTaskSet(taskSet))).byId;
   } catch (err) {
-    if (err instanceof TaskSetError || (err as NodeJS.ErrnoException).code === 'ENOENT') {
+    if (err instanceof TaskSetError) {
       throw ApplicationFailure.create({ type: FailureType.InvalidTaskSet, message: (err as Error).message, nonRetryable: true });
     }
     throw err;
@@ -81,7 +82,7 @@ export const createPromptProposalActivities = (deps: Pick<ActivityDeps, 'store' 
       const planned = new Set(plans.map((p) => p.version));
       const stored = new Map(existing.filter((o) => planned.has(o.version)).map((o) => [o.version, o]));
       let digests: RolloutDigest[] = [];
-      if (stored.size < plans.length) digests = await loadRolloutDigests(deps.store, input.rollouts, await trainTasks(deps, config.tasks.trainFile));
+      if (stored.size < plans.length) digests = await loadRolloutDigests(deps.store, input.rollouts, await trainTasks(deps, config.tasks.trainSet));
       const parentOfRollout = new Map(input.rollouts.map((r) => [r.ref.rolloutId, r.parentVersion]));
       const original = agentSystemPrompt(digests);
       // Fail fast on a missing optimiser or key, before any child is written.

@@ -4,6 +4,7 @@ import { loadEvidence } from '../rewards/evidence.js';
 import { scoreRollout } from '../rewards/registry.js';
 import { RewardInfraError } from '../rewards/types.js';
 import { keys } from '../storage/keys.js';
+import { requireTaskSet } from './config.js';
 import type { ActivityDeps } from './deps.js';
 import { rewardsFileSchema, type RewardsFile, type ScoredRolloutRecord } from '../contracts/rewards.js';
 import { rolloutOutcomeRecordSchema, type LaunchedRollout } from '../contracts/rollout-outcome.js';
@@ -13,6 +14,8 @@ export interface ComputeRewardsInput {
   iteration: number;
   mode: 'train' | 'eval';
   label: string;
+  /** The pinned task set the rollouts ran (their references are scored against). */
+  taskSet: string | null;
   results: LaunchedRollout[];
 }
 
@@ -33,7 +36,7 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
     if (existing && sameRollouts(existing, input.results)) {
       return { meanReward: existing.meanReward, scored: existing.scored, infraFailed: existing.infraFailed, rewardsKey };
     }
-    const { byId } = await deps.taskSets.load(mode === 'train' ? config.tasks.trainFile : config.tasks.evalFile);
+    const { byId } = await deps.taskSets.load(requireTaskSet(input.taskSet));
     const rollouts: ScoredRolloutRecord[] = [];
     for (const launched of input.results) {
       ctx.heartbeat({ scored: rollouts.length, total: input.results.length });

@@ -8,6 +8,7 @@ import { Semaphore } from '../rollouts/semaphore.js';
 import { keys } from '../storage/keys.js';
 import { resolveAgentCommand } from './agent-command.js';
 import { closingRunner } from './closing-runner.js';
+import { requireTaskSet } from './config.js';
 import type { ActivityDeps } from './deps.js';
 import { runTaskSetup } from './task-setup.js';
 import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
@@ -18,9 +19,14 @@ import { runnerResultSchema } from '../contracts/rollout.js';
 export interface LaunchRolloutsInput {
   config: RunConfig;
   iteration: number;
+  /** Only whether these rollouts train: 'eval' rollouts are scored but never put in a batch. */
   mode: 'train' | 'eval';
   label: string;
   policy: PolicyRef;
+  /** The pinned task set (sha256, keys.taskSet) the task ids belong to. */
+  taskSet: string | null;
+  /** Sampling the gateway imposes on every call (e.g. greedy evaluation); null keeps the agent's own. */
+  sampling: { temperature: number } | null;
   tasks: { taskId: string; groupId: string; rolloutIds: string[] }[];
   /** The prompt overlay the gateway applies to every call of these rollouts; null or version 0: the agent's own. */
   promptOverlay?: { version: number } | null;
@@ -36,7 +42,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     const ctx = Context.current();
     const { config, iteration, mode, policy } = input;
     const runId = config.runId;
-    const { byId } = await deps.taskSets.load(mode === 'train' ? config.tasks.trainFile : config.tasks.evalFile);
+    const { byId } = await deps.taskSets.load(requireTaskSet(input.taskSet));
     const jobs = input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ ...t, rolloutId })));
     const progress = { total: jobs.length, done: 0, reused: 0, byOutcome: {} as Record<string, number> };
     const beat = () => ctx.heartbeat({ ...progress });
@@ -95,8 +101,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             signal: ctx.cancellationSignal,
             register: async (ref: RolloutRef) => {
               await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name }, rolloutStartedSchema);
-              const sampling = mode === 'eval' && config.eval.temperature !== null ? { temperature: config.eval.temperature } : null;
-              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling, promptOverlay: input.promptOverlay ?? null });
+              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling: input.sampling, promptOverlay: input.promptOverlay ?? null });
               return { token, baseUrl };
             },
             prepareWorkdir: async (workdir) => {

@@ -32,13 +32,24 @@ export async function loadAdapter(deps: Pick<ActivityDeps, 'env' | 'store' | 'mo
   if (res.statusCode >= 300) throw new Error(`model server load_lora_adapter ${name}: ${res.statusCode} ${text.slice(0, 300)}`);
 }
 
-/** Move the alias to `entry` (or back to the previous entry) and reload the served alias. */
+/** Stop serving adapter `name` (vLLM's unload_lora_adapter); one that is not loaded is already unloaded. */
+export async function unloadAdapter(deps: Pick<ActivityDeps, 'modelServerUrl'>, name: string): Promise<void> {
+  const res = await request(`${deps.modelServerUrl.replace(/\/+$/, '')}/v1/unload_lora_adapter`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ lora_name: name }),
+  });
+  const text = await res.body.text();
+  if (res.statusCode >= 300 && res.statusCode !== 404) throw new Error(`model server unload_lora_adapter ${name}: ${res.statusCode} ${text.slice(0, 300)}`);
+}
+
+/** Move the alias to `entry`, keeping the entry it replaces in its history. The base model is served under its own name. */
 export async function writeAlias(store: ObjectStore, runId: string, entry: AliasEntry): Promise<ModelAlias> {
   const key = keys.modelAlias(runId, 'best');
   const old = await store.getJsonOrNull(key, modelAliasSchema);
   const alias: ModelAlias = {
     alias: 'best',
-    servedAs: bestAliasName(runId),
+    servedAs: entry.policy.sha256 ? bestAliasName(runId) : entry.policy.name,
     current: entry,
     history: old ? [...old.history, old.current] : [],
   };
@@ -62,5 +73,19 @@ export const createServingActivities = (deps: ActivityDeps) => ({
       await writeAlias(deps.store, config.runId, { policy, score, iteration, at: new Date().toISOString() });
     }
     await loadAdapter(deps, policy, bestAliasName(config.runId));
+  },
+
+  /**
+   * The serving side of the run's `rollback` update: the alias moves to `to` (a promotion, or the base model, which
+   * is then served under its own name and `<run>-best` is unloaded). Idempotent like promotion.
+   */
+  async rollbackCheckpoint(input: { config: RunConfig; to: { policy: PolicyRef; score: number; iteration: number | null } }): Promise<void> {
+    const { config, to } = input;
+    const existing = await deps.store.getJsonOrNull(keys.modelAlias(config.runId, 'best'), modelAliasSchema);
+    if (existing?.current.policy.sha256 !== to.policy.sha256 || existing.current.iteration !== to.iteration) {
+      await writeAlias(deps.store, config.runId, { ...to, at: new Date().toISOString() });
+    }
+    if (to.policy.sha256) await loadAdapter(deps, to.policy, bestAliasName(config.runId));
+    else await unloadAdapter(deps, bestAliasName(config.runId));
   },
 });

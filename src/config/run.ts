@@ -4,6 +4,7 @@ import { rewardSpecSchema } from '../rewards/spec.js';
 import { kubeRunnerConfigSchema } from '../rollouts/kube-config.js';
 import { DEFAULT_ENV_ALLOW_LIST } from '../rollouts/spec.js';
 import { isSafeId } from '../storage/keys.js';
+import { taskSetHashSchema } from '../contracts/task.js';
 import { apoConfigSchema } from './apo.js';
 import { parseFrozen } from './errors.js';
 
@@ -45,11 +46,18 @@ export const runConfigSchema = z.strictObject({
     /** A rollout running longer than this is killed and counts as timed_out. */
     timeoutSec: seconds.default(300),
   }),
-  /** Task sets: JSONL files of { id, input, reference? }. */
+  /**
+   * Task sets: JSONL files of { id, input, reference? }. When a run starts they are validated and pinned in the
+   * object store by content; every rollout reads the pinned tasks by hash, so editing a file never changes a run.
+   */
   tasks: z.strictObject({
     trainFile: z.string().min(1),
     /** Held-out tasks for evaluation and promotion; should not overlap the train file. */
     evalFile: z.string().min(1),
+    /** sha256 of the pinned train set (keys.taskSet); filled in when the run starts, or given to reuse a pinned set. */
+    trainSet: taskSetHashSchema.optional(),
+    /** sha256 of the pinned eval set; like trainSet. */
+    evalSet: taskSetHashSchema.optional(),
   }),
   /** Training iterations in total (each: rollouts → rewards → batch → update → maybe eval). */
   iterations: int(1).max(100_000).default(3),

@@ -1,6 +1,5 @@
 import path from 'node:path';
 import type { ActivityDeps } from '../activities/deps.js';
-import { TaskSets } from '../activities/task-sets.js';
 import type { VoltEnv } from '../config/env.js';
 import { GatewayAdminClient } from '../gateway/admin-client.js';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -8,6 +7,7 @@ import { KubeRunner } from '../rollouts/kube-runner.js';
 import { LocalRunner } from '../rollouts/local-runner.js';
 import { objectStoreLogSink } from '../rollouts/log-sink.js';
 import { createObjectStore } from '../storage/object-store.js';
+import { PinnedTaskSets } from '../tasks/pinned-task-sets.js';
 
 /** Build the clients every activity closes over, once per worker process. */
 export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cwd()): Promise<ActivityDeps> {
@@ -33,7 +33,7 @@ export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cw
       }
       return runner;
     },
-    taskSets: new TaskSets(cwd),
+    taskSets: new PinnedTaskSets(store, cwd),
     python: path.resolve(cwd, env.VOLT_PYTHON),
     modelServerUrl: env.VOLT_MODEL_SERVER_URL,
   };

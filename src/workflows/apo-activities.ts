@@ -14,7 +14,10 @@ type Cpu = ReturnType<typeof createCpuActivities>;
 export interface VersionRun {
   config: RunConfig;
   iteration: number;
+  /** Only whether the rollouts train; which tasks and how calls sample are said by taskSet and sampling. */
   mode: 'train' | 'eval';
+  taskSet: string | null;
+  sampling: { temperature: number } | null;
   label: string;
   version: number;
   taskIds: string[];
@@ -46,6 +49,8 @@ export function apoActivities(config: RunConfig, policy: PolicyRef) {
       mode: run.mode,
       label: run.label,
       policy,
+      taskSet: run.taskSet,
+      sampling: run.sampling,
       tasks: run.taskIds.map((taskId, i) => ({ taskId, groupId: `v${run.version}-t${i}`, rolloutIds: [`${run.idPrefix}-v${run.version}-t${i}`] })),
       promptOverlay: run.version > 0 ? { version: run.version } : null,
     };
@@ -65,7 +70,7 @@ export function apoActivities(config: RunConfig, policy: PolicyRef) {
     async score(run: VersionRun, summary: string): Promise<number> {
       const { results } = await launch(run, summary);
       const rewards = await l.computeRewards.executeWithOptions({ ...long, summary: `rewards: ${summary}` }, [
-        { config: run.config, iteration: run.iteration, mode: run.mode, label: run.label, results },
+        { config: run.config, iteration: run.iteration, mode: run.mode, label: run.label, taskSet: run.taskSet, results },
       ]);
       return rewards.meanReward;
     },

@@ -1,5 +1,6 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { PolicyRef } from '../contracts/policy.js';
 import type { Phase, RunStatus } from './types.js';
 
 export const pauseSignal = defineSignal('pause');
@@ -20,6 +21,18 @@ export interface HyperParameterPatch {
   promoteMargin?: number;
 }
 export const setHyperParametersUpdate = defineUpdate<HyperParameterPatch, [HyperParameterPatch]>('setHyperParameters');
+
+/** Where `rollback` moves the run's best: the base model, the promotion before the current one, or the promotion of an iteration. */
+export interface RollbackRequest {
+  to: 'base' | 'previous' | number;
+}
+/** The run's best after the rollback; the next candidate is compared against this score. */
+export interface RollbackResult {
+  best: { policy: PolicyRef; score: number };
+  /** Iteration that promoted it; null for the base model. */
+  iteration: number | null;
+}
+export const rollbackUpdate = defineUpdate<RollbackResult, [RollbackRequest]>('rollback');
 
 export const RunIdKey = defineSearchAttributeKey('VoltRunId', SearchAttributeType.KEYWORD);
 export const IterationKey = defineSearchAttributeKey('VoltIteration', SearchAttributeType.INT);

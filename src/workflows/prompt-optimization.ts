@@ -8,6 +8,7 @@ import { apoStatusQuery, type ApoPhase, type ApoRoundSummary, type ApoStatus, ty
 import { validation } from './proxies.js';
 import { runIdFromWorkflowId } from './run-id.js';
 import { sampleTaskIds } from './sampling.js';
+import { evalSetOf, scoringSampling, trainSetOf } from './rollout-inputs.js';
 
 /** Higher score first; on a tie the lower (older, simpler) version wins, so selection is deterministic. */
 const byScore = (a: VersionScore, b: VersionScore) => b.score - a.score || a.version - b.version;
@@ -50,13 +51,15 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
   const { trainIds, validationIds } = await act.splitApoTasks({ config });
   const apo = config.apo!; // splitApoTasks failed non-retryably without it
   status.rounds = apo.rounds;
-  // Validation tasks come from the train file but are scored greedily, so their eval runs read that file.
-  const validationConfig: RunConfig = { ...config, tasks: { ...config.tasks, evalFile: config.tasks.trainFile } };
+  // Validation tasks come from the train set but are scored like held-out ones: not trained on, eval sampling.
+  const trainSet = trainSetOf(config);
+  const evalSet = evalSetOf(config);
+  const sampling = scoringSampling(config);
 
   enter('evaluating-before', `held-out evaluation of the agent's own prompt on ${config.eval.tasks} tasks`);
-  const evalIds = await act.listTaskIds({ file: config.tasks.evalFile, limit: config.eval.tasks });
+  const evalIds = await act.listTaskIds({ taskSet: evalSet, limit: config.eval.tasks });
   const heldOut = (version: number) =>
-    act.score({ config, iteration: 0, mode: 'eval', label: `heldout-v${version}`, version, taskIds: evalIds, idPrefix: 'heldout' }, `held-out: v${version} on ${evalIds.length} tasks`);
+    act.score({ config, iteration: 0, mode: 'eval', taskSet: evalSet, sampling, label: `heldout-v${version}`, version, taskIds: evalIds, idPrefix: 'heldout' }, `held-out: v${version} on ${evalIds.length} tasks`);
   const before = await heldOut(0);
   status.heldOut.before = before;
 
@@ -65,7 +68,7 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
     let score = fullScores.get(version);
     if (score === undefined) {
       await gate();
-      const run = { config: validationConfig, iteration: round, mode: 'eval' as const, label: `full-v${version}`, version, taskIds: validationIds, idPrefix: 'full' };
+      const run = { config, iteration: round, mode: 'eval' as const, taskSet: trainSet, sampling, label: `full-v${version}`, version, taskIds: validationIds, idPrefix: 'full' };
       score = await act.score(run, `round ${round}: v${version} on all ${validationIds.length} validation tasks`);
       fullScores.set(version, score);
     }
@@ -93,12 +96,12 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
     const parentOf = new Map<string, number>();
     for (const version of beam) {
       await gate();
-      const run = { config, iteration: round, mode: 'train' as const, label: 'train', version, taskIds: batch, idPrefix: `r${round}` };
+      const run = { config, iteration: round, mode: 'train' as const, taskSet: trainSet, sampling: null, label: 'train', version, taskIds: batch, idPrefix: `r${round}` };
       const { results } = await act.launch(run, `round ${round}: v${version} on ${batch.length} training tasks`);
       for (const r of results) parentOf.set(r.rolloutId, version);
       launched.push(...results);
     }
-    const train = await act.computeRewards({ config, iteration: round, mode: 'train', label: 'train', results: launched });
+    const train = await act.computeRewards({ config, iteration: round, mode: 'train', label: 'train', taskSet: trainSet, results: launched });
     const scored = await act.scoredRollouts({ config, iteration: round, mode: 'train', label: 'train' });
 
     enter('proposing', `round ${round}: proposing ${beam.length * apo.branchFactor} children (${apo.strategies.join(', ')})`);
@@ -120,7 +123,7 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
     const candidates: VersionScore[] = [];
     for (const version of [...beam, ...children]) {
       await gate();
-      const run = { config: validationConfig, iteration: round, mode: 'eval' as const, label: `val-v${version}`, version, taskIds: valBatch, idPrefix: `r${round}-val` };
+      const run = { config, iteration: round, mode: 'eval' as const, taskSet: trainSet, sampling, label: `val-v${version}`, version, taskIds: valBatch, idPrefix: `r${round}-val` };
       candidates.push({ version, score: await act.score(run, `round ${round}: v${version} on ${valBatch.length} validation tasks`) });
     }
     candidates.sort(byScore);

@@ -53,5 +53,6 @@ export function activitiesFor(config: RunConfig) {
     trainPolicy: gpu.trainPolicy,
     servePolicy: serving.servePolicy,
     promoteCheckpoint: serving.promoteCheckpoint,
+    rollbackCheckpoint: serving.rollbackCheckpoint,
   };
 }

@@ -1,7 +1,9 @@
 import { executeChild, getExternalWorkflowHandle, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { evaluation } from './evaluation.js';
 import { phaseSignal, PhaseKey } from './definitions.js';
+import { beatsBest } from './promotion.js';
 import { activitiesFor } from './proxies.js';
+import { trainSetOf } from './rollout-inputs.js';
 import { sampleTaskIds } from './sampling.js';
 import type { Phase, TrainingIterationInput, TrainingIterationResult } from './types.js';
 
@@ -23,7 +25,8 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
   };
 
   await phase('sampling-tasks', 'sampling tasks');
-  const ids = await act.listTaskIds({ file: config.tasks.trainFile });
+  const taskSet = trainSetOf(config);
+  const ids = await act.listTaskIds({ taskSet });
   const picked = sampleTaskIds(ids, config.rollouts.tasksPerIteration, config.seed, iteration);
   const tasks = picked.map((taskId, t) => ({
     taskId,
@@ -33,10 +36,10 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
 
   await phase('rollouts', `${tasks.length} tasks × ${config.rollouts.groupSize} rollouts with ${policy.name}`);
   await act.servePolicy({ policy });
-  const launched = await act.launchRollouts({ config, iteration, mode: 'train', label: 'train', policy, tasks });
+  const launched = await act.launchRollouts({ config, iteration, mode: 'train', label: 'train', policy, taskSet, sampling: null, tasks });
 
   await phase('rewards', `scoring ${launched.results.length} rollouts`);
-  const rewards = await act.computeRewards({ config, iteration, mode: 'train', label: 'train', results: launched.results });
+  const rewards = await act.computeRewards({ config, iteration, mode: 'train', label: 'train', taskSet, results: launched.results });
 
   await phase('batch', `mean reward ${rewards.meanReward.toFixed(3)}; building batch`);
   const batch = await act.buildBatch({ config, iteration, rewardsKey: rewards.rewardsKey });
@@ -72,7 +75,8 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
       staticSummary: `held-out evaluation of ${trained.policy.name}`,
     });
     summary.evalScore = result.score;
-    if (result.score > best.score + config.eval.promoteMargin) {
+    // With promotion: 'run' the run decides, against its best at that moment (a rollback may have moved it).
+    if (input.promotion !== 'run' && beatsBest(result.score, best, config.eval.promoteMargin)) {
       await phase('promoting', `promoting ${trained.policy.name}: ${result.score.toFixed(3)} > ${best.score.toFixed(3)}`);
       await act.promoteCheckpoint({ config, iteration, policy: trained.policy, score: result.score });
       best = { policy: trained.policy, score: result.score };

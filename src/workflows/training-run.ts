@@ -2,6 +2,7 @@ import {
   condition,
   continueAsNew,
   executeChild,
+  patched,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -15,15 +16,17 @@ import {
   phaseSignal,
   PhaseKey,
   resumeSignal,
+  rollbackUpdate,
   RunIdKey,
   setHyperParametersUpdate,
   statusQuery,
 } from './definitions.js';
 import { evaluation } from './evaluation.js';
 import { applyHyperParameters, validateHyperParameters } from './hyper-parameters.js';
-import { validation } from './proxies.js';
+import { beatsBest, rollbackTarget, validateRollback } from './promotion.js';
+import { activitiesFor, validation } from './proxies.js';
 import { trainingIteration } from './training-iteration.js';
-import type { Phase, RunState, RunStatus, TrainingIterationResult } from './types.js';
+import type { Phase, Promotion, RunState, RunStatus, TrainingIterationResult } from './types.js';
 import { runIdFromWorkflowId } from './run-id.js';
 
 /**
@@ -37,6 +40,17 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
   let state: RunState | undefined = resumeState;
   let config: RunConfig = rawConfig;
   let iterationsThisRun = 0;
+  // Promotion and rollback both move the served alias: one at a time, in the order they were decided.
+  let servingBusy = false;
+  const serialised = async <T>(fn: () => Promise<T>): Promise<T> => {
+    await condition(() => !servingBusy);
+    servingBusy = true;
+    try {
+      return await fn();
+    } finally {
+      servingBusy = false;
+    }
+  };
 
   const status = (): RunStatus => ({
     runId: config.runId,
@@ -62,6 +76,21 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
     },
     { validator: validateHyperParameters },
   );
+  // The run is the one owner of "best": rollback moves it here, so the next candidate is compared against it.
+  setHandler(
+    rollbackUpdate,
+    (request) => serialised(async () => {
+      const s = state!;
+      const target: Promotion = rollbackTarget(request, s.promotions!, s.bestIteration ?? null);
+      await activitiesFor(config).rollbackCheckpoint({ config, to: target });
+      s.best = { policy: target.policy, score: target.score };
+      s.bestIteration = target.iteration;
+      upsertSearchAttributes([{ key: BestScoreKey, value: target.score }]);
+      setCurrentDetails(`rolled back: best is ${target.policy.name} (${target.iteration === null ? 'base model' : `iteration ${target.iteration}`}, score ${target.score.toFixed(3)})`);
+      return { best: s.best, iteration: target.iteration };
+    }),
+    { validator: (request) => validateRollback(request, state?.promotions, state?.bestIteration) },
+  );
 
   // The first activity re-validates: a raw start from the CLI/UI fails here, non-retryably, naming the bad fields.
   config = await validation.validateRunConfig(rawConfig);
@@ -83,7 +112,10 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       });
       baseScore = base.score;
     }
-    state = { iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: baseScore }, history: [] };
+    state = {
+      iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: baseScore }, history: [],
+      promotions: [{ policy: basePolicy, score: baseScore, iteration: null }], bestIteration: null,
+    };
     upsertSearchAttributes([{ key: BestScoreKey, value: baseScore }]);
   }
 
@@ -92,12 +124,31 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
     await condition(() => !paused);
     const iteration: number = state.iteration;
     upsertSearchAttributes([{ key: IterationKey, value: iteration }]);
+    // Runs recorded before rollback existed let the iteration promote; new ones decide here, against the current best.
+    const runPromotes = state.promotions !== undefined && patched('run-owns-best');
     const result: TrainingIterationResult = await executeChild(trainingIteration, {
       workflowId: `${config.runId}-iter-${iteration}`,
-      args: [{ config, iteration, policy: state.policy, best: state.best }],
+      args: [{ config, iteration, policy: state.policy, best: state.best, ...(runPromotes && { promotion: 'run' as const }) }],
       staticSummary: `iteration ${iteration}`,
     });
-    state = { iteration: iteration + 1, policy: result.policy, best: result.best, history: [...state.history, result.summary] };
+    if (runPromotes) {
+      const { candidate, evalScore } = result.summary;
+      const s: RunState = state;
+      if (candidate && evalScore !== null) {
+        await serialised(async () => {
+          if (!beatsBest(evalScore, s.best, config.eval.promoteMargin)) return;
+          setCurrentDetails(`iteration ${iteration}: promoting ${candidate.name}: ${evalScore.toFixed(3)} > ${s.best.score.toFixed(3)}`);
+          await activitiesFor(config).promoteCheckpoint({ config, iteration, policy: candidate, score: evalScore });
+          s.best = { policy: candidate, score: evalScore };
+          s.bestIteration = iteration;
+          s.promotions = [...s.promotions!, { policy: candidate, score: evalScore, iteration }];
+          result.summary.promoted = true;
+        });
+      }
+      state = { ...s, iteration: iteration + 1, policy: result.policy, history: [...s.history, result.summary] };
+    } else {
+      state = { ...state, iteration: iteration + 1, policy: result.policy, best: result.best, history: [...state.history, result.summary] };
+    }
     iterationsThisRun += 1;
     upsertSearchAttributes([{ key: BestScoreKey, value: state.best.score }]);
     setCurrentDetails(

@@ -24,6 +24,14 @@ export interface IterationSummary {
   trainMetrics: Record<string, number> | null;
 }
 
+/** A policy that was (or may again become) the run's best: the base model or a promoted candidate. */
+export interface Promotion {
+  policy: PolicyRef;
+  score: number;
+  /** Iteration that promoted it; null for the base model. */
+  iteration: number | null;
+}
+
 /** Small state carried across continue-as-new. */
 export interface RunState {
   /** Next iteration to run. */
@@ -33,6 +41,10 @@ export interface RunState {
   /** The promoted checkpoint and its held-out score. */
   best: { policy: PolicyRef; score: number };
   history: IterationSummary[];
+  /** The base model and every promotion so far, oldest first: what `rollback` can return to (absent in runs started before it). */
+  promotions?: Promotion[];
+  /** Which of `promotions` is the best now. */
+  bestIteration?: number | null;
 }
 
 export interface TrainingIterationInput {
@@ -40,6 +52,8 @@ export interface TrainingIterationInput {
   iteration: number;
   policy: PolicyRef;
   best: { policy: PolicyRef; score: number };
+  /** 'run': the iteration only evaluates its candidate and the run decides promotion (it owns "best"); absent: the iteration promotes. */
+  promotion?: 'run';
 }
 
 export interface TrainingIterationResult {

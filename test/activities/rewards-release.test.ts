@@ -7,7 +7,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import type { ActivityDeps } from '../../src/activities/deps.js';
 import { createRewardActivities, type ComputeRewardsInput } from '../../src/activities/rewards.js';
-import { TaskSets } from '../../src/activities/task-sets.js';
+import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import { LocalRunner } from '../../src/rollouts/local-runner.js';
 import { objectStoreLogSink } from '../../src/rollouts/log-sink.js';
@@ -64,9 +64,11 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
       };
       await store.putJson(keys.rolloutOutcome(RUN, 0, rolloutId), record);
     }
-    const deps = { store, runner, taskSets: new TaskSets(dir), python: 'python3', env: {} } as unknown as ActivityDeps;
+    const taskSets = new PinnedTaskSets(store, dir);
+    const { sha256: taskSet } = await taskSets.pinFile('train.jsonl');
+    const deps = { store, runner, taskSets, python: 'python3', env: {} } as unknown as ActivityDeps;
     const activities = createRewardActivities(deps);
-    const input: ComputeRewardsInput = { config, iteration: 0, mode: 'train', label: 'train', results: ids.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' })) };
+    const input: ComputeRewardsInput = { config, iteration: 0, mode: 'train', label: 'train', taskSet, results: ids.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' })) };
 
     const first = await run(activities, input);
     assert.deepEqual({ scored: first.scored, meanReward: first.meanReward }, { scored: 2, meanReward: 0.5 });

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveAgentCommand } from '../../src/activities/agent-command.js';
 import { runTaskSetup } from '../../src/activities/task-setup.js';
-import { readTaskSet, TaskSetError } from '../../src/tasks/task-set.js';
+import { TaskSetError } from '../../src/contracts/task.js';
+import { readTaskSet } from '../../src/tasks/task-set.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 

@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { createPromptProposalActivities, type ProposeOverlaysInput, type ProposeOverlaysResult } from '../../src/activities/prompt-proposals.js';
-import { TaskSets } from '../../src/activities/task-sets.js';
+import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
 import { OptimizerUnavailableError } from '../../src/apo/optimizer-client.js';
 import { EXAMPLES_HEADING } from '../../src/apo/bootstrap.js';
 import { parseRunConfig, type RunConfigInput } from '../../src/config/run.js';
@@ -23,9 +23,12 @@ import { startScriptedOptimizer, type ScriptedOptimizer } from './scripted-optim
 const KEY_ENV = 'VOLT_TEST_APO_PROPOSER_KEY';
 const tasks = Array.from({ length: 8 }, (_, i) => calcTask(`calc-${i}`, `What is ${i + 2} times ${i + 3}?`, (i + 2) * (i + 3)));
 
+/** The pinned train set (before() stores it), as validateRunConfig would have filled it in. */
+let trainSet = '';
+
 function config(runId: string, baseUrl: string, apo: Record<string, unknown> = {}) {
   const raw: RunConfigInput = {
-    runId, seed: 5, agent: { command: ['node', 'agent.ts'] }, tasks: { trainFile: 'train.jsonl', evalFile: 'train.jsonl' },
+    runId, seed: 5, agent: { command: ['node', 'agent.ts'] }, tasks: { trainFile: 'train.jsonl', evalFile: 'train.jsonl', trainSet, evalSet: trainSet },
     reward: { kind: 'numeric_match' },
     apo: { strategies: ['textual_gradient', 'bootstrap'], branchFactor: 2, bootstrap: { demonstrations: 2 }, optimizer: { baseUrl, model: 'critic', apiKeyEnv: KEY_ENV }, ...apo },
   };
@@ -52,7 +55,9 @@ describe('proposeOverlays on a real S3 server, with the scripted FAKE optimiser'
     await store.ensureBucket();
     dir = mkdtempSync(path.join(os.tmpdir(), 'volt-apo-'));
     writeFileSync(path.join(dir, 'train.jsonl'), tasks.map((t) => JSON.stringify(t)).join('\n'));
-    activities = createPromptProposalActivities({ store, taskSets: new TaskSets(dir) });
+    const taskSets = new PinnedTaskSets(store, dir);
+    trainSet = (await taskSets.pinFile('train.jsonl')).sha256;
+    activities = createPromptProposalActivities({ store, taskSets });
     fake = await startScriptedOptimizer([], { apiKey: 'sk-apo' });
     process.env[KEY_ENV] = 'sk-apo';
   });

@@ -3,7 +3,7 @@ import { createConfigActivities } from '../../src/activities/config.js';
 import { rewardsKeyFor, type ComputeRewardsInput } from '../../src/activities/rewards.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { writeAlias } from '../../src/activities/serving.js';
-import { TaskSets } from '../../src/activities/task-sets.js';
+import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
 import type { RunConfig } from '../../src/config/run.js';
 import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
@@ -25,7 +25,7 @@ const trainReward = (rolloutId: string) => (rolloutId.endsWith('-r0') ? 0 : 1);
  */
 export function scriptedPipeline(store: ObjectStore, gate: (runId: string, iteration: number) => Promise<void>) {
   return {
-    ...createConfigActivities({ taskSets: new TaskSets(root) }),
+    ...createConfigActivities({ taskSets: new PinnedTaskSets(store, root) }),
     async servePolicy(_: { policy: PolicyRef }): Promise<void> {},
     async launchRollouts(input: LaunchRolloutsInput) {
       const { config, iteration, mode } = input;

@@ -1,0 +1,43 @@
+import path from 'node:path';
+import type { Task } from '../contracts/task.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import { getTaskSet, putTaskSet } from '../storage/task-sets.js';
+import { readTaskSet } from './task-set.js';
+
+export interface LoadedTaskSet {
+  sha256: string;
+  tasks: Task[];
+  byId: Map<string, Task>;
+}
+
+/**
+ * Task sets pinned by content: a run's files are validated and stored once when it starts (`pinFile`), and every
+ * later read is by hash from the object store, so a worker needs no task files and an edited file never changes a
+ * running run. Pinned sets never change, so they are cached by hash for the worker's lifetime.
+ */
+export class PinnedTaskSets {
+  private readonly cache = new Map<string, Promise<LoadedTaskSet>>();
+
+  constructor(private readonly store: Pick<ObjectStore, 'getBytes' | 'putBytes' | 'stat'>, private readonly baseDir: string) {}
+
+  /** Validate a task set file (relative to the worker's base directory) and store it; returns its hash. */
+  async pinFile(file: string): Promise<LoadedTaskSet> {
+    const tasks = await readTaskSet(path.resolve(this.baseDir, file));
+    const { sha256 } = await putTaskSet(this.store, tasks);
+    const loaded = { sha256, tasks, byId: new Map(tasks.map((t) => [t.id, t])) };
+    this.cache.set(sha256, Promise.resolve(loaded));
+    return loaded;
+  }
+
+  /** The pinned set with this hash, from the object store (checked against the hash and the task contract). */
+  load(sha256: string): Promise<LoadedTaskSet> {
+    let hit = this.cache.get(sha256);
+    if (!hit) {
+      hit = getTaskSet(this.store, sha256).then((tasks) => ({ sha256, tasks, byId: new Map(tasks.map((t) => [t.id, t])) }));
+      // A failed read (store down, not pinned yet) is not cached: the next call asks again.
+      hit.catch(() => this.cache.delete(sha256));
+      this.cache.set(sha256, hit);
+    }
+    return hit;
+  }
+}

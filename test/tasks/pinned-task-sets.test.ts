@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createConfigActivities } from '../../src/activities/config.js';
+import type { ComputeRewardsInput } from '../../src/activities/rewards.js';
+import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
+import { connectClient } from '../../src/client/connect.js';
+import { startTrainingRun } from '../../src/client/runs.js';
+import { loadEnv } from '../../src/config/env.js';
+import { parseRunConfig } from '../../src/config/run.js';
+import { canonicalTaskLines, TaskSetError } from '../../src/contracts/task.js';
+import { CorruptObjectError } from '../../src/storage/errors.js';
+import { sha256Bytes } from '../../src/storage/hash.js';
+import { keys } from '../../src/storage/keys.js';
+import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
+import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
+import { WORKFLOWS_PATH } from '../../src/workers/workers.js';
+import { CPU_QUEUE, GPU_QUEUE } from '../../src/workflows/proxies.js';
+import type { RunStatus } from '../../src/workflows/types.js';
+import { startTestServices, type TestServices } from '../helpers/services.js';
+
+const tasks = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, input: { q: `${prefix} question ${i}` }, reference: { answer: i } }));
+const jsonl = (ts: object[], sep = '\n') => ts.map((t) => JSON.stringify(t)).join(sep);
+
+void describe('task sets are pinned by content in the object store when a run starts', { timeout: 300_000 }, () => {
+  let services: TestServices;
+  let store: ObjectStore;
+  let dir: string;
+  before(async () => {
+    services = await startTestServices({ temporal: true, s3: true });
+    store = createObjectStore({ ...services.s3, bucket: 'volt-pinned-tasks' });
+    await store.ensureBucket();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'volt-pinned-'));
+  });
+  after(async () => {
+    await services?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  void it('stores validated tasks once by hash; a worker with no files reads them back; tampering and unknown hashes fail clearly', async () => {
+    writeFileSync(path.join(dir, 'a.jsonl'), jsonl(tasks('t', 3)));
+    writeFileSync(path.join(dir, 'b.jsonl'), `\n${jsonl(tasks('t', 3), '\r\n')}\n\n`);
+    const pinner = new PinnedTaskSets(store, dir);
+    const a = await pinner.pinFile('a.jsonl');
+    assert.equal(a.sha256, sha256Bytes(canonicalTaskLines(tasks('t', 3))));
+    assert.equal((await pinner.pinFile('b.jsonl')).sha256, a.sha256, 'the same tasks hash the same, whatever the file layout');
+    assert.ok(await store.stat(keys.taskSet(a.sha256)));
+
+    const remote = new PinnedTaskSets(store, path.join(dir, 'no-such-dir'));
+    assert.deepEqual((await remote.load(a.sha256)).tasks, tasks('t', 3));
+
+    const unknown = 'f'.repeat(64);
+    await assert.rejects(remote.load(unknown), (e: unknown) => e instanceof TaskSetError && e.message.includes(unknown));
+    await store.putBytes(keys.taskSet(unknown), Buffer.from('{"id":"x","input":{}}\n'));
+    await assert.rejects(new PinnedTaskSets(store, dir).load(unknown), (e: unknown) => e instanceof CorruptObjectError && /content has sha256/.test(e.message));
+
+    writeFileSync(path.join(dir, 'bad.jsonl'), `${jsonl(tasks('t', 1))}\n{"id":"t9","input":"not an object"}\n`);
+    await assert.rejects(pinner.pinFile('bad.jsonl'), (e: unknown) => e instanceof TaskSetError && /bad\.jsonl:2: input/.test(e.message));
+  });
+
+  void it('a task file changed under a running run does not change the run: it keeps using the pinned set', async () => {
+    const trainFile = path.join(dir, 'train.jsonl');
+    writeFileSync(trainFile, jsonl(tasks('orig', 4)));
+    writeFileSync(path.join(dir, 'eval.jsonl'), jsonl(tasks('ev', 2)));
+    const seen: { iteration: number; taskSet: string | null; tasks: { id: string; input: unknown }[] }[] = [];
+    let reach!: () => void;
+    let release!: () => void;
+    const reached = new Promise<void>((r) => (reach = r));
+    const released = new Promise<void>((r) => (release = r));
+    // Rollouts read their tasks the way the real launchRollouts does: by hash, on a "worker" that has no task files.
+    const remote = new PinnedTaskSets(store, path.join(dir, 'no-such-dir'));
+    const activities = {
+      ...createConfigActivities({ taskSets: new PinnedTaskSets(store, dir) }),
+      async servePolicy(): Promise<void> {},
+      async launchRollouts(input: LaunchRolloutsInput) {
+        if (input.iteration === 1) { reach(); await released; }
+        const { byId } = await remote.load(input.taskSet!);
+        seen.push({ iteration: input.iteration, taskSet: input.taskSet, tasks: input.tasks.map((t) => ({ id: t.taskId, input: byId.get(t.taskId)?.input })) });
+        return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
+      },
+      async computeRewards(input: ComputeRewardsInput) {
+        return { meanReward: 0, scored: input.results.length, infraFailed: 0, rewardsKey: keys.rewards(input.config.runId, input.iteration) };
+      },
+      // No trainable samples: each iteration ends after its rollouts, which is all this test needs.
+      async buildBatch() {
+        return { samples: 0, tokens: 0, batchKey: 'unused', manifestKey: 'unused', dropReasons: 'zero_variance: 2' };
+      },
+    };
+    const config = parseRunConfig({
+      runId: 'pinned-run', iterations: 2, agent: { command: ['true'] },
+      tasks: { trainFile, evalFile: path.join(dir, 'eval.jsonl') },
+      rollouts: { groupSize: 2, tasksPerIteration: 4 }, reward: { kind: 'numeric_match' }, eval: { everyIterations: 0 },
+    });
+    const connection = await NativeConnection.connect({ address: services.temporalAddress });
+    const common = { connection, namespace: services.namespace, activities };
+    const workers = [await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }), await Worker.create({ ...common, taskQueue: GPU_QUEUE })];
+    const running = Promise.all(workers.map((w) => w.run()));
+    const { client, close } = await connectClient(loadEnv({ ...services.env }, dir));
+    try {
+      const { handle } = await startTrainingRun(client, config);
+      await reached;
+      // Between iterations the file is rewritten: other ids, other inputs.
+      writeFileSync(trainFile, jsonl(tasks('changed', 4)));
+      release();
+      const status: RunStatus = await handle.result();
+      assert.equal(status.history.length, 2);
+    } finally {
+      release();
+      for (const w of workers) w.shutdown();
+      await running;
+      await connection.close();
+      await close();
+    }
+    const pinned = sha256Bytes(canonicalTaskLines(tasks('orig', 4)));
+    assert.deepEqual(seen.map((s) => [s.iteration, s.taskSet]), [[0, pinned], [1, pinned]]);
+    const original = new Map(tasks('orig', 4).map((t) => [t.id, t.input]));
+    for (const s of seen) {
+      assert.equal(s.tasks.length, 4);
+      for (const t of s.tasks) assert.deepEqual(t.input, original.get(t.id), `iteration ${s.iteration} ran ${t.id} from the pinned set`);
+    }
+  });
+});
