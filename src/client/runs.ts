@@ -1,8 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import type { Client, ScheduleHandle, WorkflowHandle } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { parseRunConfig, type RunConfig } from '../config/run.js';
-import { pauseSignal, resumeSignal, setHyperParametersUpdate, statusQuery, type HyperParameterPatch } from '../workflows/definitions.js';
+import {
+  pauseSignal, resumeSignal, rollbackUpdate, setHyperParametersUpdate, statusQuery, type HyperParameterPatch, type RollbackRequest, type RollbackResult,
+} from '../workflows/definitions.js';
 import { CPU_QUEUE } from '../workflows/proxies.js';
 import type { RunStatus } from '../workflows/types.js';
 
@@ -50,6 +52,15 @@ export const pauseRun = (client: Client, runId: string) => runHandle(client, run
 export const resumeRun = (client: Client, runId: string) => runHandle(client, runId).signal(resumeSignal);
 export const setHyperParameters = (client: Client, runId: string, patch: HyperParameterPatch) =>
   runHandle(client, runId).executeUpdate(setHyperParametersUpdate, { args: [patch] });
+/** Move a run's best back (update `rollback`); a target the run never promoted is rejected with the run's reason. */
+export async function rollbackRun(client: Client, runId: string, request: RollbackRequest): Promise<RollbackResult> {
+  try {
+    return await runHandle(client, runId).executeUpdate(rollbackUpdate, { args: [request] });
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError && err.cause) throw new Error(`rollback ${runId}: ${err.cause.message}`, { cause: err });
+    throw err;
+  }
+}
 
 /** A Temporal Schedule that starts the run on a cron; each start gets its own run id (schedule id + time). */
 export async function createSchedule(client: Client, scheduleId: string, cron: string, config: RunConfig): Promise<ScheduleHandle> {

@@ -1,30 +1,37 @@
-import { bestAliasName, loadAdapter } from '../../activities/serving.js';
-import { keys } from '../../storage/keys.js';
-import { createObjectStore } from '../../storage/object-store.js';
+import { connectClient } from '../../client/connect.js';
+import { rollbackRun } from '../../client/runs.js';
+import type { RollbackRequest } from '../../workflows/definitions.js';
 import { UsageError, type Command } from '../command.js';
-import { modelAliasSchema, type ModelAlias } from '../../contracts/policy.js';
+
+/** `--to base | previous | <iteration>` as the update's request. */
+export function parseRollbackTarget(value: string | undefined): RollbackRequest {
+  if (value === undefined || value === 'previous') return { to: 'previous' };
+  if (value === 'base') return { to: 'base' };
+  if (/^\d+$/.test(value)) return { to: Number(value) };
+  throw new UsageError(`--to expects base, previous or the iteration of a promotion, got ${JSON.stringify(value)}`);
+}
 
 export const rollbackCommand: Command = {
   name: 'rollback',
-  summary: "move a run's promoted checkpoint (alias `best`) back to the previous one and reload it in the model server",
-  help: 'usage: volt rollback <runId>\nThe alias history lives in the object store (runs/<runId>/aliases/best.json); each rollback steps back one promotion.',
-  options: {},
+  summary: "move a running run's best checkpoint back to an earlier promotion or the base model (update `rollback`)",
+  help: [
+    'usage: volt rollback <runId> [--to previous|base|<iteration>]',
+    'The run workflow owns "best": it moves the `best` alias, reloads the model server, and compares the next candidate',
+    'against the rolled-back score. Same as:',
+    '  temporal workflow update execute --workflow-id <runId> --name rollback --input \'{"to": "base"}\'',
+  ].join('\n'),
+  options: { to: { type: 'string' } },
   async run(ctx) {
     const runId = ctx.positionals[0];
     if (!runId) throw new UsageError('missing the run id');
-    const env = ctx.env();
-    const store = createObjectStore(env);
-    const key = keys.modelAlias(runId, 'best');
-    const alias = await store.getJsonOrNull(key, modelAliasSchema);
-    const previous = alias?.history.at(-1);
-    if (!alias || !previous) {
-      ctx.err(`run ${runId} has no earlier promotion to roll back to`);
-      return 1;
+    const request = parseRollbackTarget(ctx.values.to as string | undefined);
+    const { client, close } = await connectClient(ctx.env());
+    try {
+      const { best, iteration } = await rollbackRun(client, runId, request);
+      ctx.out(`${runId}: best is now ${best.policy.name} (${iteration === null ? 'base model' : `promoted at iteration ${iteration}`}, score ${best.score.toFixed(3)})`);
+      return 0;
+    } finally {
+      await close();
     }
-    const rolled: ModelAlias = { ...alias, current: previous, history: alias.history.slice(0, -1) };
-    await loadAdapter({ env, store, modelServerUrl: env.VOLT_MODEL_SERVER_URL }, previous.policy, bestAliasName(runId));
-    await store.putJson(key, rolled, modelAliasSchema);
-    ctx.out(`${bestAliasName(runId)} now serves ${previous.policy.name} (iteration ${previous.iteration}, score ${previous.score.toFixed(3)})`);
-    return 0;
   },
 };
