@@ -4,6 +4,14 @@ import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
+/** An upward import from `files` into one of the `above` folders of src/ is an error. */
+const layer = (files, above, message) => [{
+  files: [files],
+  rules: {
+    '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: above.map((dir) => `**/${dir}/*`), message: `${message}.` }] }],
+  },
+}];
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.venv/**', '.volt/**', 'dist/**', 'trainer/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
   js.configs.recommended,
@@ -19,6 +27,14 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  // Layering: contracts <- storage <- domain modules <- activities <- workers/CLI; workflows import only types.
+  ...layer('src/contracts/**/*.ts', ['config', 'storage', 'tasks', 'rollouts', 'rewards', 'batches', 'apo', 'gateway', 'report', 'activities', 'workflows', 'workers', 'cli', 'client', 'stack', 'dashboard'],
+    'contracts are the floor: they import nothing else of Volt'),
+  ...layer('src/storage/**/*.ts', ['tasks', 'rollouts', 'rewards', 'batches', 'apo', 'gateway', 'report', 'activities', 'workflows', 'workers', 'cli', 'client', 'stack', 'dashboard'],
+    'storage stands on contracts (and config) only'),
+  ...layer('src/{config,tasks,rollouts,rewards,batches,apo,gateway,report}/**/*.ts', ['activities', 'workers', 'cli', 'stack'],
+    'domain modules are below activities, workers and the CLI'),
+  ...layer('src/activities/**/*.ts', ['workflows', 'workers', 'cli', 'client', 'stack'], 'activities are below workflows, workers and the CLI'),
   {
     // Workflow code runs in Temporal's deterministic sandbox: no Node built-ins, no I/O, types only from activities.
     files: ['src/workflows/**/*.ts'],
@@ -28,6 +44,13 @@ export default tseslint.config(
         patterns: [{ group: ['zod'], message: 'Validate at the edges, not inside workflows.' }],
       }],
       '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{
+          regex: '^\\.\\./(?!contracts/failures\\.js$)',
+          allowTypeImports: true,
+          message: 'Workflows import only types from the rest of Volt (their own folder and the failure table excepted).',
+        }],
+      }],
     },
   },
 );
