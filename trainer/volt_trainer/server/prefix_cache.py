@@ -97,22 +97,26 @@ class PrefixCache:
         if not self.enabled:
             return
         b = self.block_size
-        for index, key in enumerate(self._keys(namespace, tokens, len(tokens))):
+        chain = self._keys(namespace, tokens, len(tokens))
+        ours = set(chain)
+        for index, key in enumerate(chain):
             if key in self._blocks:
-                self._blocks.move_to_end(key)
                 continue
             # clone: a view would pin the whole batched cache tensor it was sliced from
             block = [(k[:, index * b : (index + 1) * b].clone(), v[:, index * b : (index + 1) * b].clone()) for k, v in kv]
             nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in block)
-            if nbytes > self.max_bytes:
-                return
-            while self.bytes + nbytes > self.max_bytes:
+            while self.bytes + nbytes > self.max_bytes and self._blocks and next(iter(self._blocks)) not in ours:
                 _, old = self._blocks.popitem(last=False)
                 self.bytes -= old.nbytes
                 self.stats.evictions += 1
+            if self.bytes + nbytes > self.max_bytes:
+                break  # only this prefix's own blocks are left to evict: a child without its parent is useless
             self._blocks[key] = _Block(block, nbytes)
-            self._namespaces.add(namespace)
             self.bytes += nbytes
+            self._namespaces.add(namespace)
+        for key in reversed(chain):  # parents end up more recent than their children
+            if key in self._blocks:
+                self._blocks.move_to_end(key)
 
     def retain(self, namespaces: set[str | None]) -> None:
         """Drop every block of an adapter version that is no longer loaded."""
