@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from volt_trainer.batch import Sample, pad
 from volt_trainer.config import load_config
 from volt_trainer.logprobs import response_logprobs
-from volt_trainer.shared_prefix import micro_batches, shared_length, shared_prefix_logprobs
+from volt_trainer.shared_prefix import micro_batches, prefix_tree, shared_prefix_logprobs
 from volt_trainer.train import train
 
 SYSTEM = "<|im_start|>system\nYou solve math word problems with a calculator. Write <calc>expression</calc>.<|im_end|>\n"
@@ -58,7 +58,6 @@ def test_shared_prefix_logprobs_and_gradients_equal_the_padded_batch(model, toke
     params = [p for p in peft_model.parameters() if p.requires_grad]
     for chunk in ([samples[:3]], [samples]):  # one group (whole question shared), both groups (system prompt shared)
         batch = chunk[0]
-        assert shared_length(batch) >= 16
         padded = pad(batch)
         weights = padded.loss_mask / padded.loss_mask.sum()
         results = []
@@ -73,6 +72,15 @@ def test_shared_prefix_logprobs_and_gradients_equal_the_padded_batch(model, toke
         assert scale > 0
         assert max((a - b).abs().max() for a, b in zip(fast_grads, ref_grads)) <= 1e-3 * scale
         assert fast_ran < ref_ran  # the shared prefix really ran once
+
+
+def test_prefix_tree_shares_nodes_and_keeps_each_path() -> None:
+    def sample(prompt: list[int], response: list[int]) -> Sample:
+        return Sample.model_construct(group_id="g", prompt_ids=prompt, response_ids=response)
+
+    tokens, parents, paths = prefix_tree([sample([5, 6, 7], [8]), sample([5, 6, 9], [8, 8]), sample([5, 6, 7], [8])])
+    assert tokens == [5, 6, 7, 8, 9, 8, 8] and parents == [-1, 0, 1, 2, 1, 4, 5]
+    assert paths == [[0, 1, 2, 3], [0, 1, 4, 5, 6], [0, 1, 2, 3]]
 
 
 def test_micro_batches_hold_one_group_longest_first() -> None:

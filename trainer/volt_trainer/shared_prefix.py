@@ -1,22 +1,21 @@
-"""Response logprobs of a micro-batch whose samples share a prompt prefix, with that prefix run once.
+"""Response logprobs of a micro-batch with every shared token run once: the samples packed as one prefix tree.
 
 The rollouts of a GRPO group share their whole first prompt (system prompt, worked example, question); the
-straightforward update runs that prefix once per sample. Here the decoder runs the longest common prefix once
-(batch 1) with its KV kept in the autograd graph, then every sample's own suffix (rest of its prompt + response)
-is run against that KV expanded to the batch: gradients flow back into the prefix exactly once (expand's
-backward sums them). Mathematically the same logprobs as ``response_logprobs`` on the padded batch; numerically
-equal up to fp32 rounding (tested). Micro-batches are formed per group and by length, so suffix padding stays small.
+straightforward update runs that prefix once per sample and pads every row to the longest. Here the micro-batch's
+token sequences are merged into a prefix tree (a token shared by several samples is one node), laid out as one
+row with no padding; each node attends to exactly its ancestors (a 4-D tree mask) at position id = its depth, so it
+sees what it would see in its own sequence. One forward pass; gradients reach each shared node once and carry
+every sample's share. Mathematically the same logprobs as ``response_logprobs`` on the padded batch; numerically
+equal up to fp32 rounding (tested). Micro-batches are one group at a time, longest first (``micro_batches``).
 """
 
 from __future__ import annotations
 
 import torch
-from transformers import DynamicCache, PreTrainedModel
+from transformers import PreTrainedModel
 
-from .batch import Sample, pad
-from .logprobs import autocast_for, response_logprobs
-
-MIN_SHARED = 16  # below this, one batched pass is cheaper than two
+from .batch import Sample
+from .logprobs import autocast_for
 
 
 def micro_batches(samples: list[Sample], rows: list[int], size: int) -> list[list[int]]:
@@ -31,48 +30,60 @@ def micro_batches(samples: list[Sample], rows: list[int], size: int) -> list[lis
     return out
 
 
-def shared_length(samples: list[Sample]) -> int:
-    """Longest common prefix of the samples' token sequences, kept short of every response's first predicting position."""
-    first = samples[0].prompt_ids
-    limit = min(len(s.prompt_ids) for s in samples) - 1  # position p-1 predicts response token 0: it stays in the suffix
-    n = 0
-    while n < limit and all(s.prompt_ids[n] == first[n] for s in samples):
-        n += 1
-    return n
+def prefix_tree(samples: list[Sample]) -> tuple[list[int], list[int], list[list[int]]]:
+    """(node tokens, node parents (-1 = root), each sample's path of node indices); parents precede children."""
+    tokens: list[int] = []
+    parents: list[int] = []
+    index: dict[tuple[int, int], int] = {}
+    paths = []
+    for s in samples:
+        node, path = -1, []
+        for token in s.prompt_ids + s.response_ids:
+            child = index.get((node, token))
+            if child is None:
+                child = index[(node, token)] = len(tokens)
+                tokens.append(token)
+                parents.append(node)
+            path.append(child)
+            node = child
+        paths.append(path)
+    return tokens, parents, paths
+
+
+def tree_mask(parents: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """([L, L] bool: node i may attend node j iff j is i or an ancestor of i, [L] depth of each node)."""
+    n = len(parents)
+    allowed = torch.zeros(n, n, dtype=torch.bool)
+    depth = torch.zeros(n, dtype=torch.long)
+    for i, parent in enumerate(parents):
+        if parent >= 0:
+            allowed[i] = allowed[parent]
+            depth[i] = depth[parent] + 1
+        allowed[i, i] = True
+    return allowed, depth
 
 
 def shared_prefix_logprobs(model: torch.nn.Module, samples: list[Sample]) -> tuple[torch.Tensor, int]:
-    """([B, R] logprobs as response_logprobs(model, pad(samples)) gives, tokens actually run through the decoder)."""
-    p = shared_length(samples) if len(samples) > 1 else 0
-    if p < MIN_SHARED:
-        padded = pad(samples)
-        return response_logprobs(model, padded), padded.tokens
+    """([B, R] logprobs as response_logprobs(model, pad(samples)) gives, tokens the decoder ran = tree nodes)."""
     base: PreTrainedModel = model.get_base_model() if hasattr(model, "get_base_model") else model  # type: ignore[assignment]
-    decoder, device = base.get_decoder(), next(model.parameters()).device
-    suffixes = [(s.prompt_ids + s.response_ids)[p:] for s in samples]
-    b, width, big_r = len(samples), max(map(len, suffixes)), max(len(s.response_ids) for s in samples)
-    ids = torch.zeros(b, width, dtype=torch.long)
-    mask = torch.zeros(b, p + width, dtype=torch.long)
-    mask[:, :p] = 1
+    device = next(model.parameters()).device
+    tokens, parents, paths = prefix_tree(samples)
+    allowed, depth = tree_mask(parents)
+    b, big_r = len(samples), max(len(s.response_ids) for s in samples)
     gather = torch.zeros(b, big_r, dtype=torch.long)
     targets = torch.zeros(b, big_r, dtype=torch.long)
     valid = torch.zeros(b, big_r)
-    for i, (s, suffix) in enumerate(zip(samples, suffixes)):
-        ids[i, : len(suffix)] = torch.tensor(suffix)
-        mask[i, p : p + len(suffix)] = 1
-        r, start = len(s.response_ids), len(s.prompt_ids) - 1 - p  # suffix index of the state predicting response 0
-        gather[i, :r] = torch.arange(start, start + r)
+    for i, (s, path) in enumerate(zip(samples, paths)):
+        p, r = len(s.prompt_ids), len(s.response_ids)
+        gather[i, :r] = torch.tensor(path[p - 1 : p + r - 1])  # the node before each response token predicts it
         targets[i, :r] = torch.tensor(s.response_ids)
         valid[i, :r] = 1
-    prefix = torch.tensor([samples[0].prompt_ids[:p]], device=device)
     with autocast_for(device):
-        cache = DynamicCache()
-        decoder(input_ids=prefix, cache=cache, use_cache=True)  # [1, P] once, KV stays in the graph
-        layers = [(layer.keys.expand(b, -1, -1, -1), layer.values.expand(b, -1, -1, -1)) for layer in cache.layers]
-        positions = torch.arange(p, p + width, device=device)[None].expand(b, -1)
-        hidden = decoder(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions,
-                         cache=DynamicCache(ddp_cache_data=layers), use_cache=True).last_hidden_state  # [B, S, H]
-        picked = hidden.gather(1, gather.to(device)[:, :, None].expand(-1, -1, hidden.shape[-1]))  # [B, R, H]
-        logits = base.get_output_embeddings()(picked)  # [B, R, V]
+        dtype = torch.bfloat16 if device.type == "cuda" else next(model.parameters()).dtype
+        # sdpa takes a boolean mask (True = attend); eager adds a float one
+        mask = allowed if base.config._attn_implementation == "sdpa" else torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+        hidden = base.get_decoder()(input_ids=torch.tensor([tokens], device=device), attention_mask=mask[None, None].to(device),
+                                    position_ids=depth[None].to(device)).last_hidden_state[0]  # [L, H]
+        logits = base.get_output_embeddings()(hidden[gather.to(device)])  # [B, R, V]
     logp = logits.float().log_softmax(dim=-1).gather(-1, targets.to(device)[:, :, None])[:, :, 0]  # [B, R]
-    return logp * valid.to(device), p + sum(map(len, suffixes))
+    return logp * valid.to(device), len(tokens)
