@@ -1,16 +1,23 @@
-"""Benchmark volt-serve: aggregate decode tokens/s at concurrency 1 vs 8, and time-to-first-token p50.
+"""Benchmark volt-serve on the demo's rollout phase, prefix cache off (before) vs on (after), side by side in one run.
 
-    .venv/bin/python bench/server.py                 # starts its own server on loopback
-    .venv/bin/python bench/server.py --url http://127.0.0.1:8500 --requests 16 --max-tokens 32
+    .venv/bin/python bench/server.py                          # rollouts workload, 2 groups x 6, 2 rounds per side
+    .venv/bin/python bench/server.py --groups 8 --rounds 3    # the demo's full iteration (48 rollouts)
+    .venv/bin/python bench/server.py --workload decode        # decode tokens/s at concurrency 1 vs 8 (one server)
 
-Printed, not asserted. Every request streams a greedy /v1/completions with return_token_ids and
-ignore_eos (as vLLM benchmarks do), so every request decodes exactly --max-tokens tokens. The run is
-bounded by --requests and --timeout.
+The rollouts workload replays the calculator agent (examples/calculator-ts/agent.ts): its system prompt, hint and
+worked example, a train-set question, up to --turns chat calls per rollout where each call extends the previous
+prompt + answer with the agent's reply; groups of 6 rollouts share a question; --concurrency rollouts run at once
+(the demo's run.json: 8). Each rollout is seeded, so both servers produce the same tokens and do the same work.
+Two servers run (cache off, cache on); rounds alternate between them and medians are printed, so the shared
+machine's load hits both alike. Printed, not asserted: rollouts/min, prefill vs decode tokens and seconds (from
+each server's /metrics), and the cache hit rate.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import statistics
 import subprocess
@@ -18,17 +25,27 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import httpx2 as httpx
 from openai import OpenAI
 
-PROMPTS = ["Write a short story about a robot who learns to paint.", "Explain how rain forms, step by step.",
-           "List some facts about the ocean.", "Describe a busy market in the morning.", "Tell me about the history of bread.",
-           "What makes a good friend?", "Describe the planets of the solar system.", "How does a bicycle work?"]
+ROOT = Path(__file__).resolve().parents[1]
+# Mirrors examples/calculator-ts/agent.ts (SYSTEM_PROMPT, HINT, EXAMPLE, stop strings, max_tokens, temperature).
+SYSTEM = "\n".join(["You solve math word problems with a calculator.",
+                    "To calculate, write <calc>expression</calc>, for example <calc>23*12-45</calc>, and wait for the result.",
+                    "When you know the final answer, write <answer>number</answer>."])
+HINT = "Use <calc>expression</calc> to calculate, then <answer>number</answer>."
+EXAMPLE = [{"role": "user", "content": f"Tom has 3 bags with 5 apples each. He eats 2 apples. How many apples are left?\n{HINT}"},
+           {"role": "assistant", "content": "<calc>3*5-2</calc>"}, {"role": "user", "content": "Result: 13"},
+           {"role": "assistant", "content": "<answer>13</answer>"}]
+METRICS = ("volt_serve_prefill_tokens_total", "volt_serve_prefill_seconds_total", "volt_serve_decode_tokens_total",
+           "volt_serve_decode_seconds_total", "volt_serve_prefix_cache_queries_total", "volt_serve_prefix_cache_hits_total")
 
 
-def start_server(model: str, threads: int, max_batch: int) -> tuple[subprocess.Popen, str]:
+def start_server(model: str, threads: int, max_batch: int, prefix_cache_mb: int) -> tuple[subprocess.Popen, str]:
     command = [sys.executable, "-m", "volt_trainer.serve", "--model", model, "--host", "127.0.0.1", "--port", "0",
-               "--threads", str(threads), "--max-batch", str(max_batch)]
+               "--threads", str(threads), "--max-batch", str(max_batch), "--prefix-cache-mb", str(prefix_cache_mb)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     for line in process.stdout:
@@ -37,6 +54,88 @@ def start_server(model: str, threads: int, max_batch: int) -> tuple[subprocess.P
             threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
             return process, match.group(1)
     raise RuntimeError("server exited before listening")
+
+
+def metrics(url: str) -> dict[str, float]:
+    text = httpx.get(f"{url}/metrics", timeout=60).text
+    return {line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line and not line.startswith("#")}
+
+
+def questions(count: int) -> list[str]:
+    lines = (ROOT / "examples/calculator/tasks/train.jsonl").read_text().splitlines()
+    return [json.loads(line)["input"]["question"] for line in lines[:count]]
+
+
+def agent_reply(content: str) -> str | None:
+    """The agent's next user message, or None when the model answered (the agent's reactTo, minus the arithmetic)."""
+    if "<answer>" in content:
+        return None
+    calc = re.search(r"<calc>([0-9+\-*/(). ]+)", content)
+    if not calc or "**" in calc.group(1):
+        return "Write <calc>expression</calc> to calculate or <answer>number</answer> to answer."
+    try:
+        return f"Result: {eval(calc.group(1), {'__builtins__': {}})}"  # digits and operators only (regex above)
+    except Exception:  # a malformed expression: the agent answers with an error line too
+        return "Error: cannot evaluate"
+
+
+def rollout(client: OpenAI, model: str, question: str, seed: int, turns: int, max_tokens: int, temperature: float) -> int:
+    messages = [{"role": "system", "content": SYSTEM}, *EXAMPLE, {"role": "user", "content": f"{question}\n{HINT}"}]
+    for turn in range(turns):
+        completion = client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens, temperature=temperature,
+                                                    stop=["</calc>", "</answer>"], seed=seed * 100 + turn)
+        content = completion.choices[0].message.content or ""
+        messages.append({"role": "assistant", "content": content})
+        reply = agent_reply(content)
+        if reply is None:
+            return turn + 1
+        messages.append({"role": "user", "content": reply})
+    return turns
+
+
+def rollout_round(url: str, args: argparse.Namespace, tasks: list[str]) -> dict[str, float]:
+    client = OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=args.timeout)
+    jobs = [(q, g * 6 + i) for g, q in enumerate(tasks) for i in range(6)]
+    before, start = metrics(url), time.perf_counter()
+    with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+        calls = sum(pool.map(lambda job: rollout(client, args.model, job[0], job[1], args.turns, args.max_tokens, args.temperature), jobs))
+    wall = time.perf_counter() - start
+    after = metrics(url)
+    delta = {k: after[k] - before[k] for k in METRICS}
+    return {"rollouts_per_min": 60 * len(jobs) / wall, "wall_s": wall, "calls": calls,
+            "prefill_tokens": delta["volt_serve_prefill_tokens_total"], "prefill_s": delta["volt_serve_prefill_seconds_total"],
+            "decode_tokens": delta["volt_serve_decode_tokens_total"], "decode_s": delta["volt_serve_decode_seconds_total"],
+            "prompt_tokens": delta["volt_serve_prefix_cache_queries_total"], "hit_tokens": delta["volt_serve_prefix_cache_hits_total"]}
+
+
+def bench_rollouts(args: argparse.Namespace) -> None:
+    tasks = questions(args.groups)
+    sides = {"off (before)": 0, "on (after)": args.prefix_cache_mb}
+    servers = {name: start_server(args.model, args.threads, args.max_batch, mb) for name, mb in sides.items()}
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+    try:
+        for _, url in servers.values():
+            rollout_round(url, argparse.Namespace(**{**vars(args), "turns": 1, "max_tokens": 2}), tasks[:1])  # warm-up
+        for r in range(args.rounds):
+            order = list(servers) if r % 2 == 0 else list(reversed(servers))
+            for name in order:
+                rows[name].append(rollout_round(servers[name][1], args, tasks))
+                print(f"round {r + 1} cache {name}: {rows[name][-1]['wall_s']:.1f}s  load {os.getloadavg()[0]:.1f}", flush=True)
+    finally:
+        for process, _ in servers.values():
+            process.terminate()
+            process.wait(timeout=30)
+    print(f"\nrollouts: {args.groups} groups x 6, up to {args.turns} calls each, concurrency {args.concurrency}, "
+          f"max_tokens {args.max_tokens}, temperature {args.temperature}, {args.threads} thread(s), medians of {args.rounds} rounds")
+    cols = ("rollouts_per_min", "wall_s", "calls", "prompt_tokens", "prefill_tokens", "prefill_s", "decode_tokens", "decode_s")
+    print(f"{'cache':>13} " + " ".join(f"{c:>16}" for c in cols) + f" {'hit rate':>9}")
+    med = {name: {c: statistics.median(row[c] for row in rows[name]) for c in (*cols, "hit_tokens")} for name in rows}
+    for name, m in med.items():
+        hit = m["hit_tokens"] / m["prompt_tokens"] if m["prompt_tokens"] else 0.0
+        print(f"{name:>13} " + " ".join(f"{m[c]:>16.1f}" for c in cols) + f" {hit:>9.1%}")
+    off, on = med["off (before)"], med["on (after)"]
+    print(f"rollout-phase throughput, cache on / off: {on['rollouts_per_min'] / off['rollouts_per_min']:.2f}x (goal >= 3x)")
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def one_request(client: OpenAI, model: str, prompt: str, max_tokens: int) -> tuple[int, float]:
@@ -53,43 +152,45 @@ def one_request(client: OpenAI, model: str, prompt: str, max_tokens: int) -> tup
     return tokens, first if first is not None else float("nan")
 
 
-def run_level(client: OpenAI, model: str, concurrency: int, requests: int, max_tokens: int) -> dict:
-    prompts = [PROMPTS[i % len(PROMPTS)] for i in range(requests)]
-    start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        results = list(pool.map(lambda p: one_request(client, model, p, max_tokens), prompts))
-    wall = time.perf_counter() - start
-    tokens = sum(r[0] for r in results)
-    return {"concurrency": concurrency, "requests": requests, "tokens": tokens, "wall_s": wall,
-            "tok_s": tokens / wall, "ttft_p50_s": statistics.median(r[1] for r in results)}
+def bench_decode(args: argparse.Namespace) -> None:
+    prompts = ["Write a short story about a robot who learns to paint.", "Explain how rain forms, step by step.",
+               "List some facts about the ocean.", "Describe a busy market in the morning."]
+    process, url = start_server(args.model, args.threads, 8, 0)
+    try:
+        client = OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=args.timeout)
+        one_request(client, args.model, "warm up", 2)
+        rows = []
+        for concurrency in (1, 8):
+            start = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                results = list(pool.map(lambda i: one_request(client, args.model, prompts[i % len(prompts)], args.max_tokens), range(args.requests)))
+            wall = time.perf_counter() - start
+            rows.append((concurrency, sum(r[0] for r in results) / wall, statistics.median(r[1] for r in results)))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    for concurrency, tok_s, ttft in rows:
+        print(f"concurrency {concurrency}: {tok_s:.1f} tok/s, TTFT p50 {ttft:.2f}s")
+    print(f"throughput ratio c8/c1: {rows[1][1] / rows[0][1]:.2f}x")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", default=None, help="an already running server (default: start one)")
+    parser.add_argument("--workload", choices=("rollouts", "decode"), default="rollouts")
     parser.add_argument("--model", default="smollm2-135m-instruct")
-    parser.add_argument("--requests", type=int, default=8, help="requests per concurrency level (at most 64)")
-    parser.add_argument("--max-tokens", type=int, default=24)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads of the started server")
+    parser.add_argument("--groups", type=int, default=2, help="tasks; each is a group of 6 rollouts (the demo: 8)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per side, interleaved")
+    parser.add_argument("--concurrency", type=int, default=8, help="rollouts at once (run.json rollouts.concurrency)")
+    parser.add_argument("--turns", type=int, default=4, help="most calls per rollout (agent.ts AGENT_MAX_TURNS)")
+    parser.add_argument("--max-tokens", type=int, default=64, help="per call (agent.ts AGENT_MAX_TOKENS)")
+    parser.add_argument("--temperature", type=float, default=0.6, help="run.json AGENT_TEMPERATURE")
+    parser.add_argument("--requests", type=int, default=8, help="decode workload: requests per concurrency level")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of each started server")
+    parser.add_argument("--max-batch", type=int, default=8)
+    parser.add_argument("--prefix-cache-mb", type=int, default=512, help="cache size of the 'on' server")
     parser.add_argument("--timeout", type=float, default=600, help="per-request timeout, seconds")
     args = parser.parse_args()
-    requests = max(1, min(args.requests, 64))
-    process = None
-    url = args.url
-    if url is None:
-        process, url = start_server(args.model, args.threads, max_batch=8)
-    try:
-        client = OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=args.timeout)
-        one_request(client, args.model, "warm up", 2)
-        rows = [run_level(client, args.model, c, requests, args.max_tokens) for c in (1, 8)]
-    finally:
-        if process is not None:
-            process.terminate()
-            process.wait(timeout=30)
-    print(f"{'concurrency':>11} {'requests':>8} {'tokens':>6} {'wall s':>7} {'tok/s':>7} {'TTFT p50 s':>10}")
-    for row in rows:
-        print(f"{row['concurrency']:>11} {row['requests']:>8} {row['tokens']:>6} {row['wall_s']:>7.1f} {row['tok_s']:>7.1f} {row['ttft_p50_s']:>10.2f}")
-    print(f"throughput ratio c8/c1: {rows[1]['tok_s'] / rows[0]['tok_s']:.2f}x (goal >= 3x)")
+    bench_rollouts(args) if args.workload == "rollouts" else bench_decode(args)
 
 
 if __name__ == "__main__":

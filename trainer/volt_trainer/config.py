@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 Aggregation = Literal["token_mean", "rollout_mean"]
+UpdatePath = Literal["fast", "reference"]  # the same update computed two ways; "reference" is the straightforward one
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class TrainConfig:
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
     threads: int = 1  # fixed CPU thread count: part of what makes a run bitwise reproducible
     max_steps: int = 0  # 0 = run to the end; >0 = stop (resumably) after this many optimizer steps in total
+    update_path: UpdatePath = "fast"
 
     def __post_init__(self) -> None:
         checks = {
@@ -55,6 +57,7 @@ class TrainConfig:
             "target_modules": len(self.target_modules) >= 1,
             "threads": self.threads >= 1,
             "max_steps": self.max_steps >= 0,
+            "update_path": self.update_path in get_args(UpdatePath),
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
@@ -66,7 +69,7 @@ class TrainConfig:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
-CASTS: dict[str, Any] = {"int": int, "float": float, "str": str, "Aggregation": str}
+CASTS: dict[str, Any] = {"int": int, "float": float, "str": str, "Aggregation": str, "UpdatePath": str}
 
 
 def _coerce(name: str, value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Volt's OpenAI-compatible model server (vLLM extension fields, LoRA adapters, dynamic batching).
+"""Volt's OpenAI-compatible model server (vLLM extension fields, LoRA adapters, dynamic batching, prefix caching).
 
     python -m volt_trainer.serve --model smollm2-135m-instruct --host 127.0.0.1 --port 8500
 """
@@ -28,6 +28,7 @@ class ServeConfig:
     data_dir: str = ""
     device: str | None = None
     threads: int | None = None
+    prefix_cache_mb: int = 512  # 0 turns prefix caching off
 
     def __post_init__(self) -> None:
         if self.max_batch < 1:
@@ -36,6 +37,8 @@ class ServeConfig:
             raise ValueError("max_model_len: must be at least 2")
         if self.threads is not None and self.threads < 1:
             raise ValueError("threads: must be at least 1")
+        if self.prefix_cache_mb < 0:
+            raise ValueError("prefix_cache_mb: must be >= 0 (0 = off)")
         if not 0 <= self.port < 65536:
             raise ValueError("port: must be in [0, 65535]")
         self.data_dir = self.data_dir or default_data_dir()
@@ -52,6 +55,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     parser.add_argument("--data-dir", default="", help="model cache root (default: $VOLT_DATA_DIR or .volt)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest on a shared, busy CPU)")
+    parser.add_argument("--prefix-cache-mb", type=int, default=512, help="memory for reusable prompt-prefix KV blocks, MiB; 0 = off")
     return ServeConfig(**vars(parser.parse_args(argv)))
 
 
@@ -59,7 +63,8 @@ def make_engine(config: ServeConfig) -> Engine:
     if config.threads:
         torch.set_num_threads(config.threads)
     model, tokenizer = load_model(config.model, config.data_dir, config.device)
-    return Engine(model, tokenizer, config.served_model_name or config.model, config.max_batch, config.max_model_len)
+    return Engine(model, tokenizer, config.served_model_name or config.model, config.max_batch, config.max_model_len,
+                  prefix_cache_bytes=config.prefix_cache_mb << 20)
 
 
 async def serve(config: ServeConfig) -> None:

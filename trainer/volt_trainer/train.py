@@ -18,11 +18,19 @@ How this departs from textbook PPO / GRPO:
   rollout's tokens, then over rollouts, so long multi-turn rollouts do not dominate); minibatches hold whole
   rollouts, and micro-batches accumulate exactly because per-token weights are computed for the whole minibatch;
 - old logprobs are computed once per batch (no grad) before the first step, then held fixed for all epochs.
+
+update_path "fast" (default) computes the same update without waste; "reference" keeps the straightforward one
+(bench/trainer.py runs both). Fast: micro-batches are one GRPO group at a time, longest first, and the group's
+shared prompt prefix runs once with gradients through it once (shared_prefix.py); the first step's samples take
+their old logprobs from that step's own forward (detached: the policy has not moved yet), so with one step per
+batch there is no old pass at all; the reference pass runs only when kl_coef > 0 (the step's "kl" is then absent).
+Equal to the reference path within fp32 rounding (trainer/tests/test_train_fast.py states the tolerances).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -42,6 +50,7 @@ from .logprobs import response_logprobs
 from .loss import policy_loss, token_weights
 from .model import load_model
 from .parent_watch import exit_with_parent
+from .shared_prefix import micro_batches, shared_prefix_logprobs
 from .train_state import file_sha256, load_state, restore_rng, rng_state, save_state, trainable_state
 
 
@@ -67,19 +76,49 @@ def build_policy(cfg: TrainConfig, adapter_in: str | None, device: str | None) -
     return get_peft_model(base, lora)
 
 
+def logprobs_of(model: torch.nn.Module, chunk: list[Sample], fast: bool) -> tuple[torch.Tensor, int]:
+    """([B, R] response logprobs, tokens the decoder ran): the shared prefix once (fast) or every padded row (reference)."""
+    if fast:
+        return shared_prefix_logprobs(model, chunk)
+    padded = pad(chunk)
+    return response_logprobs(model, padded), padded.tokens
+
+
+def micro_chunks(samples: list[Sample], rows: list[int], micro: int, fast: bool) -> list[list[int]]:
+    return micro_batches(samples, rows, micro) if fast else [rows[s : s + micro] for s in range(0, len(rows), micro)]
+
+
 @torch.no_grad()
-def batch_logprobs(model: PeftModel, samples: list[Sample], micro: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(old, ref) logprobs, each [N, R_max] on CPU: current policy, and base model with the adapter disabled."""
+def batch_logprobs(model: PeftModel, samples: list[Sample], micro: int, old_rows: list[int], ref_rows: list[int],
+                   fast: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(old, ref) logprobs, each [N, R_max] on CPU, for the given rows (others stay 0): current policy, and base model."""
     model.eval()
     width = max(len(s.response_ids) for s in samples)
     old, ref = torch.zeros(len(samples), width), torch.zeros(len(samples), width)
-    for start in range(0, len(samples), micro):
-        chunk = pad(samples[start : start + micro])
-        r = chunk.targets.shape[1]
-        old[start : start + micro, :r] = response_logprobs(model, chunk).cpu()
-        with model.disable_adapter():
-            ref[start : start + micro, :r] = response_logprobs(model, chunk).cpu()
+    for target, rows, adapter_off in ((old, old_rows, False), (ref, ref_rows, True)):
+        for chunk_rows in micro_chunks(samples, rows, micro, fast):
+            with model.disable_adapter() if adapter_off else contextlib.nullcontext():
+                logp, _ = logprobs_of(model, [samples[i] for i in chunk_rows], fast)
+            target[chunk_rows, : logp.shape[1]] = logp.cpu()
     return old, ref
+
+
+class Profile:
+    """Seconds per phase of the update, accumulated (synchronised on CUDA so a phase owns its kernels)."""
+
+    def __init__(self, device: torch.device | None = None) -> None:
+        self.seconds: dict[str, float] = {}
+        self.device = device
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.device is not None and self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
 
 
 def save_adapter(model: PeftModel, out: Path) -> tuple[Path, str]:
@@ -93,13 +132,19 @@ def save_adapter(model: PeftModel, out: Path) -> tuple[Path, str]:
 
 def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | None = None, resume: bool = False,
           device: str | None = None) -> dict[str, Any]:
-    out, samples = Path(out_dir), read_batch(batch_path)
-    run_key = {"config": {**cfg.to_json(), "max_steps": 0, "data_dir": ""}, "batch_sha256": file_sha256(batch_path), "adapter_in": adapter_in}
-    state = load_state(out / "state") if resume else None
-    if state is not None and state["run_key"] != run_key:
-        raise ValueError(f"--resume: {out / 'state'} belongs to a different batch, config or adapter_in")
-    seed_everything(cfg)
-    model = build_policy(cfg, adapter_in, device)
+    profile = Profile()
+    fast = cfg.update_path == "fast"
+    with_ref = cfg.kl_coef > 0 or not fast  # without the KL term the reference logprobs change nothing
+    with profile.phase("load"):
+        out, samples = Path(out_dir), read_batch(batch_path)
+        run_key = {"config": {**cfg.to_json(), "max_steps": 0, "data_dir": ""}, "batch_sha256": file_sha256(batch_path), "adapter_in": adapter_in}
+        state = load_state(out / "state") if resume else None
+        if state is not None and state["run_key"] != run_key:
+            raise ValueError(f"--resume: {out / 'state'} belongs to a different batch, config or adapter_in")
+        seed_everything(cfg)
+        model = build_policy(cfg, adapter_in, device)
+    dev = next(model.parameters()).device
+    profile.device = dev
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     plan = [(epoch, idx) for epoch in range(cfg.epochs)
@@ -113,7 +158,12 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
         old_all, ref_all, start, history = state["old_logprobs"], state["ref_logprobs"], state["step"], state["history"]
         print(f"volt-train: resuming at step {start}/{len(plan)}", file=sys.stderr)
     else:
-        old_all, ref_all = batch_logprobs(model, samples, cfg.micro_batch_size)
+        # fast: the first step runs on the unchanged policy, so its own forward (detached) is its samples' old logprobs
+        first = set(plan[0][1]) if fast else set()
+        everyone = list(range(len(samples)))
+        with profile.phase("old_ref_passes"):
+            old_all, ref_all = batch_logprobs(model, samples, cfg.micro_batch_size, [i for i in everyone if i not in first],
+                                              everyone if with_ref else [], fast)
         start, history = 0, []
 
     model.train()
@@ -123,40 +173,55 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
         minibatch = [samples[i] for i in idx]
         whole = pad(minibatch)
         weights_all = token_weights(whole.loss_mask, whole.rollout_index, cfg.aggregation)  # [b, R]
+        where = {row: k for k, row in enumerate(idx)}
         optimizer.zero_grad(set_to_none=True)
         sums = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "tis_mean": 0.0}
-        for s in range(0, len(idx), cfg.micro_batch_size):
-            rows = idx[s : s + cfg.micro_batch_size]
-            chunk = pad(minibatch[s : s + cfg.micro_batch_size])
-            r = chunk.targets.shape[1]
-            dev = next(model.parameters()).device
-            parts = policy_loss(
-                response_logprobs(model, chunk), old_all[rows, :r].to(dev), chunk.rollout_logprobs.to(dev),
-                ref_all[rows, :r].to(dev), chunk.advantages.to(dev), weights_all[s : s + len(rows), :r].to(dev),
-                clip_low=cfg.clip_low, clip_high=cfg.clip_high, tis_cap=cfg.tis_cap, kl_coef=cfg.kl_coef,
-            )
-            parts.loss.backward()
+        ran = 0
+        for rows in micro_chunks(samples, idx, cfg.micro_batch_size, fast):
+            chunk = [samples[i] for i in rows]
+            with profile.phase("forward"):
+                padded = pad(chunk)
+                logp, n = logprobs_of(model, chunk, fast)
+                r = logp.shape[1]
+                if fast and step == 0:
+                    old_all[rows, :r] = logp.detach().cpu()
+                parts = policy_loss(
+                    logp, old_all[rows, :r].to(dev), padded.rollout_logprobs.to(dev),
+                    ref_all[rows, :r].to(dev) if with_ref else logp.detach(), padded.advantages.to(dev),
+                    weights_all[[where[i] for i in rows], :r].to(dev),
+                    clip_low=cfg.clip_low, clip_high=cfg.clip_high, tis_cap=cfg.tis_cap, kl_coef=cfg.kl_coef,
+                )
+            with profile.phase("backward"):
+                parts.loss.backward()
+            ran += n
             for k in sums:
                 sums[k] += float(getattr(parts, k).detach())
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-        optimizer.step()
+        with profile.phase("optimizer"):
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+            optimizer.step()
         seconds = time.perf_counter() - t0
+        if not with_ref:
+            del sums["kl"]  # not measured: the reference pass was skipped
         record = {"event": "step", "step": step + 1, "total_steps": len(plan), **sums, "grad_norm": grad_norm,
-                  "tokens": whole.tokens, "tokens_per_s": whole.tokens / seconds, "lr": cfg.lr, "epoch": epoch}
+                  "tokens": whole.tokens, "decoder_tokens": ran, "tokens_per_s": whole.tokens / seconds, "lr": cfg.lr, "epoch": epoch}
         history.append(record)
         emit(record)
-        save_state(out / "state", run_key=run_key, trainable=trainable_state(model), optimizer=optimizer.state_dict(),
-                   rng=rng_state(), step=step + 1, old_logprobs=old_all, ref_logprobs=ref_all, history=history)
+        with profile.phase("save"):
+            save_state(out / "state", run_key=run_key, trainable=trainable_state(model), optimizer=optimizer.state_dict(),
+                       rng=rng_state(), step=step + 1, old_logprobs=old_all, ref_logprobs=ref_all, history=history)
         if cfg.max_steps and step + 1 >= cfg.max_steps and step + 1 < len(plan):
             emit({"event": "stopped", "step": step + 1, "total_steps": len(plan), "state_dir": str(out / "state")})
             return {"event": "stopped", "step": step + 1}
 
-    adapter_dir, sha = save_adapter(model, out)
+    with profile.phase("save"):
+        adapter_dir, sha = save_adapter(model, out)
     n = max(len(history), 1)
     metrics = {"steps": len(history), "loss": sum(h["loss"] for h in history) / n,
-               "clip_frac": sum(h["clip_frac"] for h in history) / n, "kl": history[-1]["kl"] if history else 0.0,
-               "tokens": sum(h["tokens"] for h in history), "samples": len(samples)}
-    done = {"event": "done", "adapter_dir": str(adapter_dir), "adapter_sha256": sha, "metrics": metrics}
+               "clip_frac": sum(h["clip_frac"] for h in history) / n, "tokens": sum(h["tokens"] for h in history), "samples": len(samples)}
+    if history and "kl" in history[-1]:
+        metrics["kl"] = history[-1]["kl"]
+    done = {"event": "done", "adapter_dir": str(adapter_dir), "adapter_sha256": sha, "metrics": metrics,
+            "profile_s": {k: round(v, 4) for k, v in profile.seconds.items()}}
     emit(done)
     return done
 

@@ -54,6 +54,10 @@ class AdapterSet:
     def get(self, name: str) -> AdapterVersion | None:
         return self.served.get(name)
 
+    def loaded(self) -> set[str]:
+        """Internal names of the adapter versions present in peft (what cached KV may belong to)."""
+        return set(self._loaded)
+
     def load(self, name: str, lora_path: str, inplace: bool) -> AdapterVersion:
         if name in self.served and not inplace:
             raise ApiError(400, f"lora_name: adapter {name!r} is already loaded (use load_inplace)", param="lora_name")

@@ -7,12 +7,14 @@ import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
 
 from .adapters import AdapterVersion
 from .chat import chat_completions
 from .completions import completions
 from .engine import Engine
 from .errors import install_error_handlers
+from .metrics import render_metrics
 from .protocol import ChatCompletionRequest, CompletionRequest, LoadLoraRequest, UnloadLoraRequest
 
 
@@ -32,6 +34,10 @@ def build_app(engine: Engine) -> FastAPI:
     @app.get("/health")
     async def health() -> dict:
         return {"status": "ok", "active": engine.active_count()}
+
+    @app.get("/metrics")
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(render_metrics(engine), media_type="text/plain; version=0.0.4")
 
     @app.get("/v1/models")
     async def models() -> dict:

@@ -10,6 +10,7 @@ so a step costs one forward pass per adapter in use, never one per request.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections import deque
 from concurrent.futures import Future
@@ -22,7 +23,8 @@ from transformers import DynamicCache
 from .adapters import AdapterSet
 from .detokenize import IncrementalText
 from .errors import ApiError
-from .kv_batch import KvBatch
+from .kv_batch import KvBatch, row_kv
+from .prefix_cache import PrefixCache
 from .sampling import SampledToken, SamplingParams, make_generator, sample_token
 
 
@@ -64,6 +66,16 @@ class Served:
 
 
 @dataclass
+class EngineCounters:
+    """Where the engine's time goes, as monotonic totals (exported on /metrics)."""
+
+    prefill_tokens: int = 0  # prompt tokens run through the model (cache hits excluded)
+    prefill_seconds: float = 0.0
+    decode_tokens: int = 0
+    decode_seconds: float = 0.0
+
+
+@dataclass
 class _Group:
     batch: KvBatch = field(default_factory=KvBatch)
     seqs: list[Sequence] = field(default_factory=list)
@@ -71,13 +83,16 @@ class _Group:
 
 
 class Engine:
-    def __init__(self, model, tokenizer, base_name: str, max_batch: int = 8, max_model_len: int = 2048) -> None:
+    def __init__(self, model, tokenizer, base_name: str, max_batch: int = 8, max_model_len: int = 2048,
+                 prefix_cache_bytes: int = 0, prefix_block_size: int = 16) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.base_name = base_name
         self.max_batch = max_batch
         self.max_model_len = max_model_len
         self.adapters = AdapterSet(model)
+        self.prefix_cache = PrefixCache(prefix_cache_bytes, prefix_block_size)
+        self.counters = EngineCounters()
         self.device = next(model.parameters()).device
         eos = model.generation_config.eos_token_id if model.generation_config else None
         eos_ids = eos if isinstance(eos, list) else [eos]
@@ -149,6 +164,10 @@ class Engine:
                     future.set_result(fn())
                 except BaseException as exc:  # handed to the caller, never kills the loop
                     future.set_exception(exc)
+            admit, deferred = self._split_twins(admit)
+            if deferred:
+                with self._cond:
+                    self._waiting.extendleft(reversed(deferred))
             with torch.inference_mode():
                 by_adapter: dict[str | None, list[Sequence]] = {}
                 for seq in admit:
@@ -161,6 +180,7 @@ class Engine:
             with self._cond:
                 busy = {s.adapter for s in self._waiting if s.adapter} | {k for k in self._groups if k}
                 self._guard([], lambda: self.adapters.collect(busy))
+            self.prefix_cache.retain({None, *self.adapters.loaded()})
 
     def _guard(self, seqs: list[Sequence], step: Callable[[], None]) -> bool:
         try:
@@ -171,19 +191,65 @@ class Engine:
                 seq.sink(TokenEvent(None, "", "error", error=f"{type(exc).__name__}: {exc}"))
             return False
 
+    def _split_twins(self, admit: list[Sequence]) -> tuple[list[Sequence], list[Sequence]]:
+        """Defer a sequence whose uncached prompt blocks an earlier one admitted now will fill (n choices,
+        the rollouts of a group): it waits one decode step and then prefills only what is not shared."""
+        if not self.prefix_cache.enabled:
+            return admit, []
+        claimed: set[tuple] = set()
+        now, later = [], []
+        for seq in admit:
+            missing = self.prefix_cache.missing(seq.adapter, seq.prompt_ids)
+            if claimed.intersection(missing):
+                later.append(seq)
+            else:
+                claimed.update(missing)
+                now.append(seq)
+        return now, later
+
+    def _prefix_cache_inputs(self, adapter: str | None, seqs: list[Sequence]) -> tuple[list[int], DynamicCache]:
+        """Cached prefix length of each sequence, and those prefixes as one left-padded cache."""
+        hits = [self.prefix_cache.match(adapter, s.prompt_ids) for s in seqs]
+        lengths = [n for n, _ in hits]
+        width = max(lengths)
+        if width == 0:
+            return lengths, DynamicCache()
+        sample = next(kv for _, kv in hits if kv is not None)
+        layers = []
+        for layer, (k0, v0) in enumerate(sample):
+            heads, dim = k0.shape[0], k0.shape[2]
+            rows_k, rows_v = [], []
+            for n, kv in hits:
+                pad_k = k0.new_zeros(1, heads, width - n, dim)
+                rows_k.append(torch.cat([pad_k, kv[layer][0][None]], dim=2) if kv is not None else pad_k)
+                rows_v.append(torch.cat([pad_k, kv[layer][1][None]], dim=2) if kv is not None else pad_k)
+            layers.append((torch.cat(rows_k), torch.cat(rows_v)))
+        return lengths, DynamicCache(ddp_cache_data=layers)
+
     def _prefill(self, adapter: str | None, seqs: list[Sequence]) -> None:
-        """Prefill sequences admitted together as one left-padded batch, then join their adapter's group."""
+        """Prefill sequences admitted together as one batch, then join their adapter's group.
+
+        Row layout: [pad | cached prefix | pad | uncached rest of the prompt]; the mask hides both pads and
+        explicit position ids keep each token's own position, so a cached prefix changes no attention."""
         seqs = [s for s in seqs if not s.cancelled]
         if not seqs:
             return
-        width = max(len(s.prompt_ids) for s in seqs)
+        started = time.perf_counter()
+        cached, cache = self._prefix_cache_inputs(adapter, seqs)
+        rests = [s.prompt_ids[n:] for s, n in zip(seqs, cached)]
+        width, cached_width = max(map(len, rests)), max(cached)
         pad_id = self.tokenizer.pad_token_id or 0
-        ids = torch.tensor([[pad_id] * (width - len(s.prompt_ids)) + s.prompt_ids for s in seqs], device=self.device)
-        mask = torch.tensor([[0] * (width - len(s.prompt_ids)) + [1] * len(s.prompt_ids) for s in seqs], device=self.device)
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        cache = DynamicCache()  # filled in place by the forward pass
+        ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rests], device=self.device)
+        mask = torch.tensor([[0] * (cached_width - n) + [1] * n + [0] * (width - len(r)) + [1] * len(r) for n, r in zip(cached, rests)], device=self.device)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, cached_width:]
         out = self.adapters.forward(adapter, input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=1)
         tokens = [sample_token(out.logits[row, -1], seq.params, seq.generator) for row, seq in enumerate(seqs)]
+        block = self.prefix_cache.block_size
+        for row, (seq, n) in enumerate(zip(seqs, cached)):
+            if self.prefix_cache.enabled and len(seq.prompt_ids) // block > n // block:
+                self.prefix_cache.insert(adapter, seq.prompt_ids, row_kv(cache, mask, row))
+        self.counters.prefill_tokens += sum(map(len, rests))
+        self.counters.prefill_seconds += time.perf_counter() - started
         # Nothing above touched the running group, so a failure so far only fails these new sequences.
         group = self._groups.setdefault(adapter, _Group())
         first_row = len(group.seqs)
@@ -200,6 +266,7 @@ class Engine:
         self._keep(adapter, group, [i for i, s in enumerate(group.seqs) if not s.cancelled])
         if not group.seqs:
             return
+        started = time.perf_counter()
         out = self.adapters.forward(adapter, **group.batch.step_inputs(group.last), logits_to_keep=1)
         keep = []
         for row, seq in enumerate(group.seqs):
@@ -207,7 +274,21 @@ class Engine:
             group.last[row] = token.token_id
             if not self._emit(seq, token) and not seq.cancelled:
                 keep.append(row)
+            elif not seq.cancelled:
+                self._remember(adapter, group, row)
+        self.counters.decode_tokens += len(group.seqs)
+        self.counters.decode_seconds += time.perf_counter() - started
         self._keep(adapter, group, keep)
+
+    def _remember(self, adapter: str | None, group: _Group, row: int) -> None:
+        """Cache a finished sequence's prompt + answer: an agent's next call starts with exactly these tokens."""
+        if not self.prefix_cache.enabled or group.batch.cache is None:
+            return
+        seq = group.seqs[row]
+        tokens = seq.prompt_ids + seq.generated[:-1]  # the last sampled token was never fed, so has no KV
+        kv = row_kv(group.batch.cache, group.batch.mask, row)
+        if kv and kv[0][0].shape[1] == len(tokens):
+            self.prefix_cache.insert(adapter, tokens, kv)
 
     def _keep(self, adapter: str | None, group: _Group, rows: list[int]) -> None:
         group.batch.keep(rows)

@@ -18,6 +18,12 @@ def _layers(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
+def row_kv(cache: DynamicCache, mask: torch.Tensor, row: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """One row's keys/values at its real (unmasked) columns, in order: per layer [kv_heads, tokens, head_dim]."""
+    columns = mask[row].nonzero().squeeze(1)
+    return [(k[row].index_select(1, columns), v[row].index_select(1, columns)) for k, v in _layers(cache)]
+
+
 def _left_pad(tensor: torch.Tensor, width: int) -> torch.Tensor:
     if width == 0:
         return tensor
