@@ -110,8 +110,8 @@ def test_fast_and_reference_updates_save_the_same_adapter(tmp_path, data_dir, to
         # the demo's shape (one step, no KL: no old and no ref pass), then 2 epochs x 2 minibatches with KL on
         for flags in ({"micro_batch_size": 8}, {"epochs": 2, "num_minibatches": 2, "micro_batch_size": 2, "kl_coef": 0.05, "aggregation": "rollout_mean"}):
             ref_done, ref_w, ref_hist = _run(tmp_path, "ref", str(batch), data_dir, update_path="reference", **flags)
-            fast_done, fast_w, fast_hist = _run(tmp_path, "fast", str(batch), data_dir, **flags)
-            again_done, _, _ = _run(tmp_path, "again", str(batch), data_dir, **flags)
+            fast_done, fast_w, fast_hist = _run(tmp_path, "fast", str(batch), data_dir, update_path="fast", **flags)
+            again_done, _, _ = _run(tmp_path, "again", str(batch), data_dir, update_path="fast", **flags)
             assert again_done["adapter_sha256"] == fast_done["adapter_sha256"]  # same seed: bitwise identical
             assert [h["step"] for h in fast_hist] == [h["step"] for h in ref_hist]
             for a, b in zip(fast_hist, ref_hist):
