@@ -8,7 +8,7 @@ export const CALL_SIZES: readonly CallSize[] = ['tiny', 'agent', 'long'];
 
 const SHAPES: Record<CallSize, { requestBytes: number; promptIds: number; completion: number }> = {
   tiny: { requestBytes: 0, promptIds: 24, completion: 5 },
-  agent: { requestBytes: 5_900, promptIds: 2_000, completion: 256 },
+  agent: { requestBytes: 6_000, promptIds: 2_000, completion: 256 },
   long: { requestBytes: 24_000, promptIds: 8_000, completion: 256 },
 };
 
