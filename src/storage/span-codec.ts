@@ -49,8 +49,7 @@ function compactChoice(c: any, i: number, span: Span, elided: ElidedPath[]): any
   const numbers = mine.logprobs;
   if (lp && numbers && Array.isArray(lp.content) && lp.content.length === numbers.length && lp.content.every((t: any, k: number) => typeof t?.logprob === 'number' && t.logprob === numbers[k])) {
     const bytes = lp.content.every(utf8Bytes);
-    const strip = bytes ? ({ logprob: _l, bytes: _b, ...rest }: any) => rest : ({ logprob: _l, ...rest }: any) => rest;
-    out.logprobs = { ...lp, content: lp.content.map(strip) };
+    out.logprobs = { ...lp, content: lp.content.map((t: any) => without(t, bytes)) };
     elided.push(`choices.${i}.logprobs.content.logprob`);
     if (bytes) elided.push(`choices.${i}.logprobs.content.bytes`);
   } else if (lp && numbers && Array.isArray(lp.token_logprobs) && sameIds(lp.token_logprobs, numbers)) {
@@ -61,11 +60,22 @@ function compactChoice(c: any, i: number, span: Span, elided: ElidedPath[]): any
   return out;
 }
 
+// A plain copy loop: object rest spread is several times slower in V8 on the call's path (256 entries a call).
+function without(t: any, bytes: boolean): any {
+  const out: any = {};
+  for (const k in t) if (k !== 'logprob' && !(bytes && k === 'bytes')) out[k] = t[k];
+  return out;
+}
+
 /** A token's `bytes` that are exactly the UTF-8 of its `token` (not so for a token that splits a character). */
 function utf8Bytes(t: any): boolean {
-  if (!Array.isArray(t.bytes) || typeof t.token !== 'string') return false;
-  const b = Buffer.from(t.token, 'utf8');
-  return b.length === t.bytes.length && b.every((x, k) => x === t.bytes[k]);
+  const { bytes, token } = t ?? {};
+  if (!Array.isArray(bytes) || typeof token !== 'string') return false;
+  let ascii = bytes.length === token.length;
+  for (let k = 0; ascii && k < token.length; k++) ascii = token.charCodeAt(k) < 128 && bytes[k] === token.charCodeAt(k);
+  if (ascii) return true;
+  const b = Buffer.from(token, 'utf8');
+  return b.length === bytes.length && b.every((x, k) => x === bytes[k]);
 }
 
 const ELIDED = /^(?:prompt_token_ids|choices\.(\d+)\.(prompt_token_ids|token_ids|logprobs\.content\.logprob|logprobs\.content\.bytes|logprobs\.token_logprobs))$/;
