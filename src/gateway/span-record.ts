@@ -1,8 +1,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- reads engine JSON defensively */
 import { randomUUID } from 'node:crypto';
 import type { Span, SpanChoice } from '../contracts/span.js';
-import { compactResponse } from '../storage/span-codec.js';
 import type { Rollout } from './registry.js';
+import { compactResponse } from '../storage/span-codec.js';
 
 export interface CallContext {
   rollout: Rollout;
