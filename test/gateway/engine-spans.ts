@@ -29,7 +29,9 @@ export function recordedRollout(ref: RolloutRef, o: { turns: number; seed: numbe
   return syntheticRollout(ref, { ...o, gapLen: 5 }).map((s) => {
     const messages = [{ role: 'system', content: 'You are a calculator agent.' }, { role: 'user', content: `turn ${s.seq}` }];
     const upstreamRequest = { model: 'policy', messages, return_token_ids: true, logprobs: true };
+    // `api` (the agent's API) spread in: CallContext gains it with the Responses/Messages routes.
     const ctx: CallContext = {
+      ...{ api: 'chat.completions' as const },
       rollout, seq: s.seq, endpoint: 'chat.completions', stream: false, startedAt: new Date(s.startedAt), startMs: performance.now(),
       request: { body: { model: 'gpt-4o-mini', messages }, headers: { authorization: '[redacted]' } }, upstreamRequest, upstreamText: JSON.stringify(upstreamRequest),
     };
