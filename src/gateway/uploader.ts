@@ -187,7 +187,7 @@ export class SpanUploader {
     const body = first.group && gzipLevel > 0 ? await gzipAsync(text, { level: gzipLevel }) : text;
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        await this.store.putBytes(key, body, body.length, first.group ? 'application/x-ndjson' : 'application/json');
+        await this.store.putBytes(key, body, body.length, body === text ? (first.group ? 'application/x-ndjson' : 'application/json') : 'application/gzip');
         for (const j of jobs) {
           await this.wal.markUploaded(j.entry);
           this.pending.delete(j);
