@@ -10,14 +10,11 @@ export interface Target { name: string; origin: string; paths: string[]; headers
 
 const MAX_REQUESTS = 200_000;
 
-export const chatBody = (stream: boolean) => JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'What is the answer?' }], stream });
-
-/** Closed-loop load: `concurrency` workers send back to back for `seconds` (bounded count); float ms latencies. */
-export async function load(t: Target, concurrency: number, seconds: number) {
+/** Closed-loop load: `concurrency` workers send `payload` back to back for `seconds` (bounded count); float ms latencies (streams: to the last byte). */
+export async function load(t: Target, concurrency: number, seconds: number, payload: string) {
   const pool = new Pool(t.origin, { connections: concurrency, keepAliveTimeout: 60_000 });
   const latencies: number[] = [];
   let errors = 0;
-  const payload = chatBody(false);
   const end = performance.now() + seconds * 1000;
   const worker = async (_: unknown, i: number) => {
     const path = t.paths[i % t.paths.length]!;
@@ -39,12 +36,12 @@ export async function load(t: Target, concurrency: number, seconds: number) {
 }
 
 /** Median time to the first SSE byte over sequential streaming calls. */
-export async function ttfb(t: Target, n = 150): Promise<number> {
+export async function ttfb(t: Target, payload: string, n = 150): Promise<number> {
   const pool = new Pool(t.origin, { connections: 1 });
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const res = await pool.request({ method: 'POST', path: t.paths[0]!, headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody(true) });
+    const res = await pool.request({ method: 'POST', path: t.paths[0]!, headers: { 'content-type': 'application/json', ...t.headers }, body: payload });
     let first = 0;
     for await (const _chunk of res.body) first ||= performance.now() - t0;
     times.push(first);
@@ -54,11 +51,11 @@ export async function ttfb(t: Target, n = 150): Promise<number> {
 }
 
 /** autocannon at 64 connections: the most requests/s the target sustains for `seconds`; requests cycle through paths. */
-export async function maxRps(t: Target, seconds: number): Promise<{ rps: number; requests: number }> {
+export async function maxRps(t: Target, seconds: number, payload: string): Promise<{ rps: number; requests: number }> {
   let n = 0;
   const setupRequest = (req: Record<string, unknown>) => ({ ...req, path: t.paths[n++ % t.paths.length] });
   const result = await autocannon({
-    url: `${t.origin}${t.paths[0]}`, method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody(false), connections: 64, duration: seconds,
+    url: `${t.origin}${t.paths[0]}`, method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: payload, connections: 64, duration: seconds,
     requests: [{ setupRequest }],
   });
   return { rps: result.requests.average, requests: result.requests.total };

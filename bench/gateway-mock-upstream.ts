@@ -1,37 +1,31 @@
 import http from 'node:http';
+import { engineTokens, type CallSize } from './gateway-sizes.js';
 
-const PROMPT_IDS = Array.from({ length: 24 }, (_, i) => 100 + i);
-const TOKENS = ['The', ' answer', ' is', ' 42', '.'];
-
-const response = (model: string) => JSON.stringify({
-  id: 'chatcmpl-bench',
-  object: 'chat.completion',
-  created: 1_700_000_000,
-  model,
-  system_fingerprint: `${model}@bench`,
-  prompt_token_ids: PROMPT_IDS,
-  choices: [{
-    index: 0,
-    message: { role: 'assistant', content: TOKENS.join('') },
-    logprobs: { content: TOKENS.map((t) => ({ token: t, logprob: -0.1, top_logprobs: [] })) },
-    finish_reason: 'stop',
-    token_ids: TOKENS.map((_, i) => 500 + i),
-  }],
-  usage: { prompt_tokens: PROMPT_IDS.length, completion_tokens: TOKENS.length, total_tokens: PROMPT_IDS.length + TOKENS.length },
-});
-
-const sse = (model: string) => {
-  const head = { id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model, system_fingerprint: `${model}@bench` };
-  const chunks = TOKENS.map((t, i) => ({
+function answers(size: CallSize, model: string) {
+  const { prompt, tokens, ids, entries } = engineTokens(size);
+  const head = { id: 'chatcmpl-bench', created: 1_700_000_000, model, system_fingerprint: `${model}@bench` };
+  const json = JSON.stringify({
     ...head,
-    ...(i === 0 ? { prompt_token_ids: PROMPT_IDS } : {}),
-    choices: [{ index: 0, delta: { content: t }, logprobs: { content: [{ token: t, logprob: -0.1, top_logprobs: [] }] }, finish_reason: i === TOKENS.length - 1 ? 'stop' : null, token_ids: [500 + i] }],
-  }));
-  return chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`);
-};
+    object: 'chat.completion',
+    prompt_token_ids: prompt,
+    choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, logprobs: { content: entries }, finish_reason: 'stop', token_ids: ids }],
+    usage: { prompt_tokens: prompt.length, completion_tokens: tokens.length, total_tokens: prompt.length + tokens.length },
+  });
+  const chunks = tokens.map((t, i) => `data: ${JSON.stringify({
+    ...head,
+    object: 'chat.completion.chunk',
+    ...(i === 0 ? { prompt_token_ids: prompt } : {}),
+    choices: [{ index: 0, delta: { content: t }, logprobs: { content: [entries[i]] }, finish_reason: i === tokens.length - 1 ? 'stop' : null, token_ids: [ids[i]] }],
+  })}\n\n`);
+  return { json, chunks };
+}
 
-/** The bench's mock model server: a fixed small chat completion (JSON at once, or 5 SSE chunks: one at once, four 2 ms later). */
-export function startMockUpstream(port: number): Promise<http.Server> {
+/**
+ * The bench's mock model server: a fixed chat completion of the given size (JSON at once, or one SSE chunk per token:
+ * the first at once, the rest 2 ms later). Answers are built once, so the mock costs little per call.
+ */
+export function startMockUpstream(port: number, size: CallSize = 'tiny'): Promise<http.Server> {
+  const cache = new Map<string, ReturnType<typeof answers>>();
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (d: Buffer) => parts.push(d));
@@ -44,17 +38,19 @@ export function startMockUpstream(port: number): Promise<http.Server> {
         return;
       }
       const model = body.model ?? 'mock';
+      if (!cache.has(model)) cache.set(model, answers(size, model));
+      const { json, chunks } = cache.get(model)!;
       if (!body.stream) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(response(model));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(json);
         return;
       }
       // Like an engine, the first token goes out at once and the rest follow a little later (not in the same packet),
       // so time to first byte measures the first token, not the whole answer.
-      const [first, ...rest] = sse(model);
+      const [first, ...rest] = chunks;
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(first);
       setTimeout(() => {
-        for (const c of rest) res.write(c);
+        res.write(rest.join(''));
         res.end('data: [DONE]\n\n');
       }, 2);
     });

@@ -5,17 +5,18 @@ import { Pool } from 'undici';
 import { buildApp } from '../src/gateway/app.js';
 import { createObjectStore } from '../src/storage/object-store.js';
 import { startMockUpstream } from './gateway-mock-upstream.js';
+import type { CallSize } from './gateway-sizes.js';
 
 /**
  * One bench target per process (so the load generator never shares an event loop with what it measures):
- *   upstream <port> | passthrough <port> <upstreamUrl> | portkey <port>
+ *   upstream <port> <tiny|agent|long> | passthrough <port> <upstreamUrl> | portkey <port>
  *   volt <port> <upstreamUrl> <wal|direct> <dataDir> <s3 json> <write|fsync> <upload defer bytes>
  */
 const [mode, portArg, ...rest] = process.argv.slice(2);
 const port = Number(portArg);
 
 if (mode === 'upstream') {
-  await startMockUpstream(port);
+  await startMockUpstream(port, rest[0] as CallSize);
 } else if (mode === 'passthrough') {
   // The floor: a bare undici keep-alive proxy that streams bodies both ways and does nothing else.
   const pool = new Pool(rest[0]!, { connections: 128, keepAliveTimeout: 60_000 });

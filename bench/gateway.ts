@@ -1,7 +1,8 @@
 /**
  * Gateway overhead, side by side: direct to a mock upstream, through Volt (WAL durability in its sync modes, and
- * direct-to-S3 durability), through Portkey, and through a bare undici passthrough (the floor). Figures are printed,
- * not asserted. Run: node --import tsx bench/gateway.ts [--seconds 3] [--rounds 3]
+ * direct-to-S3 durability), through Portkey, and through a bare undici passthrough (the floor), at one call size
+ * (bench/gateway-sizes.ts: tiny, agent, long), plain and streamed. Figures are printed, not asserted.
+ * Run: node --import tsx bench/gateway.ts [--size tiny|agent|long] [--seconds 3] [--rounds 3]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -15,11 +16,17 @@ import { stopProcess } from '../src/stack/processes.js';
 import { startS3Server } from '../src/stack/s3.js';
 import { keys } from '../src/storage/keys.js';
 import { createObjectStore } from '../src/storage/object-store.js';
+import { readSpans } from '../src/storage/spans.js';
 import { drainUploads, load, maxRps, ttfb, type Target } from './gateway-load.js';
+import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback);
 const SECONDS = arg('--seconds', 3);
 const ROUNDS = Math.max(1, Math.round(arg('--rounds', 3)));
+const SIZE = (process.argv.includes('--size') ? process.argv[process.argv.indexOf('--size') + 1] : 'tiny') as CallSize;
+if (!CALL_SIZES.includes(SIZE)) throw new Error(`--size must be one of ${CALL_SIZES.join(', ')}`);
+const PLAIN = requestBody(SIZE, false);
+const STREAMED = requestBody(SIZE, true);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const HOST = '127.0.0.1';
 const DEFER_MB = loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB;
@@ -60,6 +67,20 @@ async function spawnTarget(name: string, args: string[]): Promise<void> {
   throw new Error(`bench target ${args[0]} not ready: ${out}`);
 }
 
+/** Bytes per span of one of the default Volt's c=1 rollouts: as stored in S3 and as whole JSON spans (before compact spans). */
+async function spanBytes(store: ReturnType<typeof createObjectStore>): Promise<void> {
+  const ref = { runId: 'bench', iteration: 0, rolloutId: `volt-c1-0-0`, attempt: 0 };
+  let stored = 0;
+  for await (const o of store.list(keys.spans(ref))) stored += o.size;
+  let spans = 0;
+  let whole = 0;
+  for await (const span of readSpans(store, ref)) {
+    spans++;
+    whole += JSON.stringify(span).length;
+  }
+  if (spans) console.log(`\nspan bytes (${spans} spans of ${ref.rolloutId}): ${(stored / spans).toFixed(0)} in S3 (gzip'd segments), ${(whole / spans).toFixed(0)} as whole JSON spans (the format before compact spans)`);
+}
+
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-bench-'));
   const s3cfg = { endpoint: '', accessKey: 'volt-bench', secretKey: 'volt-bench-secret', bucket: 'volt-bench', region: 'us-east-1' };
@@ -70,7 +91,7 @@ async function main() {
   try {
     const [up, pass, portkey] = (await Promise.all([1, 2, 3].map(() => freePort(HOST)))) as [number, number, number];
     const upstream = `http://${HOST}:${up}`;
-    await spawnTarget('direct', ['upstream', String(up)]);
+    await spawnTarget('direct', ['upstream', String(up), SIZE]);
     const voltPorts = await Promise.all(VOLTS.map(() => freePort(HOST)));
     await Promise.all([
       spawnTarget('passthrough', ['passthrough', String(pass), upstream]),
@@ -104,10 +125,10 @@ async function main() {
       ...(portkeyOk ? [{ name: 'portkey', origin: `http://${HOST}:${portkey}`, paths: ['/v1/chat/completions'], headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1`, authorization: 'Bearer bench' } }] : []),
     ];
     for (const t of targets) {
-      await load(await cell(t, 'warmup', 4), 4, 1); // warm-up: JIT, keep-alive sockets
+      await load(await cell(t, 'warmup', 4), 4, 1, PLAIN); // warm-up: JIT, keep-alive sockets
       await drainUploads(t);
     }
-    console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell (latency cells: median of ${ROUNDS} interleaved slices), mock upstream with a fixed 5-token answer`);
+    console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell (latency cells: median of ${ROUNDS} interleaved slices), call size ${SIZE}: ${PLAIN.length} B request, mock upstream answering ${JSON.stringify(SIZE === 'tiny' ? '24 prompt ids, 5 tokens' : SIZE === 'agent' ? '2,000 prompt ids, 256 tokens with logprobs' : '8,000 prompt ids, 256 tokens with logprobs')}`);
     console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 100 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
     console.log('volt-upl-now = same, uploading at once (a segment holds what queued meanwhile); volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
     console.log('CPU us/call = CPU time of the process serving the target (for direct: the mock upstream) per call of the max req/s cell.');
@@ -116,17 +137,19 @@ async function main() {
     // burst of noise on the shared machine lands on one slice of every target rather than on one target's whole cell.
     const results = new Map<string, { p50: number; p99: number }>();
     const drains = new Map<string, number>();
-    for (const c of [1, 16, 64]) {
+    // Streamed cells (`sse@c`) time each call to its last byte.
+    for (const [c, kind, body] of [[1, '', PLAIN], [16, '', PLAIN], [64, '', PLAIN], [1, 'sse', STREAMED], [64, 'sse', STREAMED]] as const) {
+      const at = `${kind}${c}`;
       const slices = new Map<string, Awaited<ReturnType<typeof load>>[]>(targets.map((t) => [t.name, []]));
       for (let round = 0; round < ROUNDS; round++) {
         for (const t of targets) {
-          const r = await load(await cell(t, `c${c}-${round}`, c), c, SECONDS / ROUNDS);
+          const r = await load(await cell(t, `c${at}-${round}`, c), c, SECONDS / ROUNDS, body);
           slices.get(t.name)!.push(r);
-          drains.set(`${t.name}@${c}`, Math.max(drains.get(`${t.name}@${c}`) ?? 0, await drainUploads(t)));
-          if (r.errors) console.log(`  ${t.name} c=${c}: ${r.errors} non-200 answers`);
+          drains.set(`${t.name}@${at}`, Math.max(drains.get(`${t.name}@${at}`) ?? 0, await drainUploads(t)));
+          if (r.errors) console.log(`  ${t.name} ${kind || 'c'}=${c}: ${r.errors} non-200 answers`);
         }
       }
-      for (const [name, rs] of slices) results.set(`${name}@${c}`, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
+      for (const [name, rs] of slices) results.set(`${name}@${at}`, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
     }
     const rps = new Map<string, number>();
     const sustained = new Map<string, number>();
@@ -134,7 +157,7 @@ async function main() {
     for (const t of targets) {
       const ready = await cell(t, 'max', 64);
       const before = cpuMs(pids.get(t.name));
-      const r = await maxRps(ready, SECONDS);
+      const r = await maxRps(ready, SECONDS, PLAIN);
       const during = cpuMs(pids.get(t.name));
       rps.set(t.name, r.rps);
       // Requests over load time plus the time their spans took to reach S3 afterwards.
@@ -144,7 +167,7 @@ async function main() {
     }
     const ttfbs = new Map<string, number>();
     for (const t of targets) {
-      ttfbs.set(t.name, await ttfb(await cell(t, 'sse', 1)));
+      ttfbs.set(t.name, await ttfb(await cell(t, 'sse', 1), STREAMED));
       await drainUploads(t);
     }
 
@@ -160,13 +183,15 @@ async function main() {
       const cpuCell = c ? `${c[0].toFixed(0).padStart(6)} (${c[1].toFixed(0)})` : '   n/a';
       console.log(`${t.name.padEnd(13)}${cells.join('')} ${rps.get(t.name)!.toFixed(0).padStart(8)} ${sustained.get(t.name)!.toFixed(0).padStart(12)}   ${fmt(ttfbs.get(t.name)!)} (${(ttfbs.get(t.name)! - ttfbs.get('direct')!).toFixed(3)})  ${cpuCell}`);
     }
-    const drainLine = volts.map(({ name }) => `${name} ${[1, 16, 64].map((c) => drains.get(`${name}@${c}`)!.toFixed(1)).join('/')}`);
-    console.log(`\nupload drain after the c=1/16/64 cells, s: ${drainLine.join(', ')}`);
+    console.log(`\n${'streamed'.padEnd(13)}${['sse1', 'sse64'].map((at) => `${at.replace('sse', 'c=')} p50 / p99 ms to the last byte`.padEnd(36)).join('')}`);
+    for (const t of targets) console.log(`${t.name.padEnd(13)}${['sse1', 'sse64'].map((at) => `${fmt(results.get(`${t.name}@${at}`)!.p50)} /${fmt(results.get(`${t.name}@${at}`)!.p99)}`.padEnd(36)).join('')}`);
+    const drainLine = volts.map(({ name }) => `${name} ${['1', '16', '64', 'sse1', 'sse64'].map((at) => drains.get(`${name}@${at}`)!.toFixed(1)).join('/')}`);
+    console.log(`\nupload drain after the c=1/16/64/sse1/sse64 cells, s: ${drainLine.join(', ')}`);
     const v = (k: string) => results.get(k)!;
     const added = (name: string) => v(`${name}@1`).p50 - v('direct@1').p50;
     for (const name of ['volt', 'volt-upl-now', 'volt-fsync']) {
       console.log(`\nGoals (${name}):`);
-      console.log(`  added p50 at c=1: ${added(name).toFixed(3)} ms (goal <= 0.5; passthrough adds ${added('passthrough').toFixed(3)})`);
+      console.log(`  added p50 at c=1: ${added(name).toFixed(3)} ms (tiny-call goal <= 0.5; passthrough adds ${added('passthrough').toFixed(3)}); over the passthrough ${(added(name) - added('passthrough')).toFixed(3)} ms (agent-sized goal <= 1)`);
       if (portkeyOk) console.log(`  max req/s vs Portkey: ${(rps.get(name)! / rps.get('portkey')!).toFixed(2)}x (goal >= 3x; incl. drain ${(sustained.get(name)! / rps.get('portkey')!).toFixed(2)}x)`);
       console.log(`  max req/s vs passthrough: ${((100 * rps.get(name)!) / rps.get('passthrough')!).toFixed(0)} % (goal >= 50 %; incl. drain ${((100 * sustained.get(name)!) / rps.get('passthrough')!).toFixed(0)} %)`);
       console.log(`  p99 at c=64 vs passthrough: ${(v(`${name}@64`).p99 / v('passthrough@64').p99).toFixed(2)}x (goal <= 2x)`);
@@ -176,6 +201,7 @@ async function main() {
     const took = (performance.now() - t0) / 1000;
     let objects = 0;
     for await (const _o of store.list(keys.spans({ runId: 'bench', iteration: 0, rolloutId: 'volt-max-0', attempt: 0 }))) objects++;
+    await spanBytes(store);
     console.log(`\nvolt: closing one max req/s rollout took ${took.toFixed(2)} s (${closed.spans} spans in S3 in ${objects} object(s)); load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   } finally {
     for (const c of children) c.kill('SIGKILL');

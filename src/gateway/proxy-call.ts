@@ -29,7 +29,7 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
     await core.recorder.record(ctx, { response: json ?? null, firstByteAt, error: { status: res.statusCode, message } });
     throw agentError(res, message);
   }
-  await core.recorder.record(ctx, { response: json, responseText: res.text, firstByteAt, error: null });
+  await core.recorder.record(ctx, { response: json, firstByteAt, error: null });
   return reply.code(200).send(stripExtensions(json, asked));
 }
 

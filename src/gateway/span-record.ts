@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Span, SpanChoice } from '../contracts/span.js';
 import type { Rollout } from './registry.js';
+import { compactResponse } from '../storage/span-codec.js';
 
 export interface CallContext {
   rollout: Rollout;
@@ -18,8 +19,6 @@ export interface CallContext {
 
 export interface CallOutcome {
   response: any;
-  /** `response` exactly as the engine sent it (non-streaming calls), recorded as received. */
-  responseText?: string;
   firstByteAt: Date | null;
   error: { status: number | null; message: string } | null;
 }
@@ -101,12 +100,12 @@ export function buildSpan(ctx: CallContext, outcome: CallOutcome): Span {
 }
 
 /**
- * The span as one JSON line. The upstream request and the engine's answer go in as the text sent and received (valid
- * JSON, already in hand), so neither is serialised again; an answer spread over several lines is re-serialised, since
- * the WAL and span segments hold one span per line.
+ * The span as one JSON line, in the stored form (src/storage/span-codec.ts): the answer without the token ids and
+ * logprobs the span already holds. The upstream request goes in as the text sent, so it is not serialised again.
  */
-export function serializeSpan(span: Span, ctx: CallContext, outcome: CallOutcome): string {
-  const { upstreamRequest: _sent, response: _received, ...rest } = span;
-  const received = outcome.responseText !== undefined && !outcome.responseText.includes('\n') ? outcome.responseText : JSON.stringify(span.response);
-  return `${JSON.stringify(rest).slice(0, -1)},"upstreamRequest":${ctx.upstreamText},"response":${received}}`;
+export function serializeSpan(span: Span, ctx: CallContext): string {
+  const { upstreamRequest: _sent, response, ...rest } = span;
+  const stored = compactResponse(span, response);
+  const elided = stored.elided.length ? `,"elided":${JSON.stringify(stored.elided)}` : '';
+  return `${JSON.stringify(rest).slice(0, -1)},"upstreamRequest":${ctx.upstreamText},"response":${JSON.stringify(stored.response)}${elided}}`;
 }

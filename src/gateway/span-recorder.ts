@@ -20,7 +20,7 @@ export class SpanRecorder {
     const span = buildSpan(ctx, outcome);
     const key = keys.span(ctx.rollout.ref, span.seq);
     // Serialised now, so the caller may strip fields from the response it hands the agent afterwards.
-    const json = serializeSpan(span, ctx, outcome);
+    const json = serializeSpan(span, ctx);
     if (this.deps.durability === 'direct') {
       const body = Buffer.from(json);
       await this.deps.store.putBytes(key, body, body.length, 'application/json');

@@ -1,3 +1,5 @@
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import { parseSpanKey, segmentKeyFor } from '../storage/spans.js';
 import type { GatewayStore } from './store.js';
 import type { WalEntry, WriteAheadLog } from './wal.js';
@@ -36,8 +38,13 @@ export interface UploaderOptions {
   /** Most spans, and JSON characters, in one segment object. */
   maxSegmentSpans?: number;
   maxSegmentBytes?: number;
+  /** gzip level for segment objects (readSpans recognises gzip by its magic bytes); 0 = store them as plain JSONL. */
+  gzipLevel?: number;
   log?: (msg: string, err: unknown) => void;
 }
+
+// On libuv's thread pool, so compressing a segment does not hold up the calls on the event loop.
+const gzipAsync = promisify(gzip);
 
 /**
  * Puts WAL entries into the object store in the background with bounded concurrency, retrying until they land
@@ -175,10 +182,12 @@ export class SpanUploader {
   private async upload(jobs: Job[]): Promise<void> {
     const first = jobs[0]!;
     const key = first.group ? segmentKeyFor(first.entry.key, first.seq, jobs.at(-1)!.seq) : first.entry.key;
-    const body = Buffer.from(first.group ? jobs.map((j) => `${j.entry.json}\n`).join('') : first.entry.json);
+    const { gzipLevel = 1 } = this.opts;
+    const text = Buffer.from(first.group ? jobs.map((j) => `${j.entry.json}\n`).join('') : first.entry.json);
+    const body = first.group && gzipLevel > 0 ? await gzipAsync(text, { level: gzipLevel }) : text;
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        await this.store.putBytes(key, body, body.length, first.group ? 'application/x-ndjson' : 'application/json');
+        await this.store.putBytes(key, body, body.length, body === text ? (first.group ? 'application/x-ndjson' : 'application/json') : 'application/gzip');
         for (const j of jobs) {
           await this.wal.markUploaded(j.entry);
           this.pending.delete(j);

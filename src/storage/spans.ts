@@ -1,6 +1,7 @@
 import { spanSchema, type Span } from '../contracts/span.js';
 import { CorruptObjectError } from './errors.js';
 import { keys, spanSegmentName } from './keys.js';
+import { restoreSpan, spanObjectText } from './span-codec.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 
 /** What reading spans needs from the object store; the full ObjectStore and the gateway's store both fit. */
@@ -48,13 +49,18 @@ export function segmentKeyFor(spanKey: string, first: number, last: number): str
 }
 
 function parseObject(key: string, bytes: Buffer, segment: boolean): Span[] {
-  const text = bytes.toString('utf8');
+  let text: string;
+  try {
+    text = spanObjectText(bytes);
+  } catch (err) {
+    throw new CorruptSpanError(key, `not gzip or JSON text: ${(err as Error).message}`);
+  }
   const lines = segment ? text.split('\n').filter((l) => l.length > 0) : [text];
   return lines.map((line, i) => {
     const where = segment ? `line ${i + 1}: ` : '';
     let value: unknown;
     try {
-      value = JSON.parse(line);
+      value = restoreSpan(JSON.parse(line));
     } catch (err) {
       throw new CorruptSpanError(key, `${where}${(err as Error).message}`);
     }

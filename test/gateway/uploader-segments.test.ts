@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,6 +10,7 @@ import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { countSpans, readSpans } from '../../src/storage/spans.js';
 import type { TestServices } from '../helpers/services.js';
+import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 import { startStore } from './harness.js';
 import type { RolloutRef } from '../../src/contracts/rollout.js';
 
@@ -18,7 +20,8 @@ before(async () => ({ services, store } = await startStore()));
 after(async () => services?.stop());
 
 const ref = (rolloutId: string): RolloutRef => ({ runId: 'seg-run', iteration: 1, rolloutId, attempt: 0 });
-const span = (r: RolloutRef, seq: number) => JSON.stringify({ ...r, seq, text: `span ${seq}` });
+// A whole span: readSpans checks the Span contract.
+const span = (r: RolloutRef, seq: number) => JSON.stringify({ ...syntheticRollout(r, { turns: 1, seed: seq })[0]!, seq });
 
 /** The real store, recording the key of every put. */
 function recording(puts: string[]): ObjectStore {
@@ -60,7 +63,9 @@ void describe('span uploader segments (real S3 server)', () => {
     assert.deepEqual(puts, [keys.spanSegment(a, 0, 2), keys.spanSegment(a, 4, 5), keys.spanSegment(b, 0, 2)].sort());
     assert.deepEqual(await seqs(a), [0, 1, 2, 4, 5]);
     assert.deepEqual(await seqs(b), [0, 1, 2]);
-    assert.deepEqual((await store.getBytes(keys.spanSegment(a, 4, 5))).toString(), `${span(a, 4)}\n${span(a, 5)}\n`);
+    const body = await store.getBytes(keys.spanSegment(a, 4, 5));
+    assert.deepEqual([body[0], body[1]], [0x1f, 0x8b], 'segments are gzip\'d');
+    assert.equal(gunzipSync(body).toString(), `${span(a, 4)}\n${span(a, 5)}\n`);
     assert.deepEqual(walFiles, [], 'every WAL entry was marked uploaded');
   });
 

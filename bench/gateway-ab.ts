@@ -1,0 +1,75 @@
+/**
+ * Two builds of the gateway side by side on one call size: `--before <checkout>` (its bench/gateway-targets.ts)
+ * against this checkout, same mock upstream, interleaved rounds, medians and ratios (the shared machine's load lands
+ * on both alike). Run: node --import tsx bench/gateway-ab.ts --before /path/to/old/checkout [--size agent] [--rounds 7]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GatewayAdminClient } from '../src/gateway/admin-client.js';
+import { freePort } from '../src/stack/ports.js';
+import { stopProcess } from '../src/stack/processes.js';
+import { startS3Server } from '../src/stack/s3.js';
+import { createObjectStore } from '../src/storage/object-store.js';
+import { drainUploads, load, type Target } from './gateway-load.js';
+import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
+
+const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
+const BEFORE = path.resolve(flag('--before', ''));
+const SIZE = flag('--size', 'agent') as CallSize;
+if (!CALL_SIZES.includes(SIZE) || !fs.existsSync(path.join(BEFORE, 'bench/gateway-targets.ts'))) throw new Error('usage: --before <checkout with bench/gateway-targets.ts> [--size tiny|agent|long]');
+const ROUNDS = Number(flag('--rounds', '7'));
+const SECONDS = Number(flag('--seconds', '1'));
+const HOST = '127.0.0.1';
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function main() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-ab-'));
+  const s3cfg = { endpoint: '', accessKey: 'volt-bench', secretKey: 'volt-bench-secret', bucket: 'volt-bench', region: 'us-east-1' };
+  const s3 = await startS3Server({ dataDir: dir, host: HOST, port: await freePort(HOST), accessKey: s3cfg.accessKey, secretKey: s3cfg.secretKey, region: s3cfg.region, bucket: s3cfg.bucket, detached: false });
+  s3cfg.endpoint = s3.address;
+  await createObjectStore(s3cfg).ensureBucket();
+  const children: ChildProcess[] = [];
+  const start = async (cwd: string, args: string[]) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/gateway-targets.ts', ...args], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    for (let i = 0; i < 300 && !out.includes('ready'); i++) await sleep(100);
+  };
+  try {
+    const up = await freePort(HOST);
+    await start(process.cwd(), ['upstream', String(up), SIZE]);
+    const builds = [['before', BEFORE], ['after', process.cwd()]] as const;
+    const ports = [await freePort(HOST), await freePort(HOST)];
+    for (const [i, [name, cwd]] of builds.entries()) await start(cwd, ['volt', String(ports[i]), `http://${HOST}:${up}`, 'wal', path.join(dir, name), JSON.stringify(s3cfg), 'write', String(32 * 1024 * 1024)]);
+    let n = 0;
+    const target = async (i: number, c: number): Promise<Target> => {
+      const admin = new GatewayAdminClient(`http://${HOST}:${ports[i]}`, 'bench-admin-key');
+      const paths = await Promise.all(Array.from({ length: c }, async () => `/r/${(await admin.register({ runId: 'ab', iteration: 0, rolloutId: `ab-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
+      return { name: builds[i]![0], origin: `http://${HOST}:${ports[i]}`, paths, headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${ports[i]}/healthz` };
+    };
+    console.log(`A/B ${SIZE}: load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ${ROUNDS} interleaved rounds of ${SECONDS}s per cell`);
+    for (const [label, stream, c] of [['plain c=1', false, 1], ['plain c=64', false, 64], ['stream c=1', true, 1], ['stream c=64', true, 64]] as const) {
+      const rs: { p50: number; p99: number; rps: number }[][] = [[], []];
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const i of round % 2 ? [1, 0] : [0, 1]) {
+          const t = await target(i, c);
+          rs[i]!.push(await load(t, c, SECONDS, requestBody(SIZE, stream)));
+          await drainUploads(t);
+        }
+      }
+      const m = rs.map((r) => ({ p50: median(r.map((x) => x.p50)), p99: median(r.map((x) => x.p99)), rps: median(r.map((x) => x.rps)) }));
+      console.log(`${label.padEnd(12)} before p50 ${m[0]!.p50.toFixed(2)} p99 ${m[0]!.p99.toFixed(2)} ms ${m[0]!.rps.toFixed(0)}/s | after p50 ${m[1]!.p50.toFixed(2)} p99 ${m[1]!.p99.toFixed(2)} ms ${m[1]!.rps.toFixed(0)}/s | after/before p50 ${(m[1]!.p50 / m[0]!.p50).toFixed(2)}x, req/s ${(m[1]!.rps / m[0]!.rps).toFixed(2)}x`);
+    }
+    console.log(`load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  } finally {
+    for (const c of children) c.kill('SIGKILL');
+    await stopProcess(s3, 5_000);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,96 @@
+/**
+ * CPU profile of the gateway on one call size: the mock upstream and a default Volt gateway (WAL, write mode) in
+ * their own processes, the gateway under `node --cpu-prof`, `--seconds` of closed-loop load at `--connections`, then
+ * the top functions by self time and the src/ functions by inclusive time. The .cpuprofile stays in --out.
+ * Run: node --import tsx bench/gateway-profile.ts [--size agent] [--stream] [--seconds 8] [--connections 16] [--out dir]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GatewayAdminClient } from '../src/gateway/admin-client.js';
+import { freePort } from '../src/stack/ports.js';
+import { stopProcess } from '../src/stack/processes.js';
+import { startS3Server } from '../src/stack/s3.js';
+import { createObjectStore } from '../src/storage/object-store.js';
+import { drainUploads, load } from './gateway-load.js';
+import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
+
+const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
+const SIZE = flag('--size', 'agent') as CallSize;
+if (!CALL_SIZES.includes(SIZE)) throw new Error(`--size must be one of ${CALL_SIZES.join(', ')}`);
+const SECONDS = Number(flag('--seconds', '8'));
+const CONNECTIONS = Number(flag('--connections', '16'));
+const OUT = path.resolve(flag('--out', fs.mkdtempSync(path.join(os.tmpdir(), 'volt-prof-'))));
+const HOST = '127.0.0.1';
+
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount: number; children?: number[] }
+
+function report(file: string): void {
+  const { nodes } = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes: ProfileNode[] };
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const where = (n: ProfileNode) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.split('/').slice(-2).join('/')}:${n.callFrame.lineNumber + 1}`;
+  const self = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  let total = 0;
+  for (const n of nodes) {
+    total += n.hitCount;
+    self.set(where(n), (self.get(where(n)) ?? 0) + n.hitCount);
+    if (!n.hitCount) continue;
+    const seen = new Set<string>();
+    for (let id: number | undefined = n.id; id !== undefined; id = parent.get(id)) {
+      const m = byId.get(id)!;
+      if (!m.callFrame.url.includes('/src/') || seen.has(where(m))) continue;
+      seen.add(where(m));
+      inclusive.set(where(m), (inclusive.get(where(m)) ?? 0) + n.hitCount);
+    }
+  }
+  const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(6)} %  ${k}`).join('\n');
+  console.log(`${total} samples\n-- self time\n${top(self)}\n-- inclusive time, src/ functions\n${top(inclusive)}`);
+}
+
+async function main() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-prof-data-'));
+  const s3cfg = { endpoint: '', accessKey: 'volt-bench', secretKey: 'volt-bench-secret', bucket: 'volt-bench', region: 'us-east-1' };
+  const s3 = await startS3Server({ dataDir: dir, host: HOST, port: await freePort(HOST), accessKey: s3cfg.accessKey, secretKey: s3cfg.secretKey, region: s3cfg.region, bucket: s3cfg.bucket, detached: false });
+  s3cfg.endpoint = s3.address;
+  await createObjectStore(s3cfg).ensureBucket();
+  const children: ChildProcess[] = [];
+  const start = async (nodeFlags: string[], args: string[]) => {
+    const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'bench/gateway-targets.ts', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    for (let i = 0; i < 300 && !out.includes('ready'); i++) await sleep(100);
+    return child;
+  };
+  try {
+    const [up, gw] = [await freePort(HOST), await freePort(HOST)];
+    await start([], ['upstream', String(up), SIZE]);
+    // SIGTERM exits normally, so --cpu-prof writes the profile.
+    const gateway = await start(['--cpu-prof', `--cpu-prof-dir=${OUT}`, '--import', 'data:text/javascript,process.on("SIGTERM",()=>process.exit(0))'],
+      ['volt', String(gw), `http://${HOST}:${up}`, 'wal', path.join(dir, 'gw'), JSON.stringify(s3cfg), 'write', String(32 * 1024 * 1024)]);
+    const admin = new GatewayAdminClient(`http://${HOST}:${gw}`, 'bench-admin-key');
+    const paths = await Promise.all(Array.from({ length: CONNECTIONS }, async (_, i) => `/r/${(await admin.register({ runId: 'prof', iteration: 0, rolloutId: `p-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
+    const target = { name: 'volt', origin: `http://${HOST}:${gw}`, paths, headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${gw}/healthz` };
+    const body = requestBody(SIZE, process.argv.includes('--stream'));
+    const r = await load(target, CONNECTIONS, SECONDS, body);
+    await drainUploads(target);
+    console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${r.requests} calls, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.errors} errors`);
+    gateway.kill('SIGTERM');
+    await new Promise((resolve) => gateway.once('exit', resolve));
+    const file = fs.readdirSync(OUT).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(OUT, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+    if (!file) throw new Error(`no .cpuprofile in ${OUT}`);
+    console.log(`profile: ${file}`);
+    report(file);
+  } finally {
+    for (const c of children) c.kill('SIGKILL');
+    await stopProcess(s3, 5_000);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { after, before, describe, it } from 'node:test';
+import type { Span } from '../../src/contracts/span.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
+import { buildBatchFile, storeSpanSource } from '../../src/batches/batch-io.js';
+import { batchConfigSchema } from '../../src/batches/config.js';
+import { keys } from '../../src/storage/keys.js';
+import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
+import { CorruptSpanError, readSpans } from '../../src/storage/spans.js';
+import { startTestServices, type TestServices } from '../helpers/services.js';
+import { recordedRollout } from '../gateway/engine-spans.js';
+import { scoredGroups } from '../batches/scored-rollouts.js';
+
+const lines = (xs: string[]) => Buffer.from(xs.map((x) => `${x}\n`).join(''));
+
+async function collect(store: ObjectStore, ref: RolloutRef): Promise<Span[]> {
+  const out: Span[] = [];
+  for await (const s of readSpans(store, ref)) out.push(s);
+  return out;
+}
+
+void describe('span formats: segments from before compact spans and compact (gzip) segments read alike', () => {
+  let services: TestServices;
+  let old: ObjectStore;
+  let compact: ObjectStore;
+  const scored = scoredGroups('fmt-run', 1, [[1, 0, 0.5], [0, 1]]);
+
+  before(async () => {
+    services = await startTestServices({ s3: true });
+    old = createObjectStore({ ...services.s3, bucket: 'volt-fmt-old' });
+    compact = createObjectStore({ ...services.s3, bucket: 'volt-fmt-new' });
+    await old.ensureBucket();
+    await compact.ensureBucket();
+    // The same recorded calls, stored as the gateway stored them before (whole JSON spans) and as it stores them now:
+    // a gzip'd segment for seqs 0..2, a plain compact segment for 3..4 and a single compact span for the last.
+    for (const { result } of scored) {
+      const r = result.ref;
+      const calls = recordedRollout(r, { turns: 6, seed: r.rolloutId.charCodeAt(1) * 13 + r.rolloutId.length, promptLen: 300, completionLen: 40 });
+      await old.putBytes(keys.spanSegment(r, 0, 5), lines(calls.map((c) => c.today)));
+      await compact.putBytes(keys.spanSegment(r, 0, 2), gzipSync(lines(calls.slice(0, 3).map((c) => c.stored))));
+      await compact.putBytes(keys.spanSegment(r, 3, 4), lines(calls.slice(3, 5).map((c) => c.stored)));
+      await compact.putBytes(keys.span(r, 5), Buffer.from(calls[5]!.stored));
+    }
+  });
+  after(async () => services?.stop());
+
+  void it('readSpans yields identical spans, engine answers included, from either', async () => {
+    for (const { result } of scored) {
+      const before = await collect(old, result.ref);
+      const now = await collect(compact, result.ref);
+      assert.equal(now.length, 6);
+      assert.deepStrictEqual(now, before);
+      const answer = now[2]!.response as { prompt_token_ids: number[]; choices: { token_ids: number[]; logprobs: { content: Record<string, unknown>[] } }[] };
+      assert.deepEqual(answer.prompt_token_ids, now[2]!.promptTokenIds);
+      assert.deepEqual(Object.keys(answer.choices[0]!.logprobs.content[0]!), ['token', 'logprob', 'bytes', 'top_logprobs'], 'entries keep the engine\'s field order');
+    }
+  });
+
+  void it('builds a byte-identical batch file from either', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-fmt-'));
+    try {
+      const config = batchConfigSchema.parse({ estimator: 'grpo', minGroupSize: 2 });
+      const a = await buildBatchFile(path.join(dir, 'old.safetensors'), scored, config, storeSpanSource(old), { tmpDir: dir });
+      const b = await buildBatchFile(path.join(dir, 'new.safetensors'), scored, config, storeSpanSource(compact), { tmpDir: dir });
+      assert.ok(a.manifest.counts.samples > 0);
+      assert.deepEqual(b.manifest, a.manifest);
+      assert.ok(fs.readFileSync(path.join(dir, 'new.safetensors')).equals(fs.readFileSync(path.join(dir, 'old.safetensors'))));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  void it('names the object of a compact span whose elided paths do not fit, and of a corrupt gzip segment', async () => {
+    const r: RolloutRef = { runId: 'fmt-run', iteration: 1, rolloutId: 'bad', attempt: 0 };
+    const [call] = recordedRollout(r, { turns: 1, seed: 1 });
+    const wrong = JSON.parse(call!.stored) as Record<string, unknown>;
+    wrong.elided = ['choices.4.token_ids'];
+    await compact.putBytes(keys.span(r, 0), Buffer.from(JSON.stringify(wrong)));
+    await assert.rejects(collect(compact, r), (e: Error) => e instanceof CorruptSpanError && /00000000\.json/.test(e.message) && /choices\.4\.token_ids/.test(e.message));
+    const r2 = { ...r, rolloutId: 'bad-gz' };
+    await compact.putBytes(keys.spanSegment(r2, 0, 1), gzipSync(lines([call!.stored])).subarray(0, 20));
+    await assert.rejects(collect(compact, r2), (e: Error) => e instanceof CorruptSpanError && /00000000-00000001\.jsonl/.test(e.message));
+  });
+});
