@@ -24,6 +24,8 @@ export interface LaunchRolloutsInput {
   tasks: { taskId: string; groupId: string; rolloutIds: string[] }[];
   /** The prompt overlay the gateway applies to every call of these rollouts; null or version 0: the agent's own. */
   promptOverlay?: { version: number } | null;
+  /** Rollouts whose final attempt was this one run again as a new attempt (an evaluation's unscored rollouts). */
+  rerun?: { rolloutId: string; attempt: number }[];
 }
 
 export const createRolloutActivities = (deps: ActivityDeps) => ({
@@ -41,6 +43,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     const progress = { total: jobs.length, done: 0, reused: 0, byOutcome: {} as Record<string, number> };
     const beat = () => ctx.heartbeat({ ...progress });
     const ticker = setInterval(beat, 2000);
+    const rerun = new Map((input.rerun ?? []).map((r) => [r.rolloutId, r.attempt]));
     const slots = new Semaphore(config.rollouts.concurrency);
     const baseDir = path.resolve(config.agent.cwd ?? '.');
     const runner = closingRunner(
@@ -69,6 +72,9 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     async function runOne(job: (typeof jobs)[number]): Promise<LaunchedRollout> {
       const outcomeKey = keys.rolloutOutcome(runId, iteration, job.rolloutId);
       let record = await deps.store.getJsonOrNull(outcomeKey, rolloutOutcomeRecordSchema);
+      // A retry of this activity finds the record already past the attempt it was asked to rerun, and reuses it.
+      const earlier = record && rerun.get(job.rolloutId) === record.final.ref.attempt ? record.attempts : null;
+      if (earlier) record = null;
       if (record) progress.reused += 1;
       else {
         const task = byId.get(job.taskId);
@@ -112,7 +118,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
           taskId: job.taskId,
           groupId: job.groupId,
           final,
-          attempts: attempts.map((a) => ({ attempt: a.ref.attempt, outcome: a.outcome, detail: a.detail })),
+          attempts: [...(earlier ?? []), ...attempts.map((a) => ({ attempt: a.ref.attempt, outcome: a.outcome, detail: a.detail }))],
           snapshots,
         };
         await deps.store.putJson(outcomeKey, record, rolloutOutcomeRecordSchema);

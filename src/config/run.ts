@@ -101,6 +101,10 @@ export const runConfigSchema = z.strictObject({
     temperature: z.number().min(0).max(2).nullable().default(0),
     /** A checkpoint is promoted when its eval score beats the best so far by more than this. */
     promoteMargin: z.number().min(0).default(0),
+    /** An evaluation counts only when at least this fraction of its tasks got a score; otherwise it fails and nothing is promoted. */
+    minScoredFraction: z.number().gt(0).max(1).default(0.95),
+    /** Rounds in which infra-failed or unscorable eval rollouts run again as new attempts before the fraction is checked. */
+    retryRounds: int(0).max(10).default(2),
   }).prefault({}),
   /** Prompt optimisation (`volt optimize-prompt`); training runs ignore it. */
   apo: apoConfigSchema.optional(),

@@ -46,6 +46,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
     paused,
     policy: state?.policy ?? null,
     best: state?.best ?? null,
+    baseEval: state?.baseEval ?? null,
     meanRewards: state?.history.map((h) => h.meanReward) ?? [],
     evalScores: state?.history.map((h) => h.evalScore) ?? [],
     history: state?.history ?? [],
@@ -73,6 +74,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
   if (!state) {
     const basePolicy = { name: config.model.base, checkpointKey: null, sha256: null, iteration: null };
     let baseScore = 0; // with evaluation off nothing is ever promoted, so the base's score is never compared
+    let baseEval: RunState['baseEval'] = null;
     if (config.eval.everyIterations > 0) {
       phase = 'evaluating-base';
       setCurrentDetails(`evaluating the base policy ${config.model.base}`);
@@ -82,8 +84,10 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
         staticSummary: 'held-out evaluation of the base policy',
       });
       baseScore = base.score;
+      // Absent in histories recorded before evaluations stored their numerator and denominator.
+      if (base.tasks !== undefined) baseEval = { score: base.score, rewardSum: base.rewardSum, scored: base.scored, tasks: base.tasks };
     }
-    state = { iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: baseScore }, history: [] };
+    state = { iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: baseScore }, baseEval, history: [] };
     upsertSearchAttributes([{ key: BestScoreKey, value: baseScore }]);
   }
 
@@ -97,7 +101,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       args: [{ config, iteration, policy: state.policy, best: state.best }],
       staticSummary: `iteration ${iteration}`,
     });
-    state = { iteration: iteration + 1, policy: result.policy, best: result.best, history: [...state.history, result.summary] };
+    state = { ...state, iteration: iteration + 1, policy: result.policy, best: result.best, history: [...state.history, result.summary] };
     iterationsThisRun += 1;
     upsertSearchAttributes([{ key: BestScoreKey, value: state.best.score }]);
     setCurrentDetails(

@@ -53,11 +53,18 @@ export const runStatusCommand: Command = {
       if (isApoStatus(s)) return void apoStatusLines(s).forEach((line) => ctx.out(line));
       ctx.out(`run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`);
       ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
+      if (s.baseEval) ctx.out(`base eval: ${evalLine(s.baseEval.score, s.baseEval)}`);
       for (const h of s.history) {
-        ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${h.evalScore?.toFixed(3) ?? '-'}${h.promoted ? ' promoted' : ''}`);
+        const evalText = h.evalError ? `incomplete (${h.evalError})` : h.evalScore === null ? '-' : evalLine(h.evalScore, h.eval);
+        ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`);
       }
     }),
 };
+
+/** A score with its numerator and denominator: "0.500 = 2.00/4 scored of 4 tasks". */
+function evalLine(score: number, counts: { rewardSum: number; scored: number; tasks: number } | null | undefined): string {
+  return counts ? `${score.toFixed(3)} = ${counts.rewardSum.toFixed(2)}/${counts.scored} scored of ${counts.tasks} tasks` : score.toFixed(3);
+}
 
 export const tuneCommand: Command = {
   name: 'tune',
