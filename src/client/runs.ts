@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Client, ScheduleHandle, WorkflowHandle } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { parseRunConfig, type RunConfig } from '../config/run.js';
 import { pauseSignal, resumeSignal, setHyperParametersUpdate, statusQuery, type HyperParameterPatch } from '../workflows/definitions.js';
 import { CPU_QUEUE } from '../workflows/proxies.js';
@@ -48,8 +48,12 @@ export const runHandle = (client: Client, runId: string) => client.workflow.getH
 export const queryStatus = (client: Client, runId: string): Promise<RunStatus> => runHandle(client, runId).query(statusQuery);
 export const pauseRun = (client: Client, runId: string) => runHandle(client, runId).signal(pauseSignal);
 export const resumeRun = (client: Client, runId: string) => runHandle(client, runId).signal(resumeSignal);
+/** Send the update; a rejection says why (the validator's message names every bad field), not just "Update failed". */
 export const setHyperParameters = (client: Client, runId: string, patch: HyperParameterPatch) =>
-  runHandle(client, runId).executeUpdate(setHyperParametersUpdate, { args: [patch] });
+  runHandle(client, runId).executeUpdate(setHyperParametersUpdate, { args: [patch] }).catch((err: unknown) => {
+    if (err instanceof WorkflowUpdateFailedError && err.cause) throw new Error(`setHyperParameters rejected: ${err.cause.message}`, { cause: err });
+    throw err;
+  });
 
 /** A Temporal Schedule that starts the run on a cron; each start gets its own run id (schedule id + time). */
 export async function createSchedule(client: Client, scheduleId: string, cron: string, config: RunConfig): Promise<ScheduleHandle> {

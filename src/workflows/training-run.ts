@@ -37,6 +37,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
   let state: RunState | undefined = resumeState;
   let config: RunConfig = rawConfig;
   let iterationsThisRun = 0;
+  let validated = false;
 
   const status = (): RunStatus => ({
     runId: config.runId,
@@ -61,11 +62,18 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       config = applyHyperParameters(config, patch);
       return patch;
     },
-    { validator: validateHyperParameters },
+    {
+      validator: (patch) => {
+        // Patches are checked against the validated config, never against a raw one started from the CLI or UI.
+        if (!validated) throw new Error('the run config is still being validated; try again in a moment');
+        validateHyperParameters(config, patch);
+      },
+    },
   );
 
   // The first activity re-validates: a raw start from the CLI/UI fails here, non-retryably, naming the bad fields.
   config = await validation.validateRunConfig(rawConfig);
+  validated = true;
   // The run id is the workflow id, so runs started by a Schedule (id + timestamp) never share storage.
   const runId = runIdFromWorkflowId(workflowInfo().workflowId);
   if (config.runId !== runId) config = { ...config, runId };

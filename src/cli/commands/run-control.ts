@@ -69,7 +69,7 @@ function evalLine(score: number, counts: { rewardSum: number; scored: number; ta
 export const tuneCommand: Command = {
   name: 'tune',
   summary: 'change hyper-parameters of a running run between iterations (update `setHyperParameters`)',
-  help: 'usage: volt tune <runId> --set lr=1e-5 --set klCoef=0.01\nTunable: lr, klCoef, epochs, clipLow, clipHigh, groupSize, tasksPerIteration, promoteMargin. Invalid values are rejected.',
+  help: 'usage: volt tune <runId> --set lr=1e-5 --set klCoef=0.01\nTunable: lr, klCoef, epochs, clipLow, clipHigh, groupSize, tasksPerIteration, promoteMargin. The run config with the\nchanges applied must pass the run config rules (src/config/run-rules.ts), or the update is rejected, naming each field.',
   options: { set: { type: 'string', multiple: true } },
   run: (ctx) =>
     withRun(ctx, async (client, runId) => {
