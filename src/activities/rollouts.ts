@@ -43,6 +43,8 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     const progress = { total: jobs.length, done: 0, reused: 0, byOutcome: {} as Record<string, number> };
     const beat = () => ctx.heartbeat({ ...progress });
     const ticker = setInterval(beat, 2000);
+    // Agents a dead worker left running on this machine are killed and their tokens closed before new ones start.
+    await deps.runner.reapAbandoned?.((token) => deps.gateway.close(token));
     const rerun = new Map((input.rerun ?? []).map((r) => [r.rolloutId, r.attempt]));
     const slots = new Semaphore(config.rollouts.concurrency);
     const baseDir = path.resolve(config.agent.cwd ?? '.');
