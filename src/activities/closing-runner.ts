@@ -21,6 +21,8 @@ export function closingRunner(inner: RolloutRunner, gateway: Pick<GatewayAdminCl
       if (closed.upstreamFailures > 0 && result.outcome !== 'infra_failed') {
         return { ...result, outcome: 'infra_failed', detail: `${closed.upstreamFailures} model call(s) failed upstream (the agent then ${result.outcome})` };
       }
+      // An agent that ran out of its budget failed, whatever it did next: the detail starts with the reason `budget`.
+      if (closed.budgetExceeded && result.outcome !== 'infra_failed') return { ...result, outcome: 'agent_failed', detail: `budget: ${closed.budgetExceeded}` };
       return result;
     },
   };

@@ -104,7 +104,9 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             register: async (ref: RolloutRef) => {
               await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name }, rolloutStartedSchema);
               const sampling = mode === 'eval' && config.eval.temperature !== null ? { temperature: config.eval.temperature } : null;
-              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling, promptOverlay: input.promptOverlay ?? null });
+              // Configs recorded before budgets existed have none: unbounded, as they ran.
+              const budget = config.agent.budget ?? null;
+              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling, promptOverlay: input.promptOverlay ?? null, budget });
               return { token, baseUrl };
             },
             prepareWorkdir: async (workdir) => {

@@ -56,6 +56,15 @@ export const runConfigSchema = z.strictObject({
     envAllowList: z.array(envName).default([...DEFAULT_ENV_ALLOW_LIST]),
     /** A rollout running longer than this is killed and counts as timed_out. */
     timeoutSec: seconds.default(300),
+    /** Per-attempt budget the gateway enforces: a call past it gets a 429 (caps: a 400) and the attempt ends agent_failed (`budget`). */
+    budget: z.strictObject({
+      maxModelCalls: int(1).nullable().default(null),
+      maxCompletionTokens: int(1).nullable().default(null),
+      /** Calls later than this many seconds after the attempt was registered are refused. */
+      maxWallSec: seconds.nullable().default(null),
+      maxTokensPerCall: int(1).max(1_000_000).default(4096),
+      maxChoicesPerCall: int(1).max(16).default(4),
+    }).prefault({}),
   }),
   /** Task sets: JSONL files of { id, input, reference? }. */
   tasks: z.strictObject({

@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import type { RolloutOutcomeRecord } from '../../src/activities/rollouts.js';
 import { connectClient } from '../../src/client/connect.js';
+import { rolloutOutcomeRecordSchema } from '../../src/contracts/rollout-outcome.js';
 import { loadEnv } from '../../src/config/env.js';
 import { parseRunConfig, type RunConfigInput } from '../../src/config/run.js';
 import type { LiveGroupRecord } from '../../src/rollouts/live-groups.js';
@@ -113,7 +113,7 @@ describe('abandoned attempts are cleaned up', { timeout: 600_000 }, () => {
 
       const result = (await handle.result()) as EvalResult;
       assert.deepEqual([result.scored, result.tasks, result.score], [1, 1, 1]);
-      const record = await createObjectStore(loadEnv(vars, root)).getJson<RolloutOutcomeRecord>(keys.rolloutOutcome('abandoned', 0, 'eval-base-0'));
+      const record = await createObjectStore(loadEnv(vars, root)).getJson(keys.rolloutOutcome('abandoned', 0, 'eval-base-0'), rolloutOutcomeRecordSchema);
       assert.ok(record.final.ref.attempt >= 1, 'the cut-off attempt ran again as a new attempt');
       assert.deepEqual(readdirSync(path.join(services.dataDir, 'live-agents')), [], 'no attempt is left recorded as live');
     } finally {
