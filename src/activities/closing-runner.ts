@@ -9,11 +9,20 @@ import type { RolloutRunner } from '../rollouts/spec.js';
 export function closingRunner(inner: RolloutRunner, gateway: Pick<GatewayAdminClient, 'close'>): RolloutRunner {
   return {
     async run(spec, signal, options) {
-      const result = await inner.run(spec, signal, options);
+      let result;
+      try {
+        result = await inner.run(spec, signal, options);
+      } catch (err) {
+        // A cancelled or failed attempt is abandoned: its token must not stay open for whatever it left behind.
+        await gateway.close(spec.gateway.token).catch(() => undefined);
+        throw err;
+      }
       const closed = await gateway.close(spec.gateway.token);
       if (closed.upstreamFailures > 0 && result.outcome !== 'infra_failed') {
         return { ...result, outcome: 'infra_failed', detail: `${closed.upstreamFailures} model call(s) failed upstream (the agent then ${result.outcome})` };
       }
+      // An agent that ran out of its budget failed, whatever it did next: the detail starts with the reason `budget`.
+      if (closed.budgetExceeded && result.outcome !== 'infra_failed') return { ...result, outcome: 'agent_failed', detail: `budget: ${closed.budgetExceeded}` };
       return result;
     },
   };

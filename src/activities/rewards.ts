@@ -9,6 +9,18 @@ import type { ActivityDeps } from './deps.js';
 import { rewardsFileSchema, type RewardsFile, type ScoredRolloutRecord } from '../contracts/rewards.js';
 import { rolloutOutcomeRecordSchema, type LaunchedRollout } from '../contracts/rollout-outcome.js';
 
+/** What computeRewards returns: the mean over scored rollouts, with its numerator and denominator, and what was left unscored. */
+export interface RewardsSummary {
+  meanReward: number;
+  /** Sum of the scored rollouts' rewards: meanReward = rewardSum / scored. */
+  rewardSum: number;
+  scored: number;
+  infraFailed: number;
+  /** Rollout attempts with no reward (infra failure, reward infra failure): an evaluation runs them again. */
+  unscored: { rolloutId: string; attempt: number }[];
+  rewardsKey: string;
+}
+
 export interface ComputeRewardsInput {
   config: RunConfig;
   iteration: number;
@@ -27,19 +39,24 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
    * Score every rollout with the run's reward spec, write one rewards file, then release the rollouts' kept workdirs;
    * a retry reuses the stored file.
    */
-  async computeRewards(input: ComputeRewardsInput): Promise<{ meanReward: number; scored: number; infraFailed: number; rewardsKey: string }> {
+  async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
     const ctx = Context.current();
     const { config, iteration, mode, label } = input;
     const rewardsKey = rewardsKeyFor(config, iteration, mode, label);
     // Scored once: a retry after the file was written reuses it (the workdirs it scored are released by then).
     const existing = await deps.store.getJsonOrNull(rewardsKey, rewardsFileSchema);
-    if (existing && sameRollouts(existing, input.results)) {
-      return { meanReward: existing.meanReward, scored: existing.scored, infraFailed: existing.infraFailed, rewardsKey };
-    }
+    if (existing && sameRollouts(existing, input.results)) return summarize(existing, rewardsKey);
+    // An evaluation's retry round re-runs only its unscored rollouts: the others keep their scores (their workdirs are gone).
+    const stored = new Map((existing?.rollouts ?? []).map((r) => [`${r.rolloutId}#${r.attempt}`, r]));
     const { byId } = await deps.taskSets.load(requireTaskSet(input.taskSet));
     const rollouts: ScoredRolloutRecord[] = [];
     for (const launched of input.results) {
       ctx.heartbeat({ scored: rollouts.length, total: input.results.length });
+      const kept = stored.get(`${launched.rolloutId}#${launched.attempt}`);
+      if (kept) {
+        rollouts.push(kept);
+        continue;
+      }
       const record = await deps.store.getJson(keys.rolloutOutcome(config.runId, iteration, launched.rolloutId), rolloutOutcomeRecordSchema);
       const base = { rolloutId: record.rolloutId, attempt: record.final.ref.attempt, taskId: record.taskId, groupId: record.groupId, outcome: record.final.outcome };
       if (record.final.outcome === 'infra_failed') {
@@ -63,9 +80,15 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
     await deps.store.putJson(rewardsKey, file, rewardsFileSchema);
     // Kept workdirs were only needed to score; on a long run they would fill the worker's disk.
     if (config.rollouts.runner === 'local') await deps.runner.release?.(config.runId, iteration, input.results.map((r) => r.rolloutId));
-    return { meanReward, scored: file.scored, infraFailed: file.infraFailed, rewardsKey };
+    return summarize(file, rewardsKey);
   },
 });
+
+function summarize(file: RewardsFile, rewardsKey: string): RewardsSummary {
+  const rewardSum = file.rollouts.reduce((a, r) => a + (r.reward ?? 0), 0);
+  const unscored = file.rollouts.filter((r) => r.reward === null).map((r) => ({ rolloutId: r.rolloutId, attempt: r.attempt }));
+  return { meanReward: file.meanReward, rewardSum, scored: file.scored, infraFailed: file.infraFailed, unscored, rewardsKey };
+}
 
 /** The stored file scored exactly these rollout attempts. */
 function sameRollouts(file: RewardsFile, results: readonly LaunchedRollout[]): boolean {

@@ -30,6 +30,8 @@ export interface LaunchRolloutsInput {
   tasks: { taskId: string; groupId: string; rolloutIds: string[] }[];
   /** The prompt overlay the gateway applies to every call of these rollouts; null or version 0: the agent's own. */
   promptOverlay?: { version: number } | null;
+  /** Rollouts whose final attempt was this one run again as a new attempt (an evaluation's unscored rollouts). */
+  rerun?: { rolloutId: string; attempt: number }[];
 }
 
 export const createRolloutActivities = (deps: ActivityDeps) => ({
@@ -47,6 +49,9 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     const progress = { total: jobs.length, done: 0, reused: 0, byOutcome: {} as Record<string, number> };
     const beat = () => ctx.heartbeat({ ...progress });
     const ticker = setInterval(beat, 2000);
+    // Agents a dead worker left running on this machine are killed and their tokens closed before new ones start.
+    await deps.runner.reapAbandoned?.((token) => deps.gateway.close(token));
+    const rerun = new Map((input.rerun ?? []).map((r) => [r.rolloutId, r.attempt]));
     const slots = new Semaphore(config.rollouts.concurrency);
     const baseDir = path.resolve(config.agent.cwd ?? '.');
     const runner = closingRunner(
@@ -75,6 +80,9 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     async function runOne(job: (typeof jobs)[number]): Promise<LaunchedRollout> {
       const outcomeKey = keys.rolloutOutcome(runId, iteration, job.rolloutId);
       let record = await deps.store.getJsonOrNull(outcomeKey, rolloutOutcomeRecordSchema);
+      // A retry of this activity finds the record already past the attempt it was asked to rerun, and reuses it.
+      const earlier = record && rerun.get(job.rolloutId) === record.final.ref.attempt ? record.attempts : null;
+      if (earlier) record = null;
       if (record) progress.reused += 1;
       else {
         const task = byId.get(job.taskId);
@@ -101,7 +109,9 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             signal: ctx.cancellationSignal,
             register: async (ref: RolloutRef) => {
               await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name }, rolloutStartedSchema);
-              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling: input.sampling, promptOverlay: input.promptOverlay ?? null });
+              // Configs recorded before budgets existed have none: unbounded, as they ran.
+              const budget = config.agent.budget ?? null;
+              const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling: input.sampling, promptOverlay: input.promptOverlay ?? null, budget });
               return { token, baseUrl };
             },
             prepareWorkdir: async (workdir) => {
@@ -117,7 +127,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
           taskId: job.taskId,
           groupId: job.groupId,
           final,
-          attempts: attempts.map((a) => ({ attempt: a.ref.attempt, outcome: a.outcome, detail: a.detail })),
+          attempts: [...(earlier ?? []), ...attempts.map((a) => ({ attempt: a.ref.attempt, outcome: a.outcome, detail: a.detail }))],
           snapshots,
         };
         await deps.store.putJson(outcomeKey, record, rolloutOutcomeRecordSchema);

@@ -50,8 +50,12 @@ export const runHandle = (client: Client, runId: string) => client.workflow.getH
 export const queryStatus = (client: Client, runId: string): Promise<RunStatus> => runHandle(client, runId).query(statusQuery);
 export const pauseRun = (client: Client, runId: string) => runHandle(client, runId).signal(pauseSignal);
 export const resumeRun = (client: Client, runId: string) => runHandle(client, runId).signal(resumeSignal);
+/** Send the update; a rejection says why (the validator's message names every bad field), not just "Update failed". */
 export const setHyperParameters = (client: Client, runId: string, patch: HyperParameterPatch) =>
-  runHandle(client, runId).executeUpdate(setHyperParametersUpdate, { args: [patch] });
+  runHandle(client, runId).executeUpdate(setHyperParametersUpdate, { args: [patch] }).catch((err: unknown) => {
+    if (err instanceof WorkflowUpdateFailedError && err.cause) throw new Error(`setHyperParameters rejected: ${err.cause.message}`, { cause: err });
+    throw err;
+  });
 /** Move a run's best back (update `rollback`); a target the run never promoted is rejected with the run's reason. */
 export async function rollbackRun(client: Client, runId: string, request: RollbackRequest): Promise<RollbackResult> {
   try {

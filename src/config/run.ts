@@ -7,8 +7,20 @@ import { isSafeId } from '../storage/keys.js';
 import { taskSetHashSchema } from '../contracts/task.js';
 import { apoConfigSchema } from './apo.js';
 import { parseFrozen } from './errors.js';
+import { crossFieldProblems, numberRules, type RuledPath } from './run-rules.js';
 
 const int = (min: number) => z.number().int().min(min);
+/** A number field bounded by its rule in run-rules.ts, the description the workflow and the trainer share. */
+function ruled(path: RuledPath) {
+  const rule: { int?: boolean; gt?: number; min?: number; lt?: number; max?: number } = numberRules[path];
+  let n = z.number();
+  if (rule.int) n = n.int();
+  if (rule.gt !== undefined) n = n.gt(rule.gt);
+  if (rule.min !== undefined) n = n.min(rule.min);
+  if (rule.lt !== undefined) n = n.lt(rule.lt);
+  if (rule.max !== undefined) n = n.max(rule.max);
+  return n;
+}
 const seconds = z.number().int().positive().max(7 * 24 * 3600);
 const envName = z.string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')
@@ -25,10 +37,10 @@ export const runConfigSchema = z.strictObject({
     base: z.string().min(1).default('smollm2-135m-instruct'),
     /** LoRA adapter trained on top of the frozen base. */
     lora: z.strictObject({
-      rank: int(1).max(256).default(8),
+      rank: ruled('model.lora.rank').default(8),
       /** Scale is alpha / rank; an integer, as the trainer's lora_alpha is. */
-      alpha: int(1).max(4096).default(16),
-      dropout: z.number().min(0).lt(1).default(0),
+      alpha: ruled('model.lora.alpha').default(16),
+      dropout: ruled('model.lora.dropout').default(0),
       /** Module names (as in the model's state dict) that get adapters. */
       targetModules: z.array(z.string().min(1)).min(1).default(['q_proj', 'v_proj']),
     }).prefault({}),
@@ -45,6 +57,15 @@ export const runConfigSchema = z.strictObject({
     envAllowList: z.array(envName).default([...DEFAULT_ENV_ALLOW_LIST]),
     /** A rollout running longer than this is killed and counts as timed_out. */
     timeoutSec: seconds.default(300),
+    /** Per-attempt budget the gateway enforces: a call past it gets a 429 (caps: a 400) and the attempt ends agent_failed (`budget`). */
+    budget: z.strictObject({
+      maxModelCalls: int(1).nullable().default(null),
+      maxCompletionTokens: int(1).nullable().default(null),
+      /** Calls later than this many seconds after the attempt was registered are refused. */
+      maxWallSec: seconds.nullable().default(null),
+      maxTokensPerCall: int(1).max(1_000_000).default(4096),
+      maxChoicesPerCall: int(1).max(16).default(4),
+    }).prefault({}),
   }),
   /**
    * Task sets: JSONL files of { id, input, reference? }. When a run starts they are validated and pinned in the
@@ -63,9 +84,9 @@ export const runConfigSchema = z.strictObject({
   iterations: int(1).max(100_000).default(3),
   rollouts: z.strictObject({
     /** Rollouts per task (the GRPO group); advantages compare rollouts within a group. */
-    groupSize: int(2).max(1024).default(4),
+    groupSize: ruled('rollouts.groupSize').default(4),
     /** Tasks sampled per iteration; rollouts per iteration = tasksPerIteration × groupSize. */
-    tasksPerIteration: int(1).max(100_000).default(4),
+    tasksPerIteration: ruled('rollouts.tasksPerIteration').default(4),
     /** Agent processes running at once; 2 suits a 2-core machine running the model server too. */
     concurrency: int(1).max(10_000).default(2),
     /** 'local' runs agents as child processes of the worker; 'kubernetes' as Jobs (needs `kubernetes`). */
@@ -81,24 +102,24 @@ export const runConfigSchema = z.strictObject({
   batch: batchConfigSchema.prefault({}),
   /** The policy update (clipped policy-gradient on the LoRA weights). */
   trainer: z.strictObject({
-    lr: z.number().positive().lt(1).default(5e-5),
+    lr: ruled('trainer.lr').default(5e-5),
     /** Passes over each batch. */
-    epochs: int(1).max(100).default(1),
+    epochs: ruled('trainer.epochs').default(1),
     /** Samples per optimizer step; a batch gives ceil(samples / minibatchSize) steps per epoch. */
-    minibatchSize: int(1).max(65_536).default(16),
+    minibatchSize: ruled('trainer.minibatchSize').default(16),
     /** Samples per forward/backward pass; gradients accumulate up to minibatchSize (bounds memory). */
-    microBatchSize: int(1).max(4096).default(4),
+    microBatchSize: ruled('trainer.microBatchSize').default(4),
     /** PPO ratio clip: ratios are kept within [1 - clipLow, 1 + clipHigh] (asymmetric "clip-higher"). */
-    clipLow: z.number().gt(0).lt(1).default(0.2),
-    clipHigh: z.number().positive().default(0.28),
+    clipLow: ruled('trainer.clipLow').default(0.2),
+    clipHigh: ruled('trainer.clipHigh').default(0.28),
     /** Truncated importance sampling cap on the trainer/inference probability ratio. */
-    tisCap: z.number().min(1).default(2),
+    tisCap: ruled('trainer.tisCap').default(2),
     /** Weight of the KL penalty to the base model; 0 turns it off. */
-    klCoef: z.number().min(0).default(0),
+    klCoef: ruled('trainer.klCoef').default(0),
     /** token_mean: every token weighs the same; rollout_mean: every rollout weighs the same. */
     lossAggregation: z.enum(['token_mean', 'rollout_mean']).default('token_mean'),
-    maxGradNorm: z.number().positive().default(1),
-    weightDecay: z.number().min(0).default(0),
+    maxGradNorm: ruled('trainer.maxGradNorm').default(1),
+    weightDecay: ruled('trainer.weightDecay').default(0),
   }).prefault({}),
   eval: z.strictObject({
     /** Evaluate after every N-th iteration; 0 never evaluates (and never promotes). */
@@ -108,7 +129,11 @@ export const runConfigSchema = z.strictObject({
     /** Temperature the gateway imposes on evaluation calls: 0 (greedy) makes scores comparable across checkpoints; null keeps the agent's own sampling. */
     temperature: z.number().min(0).max(2).nullable().default(0),
     /** A checkpoint is promoted when its eval score beats the best so far by more than this. */
-    promoteMargin: z.number().min(0).default(0),
+    promoteMargin: ruled('eval.promoteMargin').default(0),
+    /** An evaluation counts only when at least this fraction of its tasks got a score; otherwise it fails and nothing is promoted. */
+    minScoredFraction: z.number().gt(0).max(1).default(0.95),
+    /** Rounds in which infra-failed or unscorable eval rollouts run again as new attempts before the fraction is checked. */
+    retryRounds: int(0).max(10).default(2),
   }).prefault({}),
   /** Prompt optimisation (`volt optimize-prompt`); training runs ignore it. */
   apo: apoConfigSchema.optional(),
@@ -125,19 +150,7 @@ export const runConfigSchema = z.strictObject({
 }).check((payload) => {
   // Cross-field rules only make sense once every field is valid on its own.
   if (payload.issues.length > 0) return;
-  const c = payload.value;
-  const fail = (path: string[], message: string) => payload.issues.push({ code: 'custom', path, message, input: c });
-  if (c.rollouts.runner === 'kubernetes' && !c.rollouts.kubernetes) fail(['rollouts', 'kubernetes'], "required when rollouts.runner is 'kubernetes'");
-  if (c.batch.minGroupSize > c.rollouts.groupSize) {
-    fail(['batch', 'minGroupSize'], `must be <= rollouts.groupSize (${c.rollouts.groupSize}), or every group is dropped`);
-  }
-  if (c.trainer.microBatchSize > c.trainer.minibatchSize) {
-    fail(['trainer', 'microBatchSize'], `must be <= trainer.minibatchSize (${c.trainer.minibatchSize})`);
-  }
-  if (c.apo?.strategies.includes('textual_gradient') && !c.apo.optimizer) {
-    fail(['apo', 'optimizer'], "required when apo.strategies includes 'textual_gradient'");
-  }
-  if (c.timeouts.rolloutsSec < c.agent.timeoutSec) fail(['timeouts', 'rolloutsSec'], `must be >= agent.timeoutSec (${c.agent.timeoutSec})`);
+  for (const { path, message } of crossFieldProblems(payload.value)) payload.issues.push({ code: 'custom', path, message, input: payload.value });
 });
 
 /** The parsed, defaulted run config (what workflows and activities receive). */

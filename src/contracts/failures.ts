@@ -13,6 +13,8 @@ export const FailureType = {
   TrainerFailed: 'VoltTrainerFailed',
   /** Every attempt of a rollout failed for infrastructure reasons. */
   RolloutsExhausted: 'VoltRolloutsExhausted',
+  /** Fewer than eval.minScoredFraction of an evaluation's tasks were scored (infra failures): its score would lie. */
+  EvaluationIncomplete: 'VoltEvaluationIncomplete',
   /** A referenced checkpoint or alias does not exist. */
   CheckpointNotFound: 'VoltCheckpointNotFound',
   /** A stored record is not JSON or fails its src/contracts schema; the message names the key and the bad fields. */

@@ -34,7 +34,7 @@ export class GatewayAdminClient {
    * Waits for the rollout's in-flight calls and for all its spans to be in the object store. `upstreamFailures`
    * counts the attempt's calls that failed on the model side; it is kept in the registry file, so restarts keep it.
    */
-  close(token: string): Promise<{ spans: number; upstreamFailures: number }> {
+  close(token: string): Promise<{ spans: number; upstreamFailures: number; budgetExceeded?: string | null }> {
     return this.call('POST', `/admin/rollouts/${encodeURIComponent(token)}/close`);
   }
 

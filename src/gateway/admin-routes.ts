@@ -41,14 +41,16 @@ export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): vo
     admin.post('/admin/rollouts/:token/close', async (request: TokenRequest) => {
       const rollout = find(core, request.params.token);
       const token = rollout.record.token;
-      if (rollout.record.status === 'closed') return { spans: rollout.record.spans ?? 0, upstreamFailures: rollout.record.upstreamFailures };
+      // budgetExceeded only when a call was refused for the budget, so the answer stays what older clients expect.
+      const verdict = () => ({ upstreamFailures: rollout.record.upstreamFailures, ...(rollout.record.budgetExceeded && { budgetExceeded: rollout.record.budgetExceeded }) });
+      if (rollout.record.status === 'closed') return { spans: rollout.record.spans ?? 0, ...verdict() };
       core.closing.add(token);
       try {
         await core.inFlight.rolloutIdle(rollout);
         await core.uploader.flush(keys.spans(rollout.ref));
         const spans = await countSpans(core.store, rollout.ref);
         await core.registry.markClosed(rollout, spans);
-        return { spans, upstreamFailures: rollout.record.upstreamFailures };
+        return { spans, ...verdict() };
       } finally {
         core.closing.delete(token);
       }

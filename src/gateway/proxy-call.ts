@@ -2,6 +2,7 @@
 import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Span } from '../contracts/span.js';
+import { countCompletion } from './budget.js';
 import type { Cancellation } from './client-link.js';
 import { stripExtensions, isUsageOnlyChunk, type Asked } from './extensions.js';
 import type { GatewayCore } from './gateway-core.js';
@@ -9,7 +10,7 @@ import { GatewayError, errorBody, typeForStatus } from './openai-error.js';
 import type { CallContext } from './span-record.js';
 import { sseData } from './sse.js';
 import { StreamAssembler } from './stream-assembler.js';
-import { header, type BufferedResponse, type UpstreamHeaders, type UpstreamResponse } from './upstream.js';
+import { header, ResponseTooLargeError, type BufferedResponse, type UpstreamHeaders, type UpstreamResponse } from './upstream.js';
 
 const UPSTREAM_PATH: Record<Span['endpoint'], string> = { 'chat.completions': '/v1/chat/completions', completions: '/v1/completions' };
 
@@ -30,6 +31,7 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
     throw agentError(res, message);
   }
   await core.recorder.record(ctx, { response: json, firstByteAt, error: null });
+  countCompletion(ctx.rollout, json);
   return reply.code(200).send(stripExtensions(json, asked));
 }
 
@@ -61,9 +63,16 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
   let firstByteAt: Date | null = null;
   let error: { status: number | null; message: string } | null = null;
   let done = false;
+  let bytes = 0;
   try {
     for await (const data of sseData(res.body)) {
       firstByteAt ??= new Date();
+      bytes += data.length;
+      if (bytes > core.upstream.maxResponseBytes) {
+        error = { status: null, message: new ResponseTooLargeError(core.upstream.maxResponseBytes).message };
+        res.body.destroy();
+        break;
+      }
       if (data === '[DONE]') {
         done = true;
         break;
@@ -87,6 +96,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
   }
   try {
     await core.recorder.record(ctx, { response: assembler.response(), firstByteAt, error });
+    countCompletion(ctx.rollout, assembler.response());
   } catch (err) {
     request.log.error({ err }, 'span could not be made durable');
     error ??= { status: 500, message: 'gateway could not record the call' };
@@ -100,11 +110,12 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
 }
 
 async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unknown, link: Cancellation): Promise<never> {
-  const message = link.gone ? 'client disconnected' : `upstream unreachable: ${(err as Error).message}`;
+  const tooLarge = err instanceof ResponseTooLargeError;
+  const message = link.gone ? 'client disconnected' : tooLarge ? err.message : `upstream unreachable: ${(err as Error).message}`;
   if (link.gone) core.metrics.upstreamErrors.inc({ kind: 'client_abort' });
   else await upstreamFailed(core, ctx, 'connect', null);
   await core.recorder.record(ctx, { response: null, firstByteAt: null, error: { status: null, message } });
-  throw new GatewayError(502, message, { type: 'upstream_error', code: 'upstream_unreachable' });
+  throw new GatewayError(502, message, { type: 'upstream_error', code: tooLarge ? 'upstream_response_too_large' : 'upstream_unreachable' });
 }
 
 /**

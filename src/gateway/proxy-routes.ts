@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { Span } from '../contracts/span.js';
+import { admitCall } from './budget.js';
 import { keys } from '../storage/keys.js';
 import { ClientLink } from './client-link.js';
 import { askedBy, upstreamBody } from './extensions.js';
@@ -31,6 +32,9 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
     if (core.gate.paused && !(await core.gate.waitOpen(core.opts.pauseWaitMs))) throw gatewayErrors.paused(core.opts.pauseRetryAfterS);
     // Re-checked after the pause: the rollout may have been closed while this call waited.
     const rollout = openRollout(request.params.token);
+    const admitted = admitCall(rollout, body);
+    if (admitted.refused) await core.registry.noteBudgetExceeded(rollout, admitted.refused);
+    if (admitted.error) throw admitted.error;
     const link = new ClientLink(reply.raw);
     core.inFlight.begin(rollout);
     try {

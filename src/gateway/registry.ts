@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { PromptOverlay } from '../contracts/prompt-overlay.js';
 import { assertId } from '../storage/keys.js';
 import type { RolloutRef } from '../contracts/rollout.js';
+import { budgetUsageSchema, rolloutBudgetSchema } from './budget.js';
 
 const safeId = (kind: string) =>
   z.string().refine((v) => {
@@ -26,6 +27,8 @@ export const registerRolloutSchema = z.strictObject({
   sampling: z.strictObject({ temperature: z.number().min(0).max(2).optional(), top_p: z.number().gt(0).max(1).optional() }).nullish(),
   /** The stored prompt overlay applied to every call (see prompt-overlay.ts); null or version 0: the agent's own prompt. */
   promptOverlay: z.strictObject({ version: z.number().int().min(0) }).nullish(),
+  /** Per-attempt budget (model calls, completion tokens, wall time, per-call caps); null or absent: unbounded. */
+  budget: rolloutBudgetSchema.nullish(),
 });
 export type RegisterRollout = z.output<typeof registerRolloutSchema>;
 
@@ -40,6 +43,9 @@ const rolloutSchema = registerRolloutSchema.extend({
    * disk, so a gateway restart never forgets one.
    */
   upstreamFailures: z.number().int().min(0).default(0),
+  usage: budgetUsageSchema.default({ calls: 0, completionTokens: 0 }),
+  /** Why a call of this attempt was refused for its budget (the attempt ends agent_failed), null if none was. */
+  budgetExceeded: z.string().nullable().default(null),
 });
 export type RolloutRecord = z.output<typeof rolloutSchema>;
 
@@ -96,6 +102,8 @@ export class RolloutRegistry {
       closedAt: null,
       spans: null,
       upstreamFailures: 0,
+      usage: { calls: 0, completionTokens: 0 },
+      budgetExceeded: null,
     };
     const rollout = this.add(record);
     await this.persist();
@@ -105,6 +113,12 @@ export class RolloutRegistry {
   /** Counts a model-side failure of one of the rollout's calls; durable once this resolves. */
   async noteUpstreamFailure(rollout: Rollout): Promise<void> {
     rollout.record.upstreamFailures += 1;
+    await this.persist();
+  }
+
+  /** Records that a call was refused for the attempt's budget; durable before the agent hears of it. */
+  async noteBudgetExceeded(rollout: Rollout, reason: string): Promise<void> {
+    rollout.record.budgetExceeded ??= reason;
     await this.persist();
   }
 

@@ -11,6 +11,18 @@ export interface UpstreamOptions {
   headersTimeoutMs?: number;
   bodyTimeoutMs?: number;
   onRetry?: (reason: string) => void;
+  /** Largest answer (bytes) read from the model server; a larger one is refused, never buffered without limit. */
+  maxResponseBytes?: number;
+}
+
+/** Default bound on one upstream answer: far above any completion the per-call token caps allow. */
+export const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
+export class ResponseTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`upstream answer is larger than ${limit} bytes`);
+    this.name = 'ResponseTooLargeError';
+  }
 }
 
 export type UpstreamHeaders = Record<string, string | string[] | undefined>;
@@ -73,9 +85,14 @@ export class Upstream {
     const options: Dispatcher.DispatchOptions = { method: 'POST', path: `${this.basePath}${path}`, headers: REQUEST_HEADERS, body };
     return this.withRetries(
       cancel,
-      (attempts) => new Promise<BufferedResponse>((resolve, reject) => this.pool.dispatch(options, new BufferingHandler(cancel, attempts, resolve, reject))),
+      (attempts) => new Promise<BufferedResponse>((resolve, reject) =>
+        this.pool.dispatch(options, new BufferingHandler(cancel, attempts, this.maxResponseBytes, resolve, reject))),
       () => Promise.resolve(),
     );
+  }
+
+  get maxResponseBytes(): number {
+    return this.opts.maxResponseBytes ?? MAX_RESPONSE_BYTES;
   }
 
   async close(): Promise<void> {
@@ -120,11 +137,13 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   private headers: UpstreamHeaders = {};
   private headersAt = new Date(0);
   private chunks: Buffer[] = [];
+  private bytes = 0;
   private release: () => void = () => undefined;
 
   constructor(
     private readonly cancel: Cancellation,
     private readonly attempts: number,
+    private readonly limit: number,
     private readonly resolve: (res: BufferedResponse) => void,
     private readonly reject: (err: Error) => void,
   ) {}
@@ -140,7 +159,13 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     this.headersAt = new Date();
   }
 
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.limit) {
+      this.chunks = [];
+      controller.abort(new ResponseTooLargeError(this.limit));
+      return;
+    }
     this.chunks.push(chunk);
   }
 

@@ -33,11 +33,17 @@ function summary(data: ReportData): string {
 
 function iterationTable(data: ReportData): string {
   const rows = data.status.history.map((h) => [
-    h.iteration, h.rollouts, h.infraFailed, fmt(h.meanReward), h.samples, h.tokens, fmt(h.evalScore), h.promoted ? 'yes' : 'no',
+    h.iteration, h.rollouts, h.infraFailed, fmt(h.meanReward), h.samples, h.tokens, fmt(h.evalScore), evalCounts(h), h.promoted ? 'yes' : 'no',
     fmt(h.trainMetrics?.loss, 4), fmt(h.trainMetrics?.kl, 4),
   ]);
   if (rows.length === 0) return '<p>No iteration has finished yet.</p>';
-  return table(['iteration', 'rollouts', 'infra failures', 'mean reward', 'samples', 'tokens', 'eval score', 'promoted', 'trainer loss', 'KL'], rows, 'numbers');
+  return table(['iteration', 'rollouts', 'infra failures', 'mean reward', 'samples', 'tokens', 'eval score', 'eval reward sum / scored / tasks', 'promoted', 'trainer loss', 'KL'], rows, 'numbers');
+}
+
+/** The eval score's numerator and denominator, or why the evaluation did not count. */
+function evalCounts(h: ReportData['status']['history'][number]): string {
+  if (h.evalError) return 'incomplete (not promoted)';
+  return h.eval ? `${h.eval.rewardSum.toFixed(2)} / ${h.eval.scored} / ${h.eval.tasks}` : '-';
 }
 
 function promotedSection(data: ReportData): string {

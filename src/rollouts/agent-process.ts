@@ -14,6 +14,8 @@ export interface AgentProcessOptions {
   signal: AbortSignal;
   headBytes: number;
   tailBytes: number;
+  /** Called right after the spawn with the group's id (the leader's pid), before the agent can do anything. */
+  onSpawn?: (pgid: number | null) => void;
 }
 
 export interface AgentProcessResult {
@@ -50,6 +52,7 @@ export function runAgentProcess(o: AgentProcessOptions): Promise<AgentProcessRes
     const timers: NodeJS.Timeout[] = [];
     const child = spawn(file as string, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     const pid = child.pid ?? null;
+    o.onSpawn?.(pid);
     child.stdout.on('data', (c: Buffer) => out.write(c));
     child.stderr.on('data', (c: Buffer) => err.write(c));
 

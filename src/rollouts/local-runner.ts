@@ -7,6 +7,7 @@ import { assertId, keys } from '../storage/keys.js';
 import { localAgentEnv } from './agent-env.js';
 import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
 import { uploadLogs } from './log-sink.js';
+import type { LiveGroups } from './live-groups.js';
 import { killByEnv } from './process-group.js';
 import { Semaphore } from './semaphore.js';
 import { RolloutCancelledError, agentTaskJson, rolloutSpecSchema, type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunOptions } from './spec.js';
@@ -25,12 +26,14 @@ export interface LocalRunnerOptions {
   maxOutputBytes?: number;
   /** The worker environment allow-listed variables are copied from. */
   parentEnv?: NodeJS.ProcessEnv;
+  /** Record of the agents running on this machine, so a restarted worker kills what a dead one left behind. */
+  liveGroups?: LiveGroups;
 }
 
 /** The embedded runner: each attempt is a local process group in a fresh directory. */
 export class LocalRunner implements RolloutRunner {
   private readonly slots: Semaphore;
-  private readonly o: Required<Omit<LocalRunnerOptions, 'root' | 'logs'>> & Pick<LocalRunnerOptions, 'root' | 'logs'>;
+  private readonly o: Required<Omit<LocalRunnerOptions, 'root' | 'logs' | 'liveGroups'>> & Pick<LocalRunnerOptions, 'root' | 'logs' | 'liveGroups'>;
 
   constructor(options: LocalRunnerOptions) {
     this.o = {
@@ -53,6 +56,10 @@ export class LocalRunner implements RolloutRunner {
     } finally {
       release();
     }
+  }
+
+  async reapAbandoned(closeToken: (token: string) => Promise<unknown>): Promise<number> {
+    return (await this.o.liveGroups?.reap(closeToken))?.length ?? 0;
   }
 
   async release(runId: string, iteration: number, rolloutIds: readonly string[]): Promise<void> {
@@ -90,13 +97,15 @@ export class LocalRunner implements RolloutRunner {
       await this.cleanup(spec, base);
       throw new RolloutCancelledError(ref, signal.reason);
     }
+    const live = await this.o.liveGroups?.open(spec.gateway.token, `${ref.runId}/${ref.iteration}/${ref.rolloutId}/attempt-${ref.attempt}`);
     const proc = await runAgentProcess({
       command: spec.agent.command, cwd: spec.agent.cwd ?? workdir, env: localAgentEnv(spec, this.o.parentEnv, files),
       timeoutMs: spec.timeoutMs, killGraceMs: this.o.killGraceMs, drainMs: this.o.drainMs, signal,
-      headBytes: this.o.headBytes, tailBytes: this.o.tailBytes,
+      headBytes: this.o.headBytes, tailBytes: this.o.tailBytes, onSpawn: (pgid) => live?.spawned(pgid),
     });
     // Whoever still holds the agent's pipes left its session (setsid); find it by this attempt's token.
     const escaped = proc.pipesHeld ? await killByEnv(`OPENAI_API_KEY=${spec.gateway.token}`) : [];
+    await live?.close();
     const outputText = await readBounded(files.outputFile, this.o.maxOutputBytes);
     let uploadError: Error | null = null;
     try {

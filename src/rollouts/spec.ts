@@ -76,6 +76,8 @@ export interface RolloutRunner {
   run(spec: RolloutSpecInput, signal: AbortSignal, options?: RunOptions): Promise<RunnerResult>;
   /** Frees what an iteration's rollouts left on this machine (their kept workdirs), once their rewards are stored. */
   release?(runId: string, iteration: number, rolloutIds: readonly string[]): Promise<void>;
+  /** Kills agents a dead worker left running on this machine and closes their tokens; returns how many. */
+  reapAbandoned?(closeToken: (token: string) => Promise<unknown>): Promise<number>;
 }
 
 /** The rejection of `run` when its signal was aborted; the agent was stopped before it was raised. */

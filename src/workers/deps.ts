@@ -4,6 +4,7 @@ import type { VoltEnv } from '../config/env.js';
 import { GatewayAdminClient } from '../gateway/admin-client.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeRunner } from '../rollouts/kube-runner.js';
+import { LiveGroups } from '../rollouts/live-groups.js';
 import { LocalRunner } from '../rollouts/local-runner.js';
 import { objectStoreLogSink } from '../rollouts/log-sink.js';
 import { createObjectStore } from '../storage/object-store.js';
@@ -20,7 +21,7 @@ export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cw
     store,
     gateway: new GatewayAdminClient(env.VOLT_GATEWAY_URL, env.VOLT_GATEWAY_ADMIN_KEY),
     // The per-run bound is rollouts.concurrency (enforced by the activity); this caps the whole worker.
-    runner: new LocalRunner({ root: path.join(env.dataDir, 'rollouts'), logs, concurrency: 64 }),
+    runner: new LocalRunner({ root: path.join(env.dataDir, 'rollouts'), logs, concurrency: 64, liveGroups: new LiveGroups(path.join(env.dataDir, 'live-agents')) }),
     kubeRunner: (config) => {
       const id = JSON.stringify(config);
       let runner = kubeRunners.get(id);

@@ -16,6 +16,8 @@ export type Queue = 'cpu' | 'gpu';
 export async function createWorkers(env: Readonly<VoltEnv>, queues: readonly Queue[], options: { identity?: string } = {}) {
   const connection = await NativeConnection.connect({ address: env.VOLT_TEMPORAL_ADDRESS });
   const deps = await buildActivityDeps(env);
+  // A restarted worker kills the agents its dead predecessor left running and closes their gateway tokens.
+  deps.runner.reapAbandoned?.((token) => deps.gateway.close(token)).catch((err: unknown) => console.error(`reaping abandoned agents failed: ${String(err)}`));
   const common = { connection, namespace: env.VOLT_TEMPORAL_NAMESPACE, interceptors: { activity: failureMappingInterceptors }, ...(options.identity && { identity: options.identity }) };
   const workers: Worker[] = [];
   try {

@@ -1,31 +1,34 @@
 import type { RunConfig } from '../config/run.js';
+import { crossFieldProblems, describeRule, numberRules, satisfies, type RuledPath } from '../config/run-rules.js';
 import type { HyperParameterPatch } from './definitions.js';
 
-type Check = (v: number) => boolean;
-const positive: Check = (v) => v > 0;
-const nonNegative: Check = (v) => v >= 0;
-const positiveInt: Check = (v) => Number.isInteger(v) && v > 0;
-const fraction: Check = (v) => v >= 0 && v < 1;
-
-const rules: Record<keyof HyperParameterPatch, { check: Check; says: string }> = {
-  lr: { check: (v) => v > 0 && v < 1, says: 'a number in (0, 1)' },
-  klCoef: { check: nonNegative, says: 'a number >= 0' },
-  epochs: { check: positiveInt, says: 'a positive integer' },
-  clipLow: { check: fraction, says: 'a number in [0, 1)' },
-  clipHigh: { check: positive, says: 'a number > 0' },
-  groupSize: { check: (v) => Number.isInteger(v) && v >= 2, says: 'an integer >= 2' },
-  tasksPerIteration: { check: positiveInt, says: 'a positive integer' },
-  promoteMargin: { check: (v) => Number.isFinite(v), says: 'a finite number' },
+/** Where each tunable lives in the run config; its bounds are the run config's own (src/config/run-rules.ts). */
+const tunables: Record<keyof HyperParameterPatch, RuledPath> = {
+  lr: 'trainer.lr',
+  klCoef: 'trainer.klCoef',
+  epochs: 'trainer.epochs',
+  clipLow: 'trainer.clipLow',
+  clipHigh: 'trainer.clipHigh',
+  groupSize: 'rollouts.groupSize',
+  tasksPerIteration: 'rollouts.tasksPerIteration',
+  promoteMargin: 'eval.promoteMargin',
 };
 
-/** Plain checks (no zod inside workflow code); throws an Error naming every bad field, which rejects the update. */
-export function validateHyperParameters(patch: HyperParameterPatch): void {
-  if (!patch || typeof patch !== 'object') throw new Error('setHyperParameters expects an object');
+/**
+ * The update's validator (no zod inside workflow code): the config with the patch applied must pass the run
+ * config's own rules, field bounds and cross-field rules alike, so a bad value is rejected here and never fails
+ * the next iteration. Throws an Error naming every bad field, which rejects the update.
+ */
+export function validateHyperParameters(config: RunConfig, patch: HyperParameterPatch): void {
+  if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw new Error('setHyperParameters expects an object');
   const problems: string[] = [];
   for (const [field, value] of Object.entries(patch)) {
-    const rule = rules[field as keyof HyperParameterPatch];
-    if (!rule) problems.push(`${field}: not a tunable hyper-parameter (tunable: ${Object.keys(rules).join(', ')})`);
-    else if (typeof value !== 'number' || !Number.isFinite(value) || !rule.check(value)) problems.push(`${field}: expected ${rule.says}`);
+    const path = tunables[field as keyof HyperParameterPatch] as RuledPath | undefined;
+    if (!path) problems.push(`${field}: not a tunable hyper-parameter (tunable: ${Object.keys(tunables).join(', ')})`);
+    else if (!satisfies(numberRules[path], value)) problems.push(`${field} (${path}): expected ${describeRule(numberRules[path])}, got ${JSON.stringify(value)}`);
+  }
+  if (problems.length === 0) {
+    for (const p of crossFieldProblems(applyHyperParameters(config, patch))) problems.push(`${p.path.join('.')}: ${p.message}`);
   }
   if (problems.length) throw new Error(`invalid hyper-parameters: ${problems.join('; ')}`);
 }

@@ -1,5 +1,6 @@
-import { executeChild, getExternalWorkflowHandle, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { evaluation } from './evaluation.js';
+import { FailureType } from '../contracts/failures.js';
 import { phaseSignal, PhaseKey } from './definitions.js';
 import { beatsBest } from './promotion.js';
 import { activitiesFor } from './proxies.js';
@@ -53,6 +54,8 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     tokens: batch.tokens,
     candidate: null as TrainingIterationResult['policy'] | null,
     evalScore: null as number | null,
+    eval: null as TrainingIterationResult['summary']['eval'],
+    evalError: null as string | null,
     promoted: false,
     trainMetrics: null as Record<string, number> | null,
   };
@@ -73,16 +76,25 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
       workflowId: `${workflowInfo().workflowId}-eval`,
       args: [{ config, iteration, label: 'candidate', policy: trained.policy }],
       staticSummary: `held-out evaluation of ${trained.policy.name}`,
+    }).catch((err: unknown) => {
+      // Too few tasks scored: the candidate is kept as the policy but never promoted on a score that would lie.
+      const cause = err instanceof ChildWorkflowFailure ? err.cause : null;
+      if (cause instanceof ApplicationFailure && cause.type === FailureType.EvaluationIncomplete) return cause;
+      throw err;
     });
-    summary.evalScore = result.score;
+    if (result instanceof ApplicationFailure) summary.evalError = result.message;
+    else {
+      summary.evalScore = result.score;
+      summary.eval = { rewardSum: result.rewardSum, scored: result.scored, tasks: result.tasks };
+    }
     // With promotion: 'run' the run decides, against its best at that moment (a rollback may have moved it).
-    if (input.promotion !== 'run' && beatsBest(result.score, best, config.eval.promoteMargin)) {
+    if (!(result instanceof ApplicationFailure) && input.promotion !== 'run' && beatsBest(result.score, best, config.eval.promoteMargin)) {
       await phase('promoting', `promoting ${trained.policy.name}: ${result.score.toFixed(3)} > ${best.score.toFixed(3)}`);
       await act.promoteCheckpoint({ config, iteration, policy: trained.policy, score: result.score });
       best = { policy: trained.policy, score: result.score };
       summary.promoted = true;
     }
   }
-  await phase('done', `mean reward ${rewards.meanReward.toFixed(3)}, eval ${summary.evalScore?.toFixed(3) ?? 'skipped'}${summary.promoted ? ', promoted' : ''}`);
+  await phase('done', `mean reward ${rewards.meanReward.toFixed(3)}, eval ${summary.evalError ? 'incomplete' : (summary.evalScore?.toFixed(3) ?? 'skipped')}${summary.promoted ? ', promoted' : ''}`);
   return { summary, policy: trained.policy, best };
 }

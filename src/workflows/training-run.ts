@@ -51,6 +51,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       servingBusy = false;
     }
   };
+  let validated = false;
 
   const status = (): RunStatus => ({
     runId: config.runId,
@@ -60,6 +61,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
     paused,
     policy: state?.policy ?? null,
     best: state?.best ?? null,
+    baseEval: state?.baseEval ?? null,
     meanRewards: state?.history.map((h) => h.meanReward) ?? [],
     evalScores: state?.history.map((h) => h.evalScore) ?? [],
     history: state?.history ?? [],
@@ -74,7 +76,13 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       config = applyHyperParameters(config, patch);
       return patch;
     },
-    { validator: validateHyperParameters },
+    {
+      validator: (patch) => {
+        // Patches are checked against the validated config, never against a raw one started from the CLI or UI.
+        if (!validated) throw new Error('the run config is still being validated; try again in a moment');
+        validateHyperParameters(config, patch);
+      },
+    },
   );
   // The run is the one owner of "best": rollback moves it here, so the next candidate is compared against it.
   setHandler(
@@ -94,6 +102,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
 
   // The first activity re-validates: a raw start from the CLI/UI fails here, non-retryably, naming the bad fields.
   config = await validation.validateRunConfig(rawConfig);
+  validated = true;
   // The run id is the workflow id, so runs started by a Schedule (id + timestamp) never share storage.
   const runId = runIdFromWorkflowId(workflowInfo().workflowId);
   if (config.runId !== runId) config = { ...config, runId };
@@ -102,6 +111,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
   if (!state) {
     const basePolicy = { name: config.model.base, checkpointKey: null, sha256: null, iteration: null };
     let baseScore = 0; // with evaluation off nothing is ever promoted, so the base's score is never compared
+    let baseEval: RunState['baseEval'] = null;
     if (config.eval.everyIterations > 0) {
       phase = 'evaluating-base';
       setCurrentDetails(`evaluating the base policy ${config.model.base}`);
@@ -111,9 +121,11 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
         staticSummary: 'held-out evaluation of the base policy',
       });
       baseScore = base.score;
+      // Absent in histories recorded before evaluations stored their numerator and denominator.
+      if (base.tasks !== undefined) baseEval = { score: base.score, rewardSum: base.rewardSum, scored: base.scored, tasks: base.tasks };
     }
     state = {
-      iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: baseScore }, history: [],
+      iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: baseScore }, baseEval, history: [],
       promotions: [{ policy: basePolicy, score: baseScore, iteration: null }], bestIteration: null,
     };
     upsertSearchAttributes([{ key: BestScoreKey, value: baseScore }]);

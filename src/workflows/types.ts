@@ -4,9 +4,12 @@ import type { PolicyRef } from '../contracts/policy.js';
 export interface EvalResult {
   label: string;
   policy: PolicyRef;
-  /** Mean reward over the held-out tasks (accuracy for 0/1 rewards). */
+  /** Mean reward over the scored held-out tasks (accuracy for 0/1 rewards): rewardSum / scored. */
   score: number;
+  rewardSum: number;
   scored: number;
+  /** Tasks evaluated (the denominator of the scored fraction). */
+  tasks: number;
   infraFailed: number;
   resultKey: string;
 }
@@ -20,6 +23,10 @@ export interface IterationSummary {
   tokens: number;
   candidate: PolicyRef | null;
   evalScore: number | null;
+  /** The evaluation's numerator and denominator (absent in iterations recorded before they were stored). */
+  eval?: { rewardSum: number; scored: number; tasks: number } | null;
+  /** Why the candidate's evaluation did not count (too few tasks scored): nothing was promoted. */
+  evalError?: string | null;
   promoted: boolean;
   trainMetrics: Record<string, number> | null;
 }
@@ -40,6 +47,8 @@ export interface RunState {
   policy: PolicyRef;
   /** The promoted checkpoint and its held-out score. */
   best: { policy: PolicyRef; score: number };
+  /** The base policy's evaluation: numerator and denominator of its score. */
+  baseEval?: { score: number; rewardSum: number; scored: number; tasks: number } | null;
   history: IterationSummary[];
   /** The base model and every promotion so far, oldest first: what `rollback` can return to (absent in runs started before it). */
   promotions?: Promotion[];
@@ -90,6 +99,7 @@ export interface RunStatus {
   paused: boolean;
   policy: PolicyRef | null;
   best: { policy: PolicyRef; score: number } | null;
+  baseEval?: { score: number; rewardSum: number; scored: number; tasks: number } | null;
   meanRewards: number[];
   evalScores: (number | null)[];
   history: IterationSummary[];

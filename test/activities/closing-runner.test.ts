@@ -23,6 +23,14 @@ describe('closingRunner', () => {
     assert.deepEqual(closed, ['tok-1']);
   });
 
+  it('closes the token of an attempt that was cancelled (run cancelled, activity retried), and rethrows', async () => {
+    const closed: string[] = [];
+    const cancelled: RolloutRunner = { run: async () => { throw new Error('rollout cancelled'); } };
+    const runner = closingRunner(cancelled, { close: async (t) => (closed.push(t), { spans: 0, upstreamFailures: 0 }) });
+    await assert.rejects(runner.run(spec, new AbortController().signal), /rollout cancelled/);
+    assert.deepEqual(closed, ['tok-1']);
+  });
+
   it('turns an attempt whose model calls failed upstream into infra_failed, never an agent failure', async () => {
     const runner = closingRunner(finished('agent_failed'), { close: async () => ({ spans: 1, upstreamFailures: 1 }) });
     const r = await runner.run(spec, new AbortController().signal);

@@ -54,7 +54,7 @@ describe('report rendering (pure)', () => {
     assert.match(html, /<th>best − base<\/th><td>\+25\.0 points<\/td>/);
     assert.match(html, /<th>wall time<\/th><td>2h 1m 1s<\/td>/);
     assert.match(html, /<th>total rollouts<\/th><td>8<\/td>/);
-    assert.match(html, /<tr><td>1<\/td><td>4<\/td><td>1<\/td><td>0\.550<\/td><td>2<\/td><td>210<\/td><td>0\.375<\/td><td>no<\/td><td>-0\.0500<\/td><td>0\.0040<\/td><\/tr>/);
+    assert.match(html, /<tr><td>1<\/td><td>4<\/td><td>1<\/td><td>0\.550<\/td><td>2<\/td><td>210<\/td><td>0\.375<\/td><td>3\.00 \/ 8 \/ 8<\/td><td>no<\/td><td>-0\.0500<\/td><td>0\.0040<\/td><\/tr>/);
   });
 
   it('describes a running run with nothing finished and nothing promoted', () => {

@@ -18,7 +18,7 @@ const iter = (iteration: number, o: Partial<IterationSummary>): IterationSummary
 
 export const history: IterationSummary[] = [
   iter(0, { meanReward: 0.3, candidate: candidate(0, 'a'), evalScore: 0.5, promoted: true, trainMetrics: { loss: 0.1234, kl: 0.0012, steps: 1 } }),
-  iter(1, { meanReward: 0.55, infraFailed: 1, samples: 2, tokens: 210, candidate: candidate(1, 'b'), evalScore: 0.375, trainMetrics: { loss: -0.05, kl: 0.004 } }),
+  iter(1, { meanReward: 0.55, infraFailed: 1, samples: 2, tokens: 210, candidate: candidate(1, 'b'), evalScore: 0.375, eval: { rewardSum: 3, scored: 8, tasks: 8 }, trainMetrics: { loss: -0.05, kl: 0.004 } }),
 ];
 
 export const status: RunStatus = {

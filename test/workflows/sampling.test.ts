@@ -27,12 +27,12 @@ describe('hyper-parameter updates', () => {
   const config = parseRunConfig({ runId: 'r', agent: { command: ['true'] }, tasks: { trainFile: 'a', evalFile: 'b' }, reward: { kind: 'numeric_match' } });
 
   it('rejects unknown or out-of-range fields, naming each', () => {
-    assert.throws(() => validateHyperParameters({ lr: -1, nope: 3 } as never), /lr: expected a number in \(0, 1\); nope: not a tunable/);
-    assert.throws(() => validateHyperParameters({ groupSize: 1 }), /groupSize: expected an integer >= 2/);
+    assert.throws(() => validateHyperParameters(config, { lr: -1, nope: 3 } as never), /lr \(trainer\.lr\): expected a finite number > 0 and < 1, got -1; nope: not a tunable/);
+    assert.throws(() => validateHyperParameters(config, { groupSize: 1 }), /groupSize \(rollouts\.groupSize\): expected an integer >= 2 and <= 1024/);
   });
 
   it('applies a valid patch to the right sections only', () => {
-    validateHyperParameters({ lr: 1e-4, groupSize: 8, promoteMargin: 0.05 });
+    validateHyperParameters(config, { lr: 1e-4, groupSize: 8, promoteMargin: 0.05 });
     const next = applyHyperParameters(config, { lr: 1e-4, groupSize: 8, promoteMargin: 0.05 });
     assert.equal(next.trainer.lr, 1e-4);
     assert.equal(next.rollouts.groupSize, 8);

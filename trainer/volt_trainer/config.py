@@ -39,11 +39,12 @@ class TrainConfig:
     update_path: UpdatePath = "reference"  # "fast" is opt-in until its resume is shown bitwise exact (see train.py)
 
     def __post_init__(self) -> None:
+        # Bounds of fields a run config sets are src/config/run-rules.ts's; test/config/run-rules.test.ts feeds every rule to both.
         checks = {
-            "epochs": self.epochs >= 1,
+            "epochs": 1 <= self.epochs <= 100,
             "num_minibatches": self.num_minibatches >= 1,
-            "micro_batch_size": self.micro_batch_size >= 1,
-            "lr": self.lr > 0,
+            "micro_batch_size": 1 <= self.micro_batch_size <= 4096,
+            "lr": 0 < self.lr < 1,
             "weight_decay": self.weight_decay >= 0,
             "max_grad_norm": self.max_grad_norm > 0,
             "clip_low": 0 < self.clip_low < 1,
@@ -51,8 +52,8 @@ class TrainConfig:
             "tis_cap": self.tis_cap >= 1,
             "kl_coef": self.kl_coef >= 0,
             "aggregation": self.aggregation in get_args(Aggregation),
-            "lora_r": self.lora_r >= 1,
-            "lora_alpha": self.lora_alpha >= 1,
+            "lora_r": 1 <= self.lora_r <= 256,
+            "lora_alpha": 1 <= self.lora_alpha <= 4096,
             "lora_dropout": 0 <= self.lora_dropout < 1,
             "target_modules": len(self.target_modules) >= 1,
             "threads": self.threads >= 1,

@@ -53,16 +53,23 @@ export const runStatusCommand: Command = {
       if (isApoStatus(s)) return void apoStatusLines(s).forEach((line) => ctx.out(line));
       ctx.out(`run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`);
       ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
+      if (s.baseEval) ctx.out(`base eval: ${evalLine(s.baseEval.score, s.baseEval)}`);
       for (const h of s.history) {
-        ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${h.evalScore?.toFixed(3) ?? '-'}${h.promoted ? ' promoted' : ''}`);
+        const evalText = h.evalError ? `incomplete (${h.evalError})` : h.evalScore === null ? '-' : evalLine(h.evalScore, h.eval);
+        ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`);
       }
     }),
 };
 
+/** A score with its numerator and denominator: "0.500 = 2.00/4 scored of 4 tasks". */
+function evalLine(score: number, counts: { rewardSum: number; scored: number; tasks: number } | null | undefined): string {
+  return counts ? `${score.toFixed(3)} = ${counts.rewardSum.toFixed(2)}/${counts.scored} scored of ${counts.tasks} tasks` : score.toFixed(3);
+}
+
 export const tuneCommand: Command = {
   name: 'tune',
   summary: 'change hyper-parameters of a running run between iterations (update `setHyperParameters`)',
-  help: 'usage: volt tune <runId> --set lr=1e-5 --set klCoef=0.01\nTunable: lr, klCoef, epochs, clipLow, clipHigh, groupSize, tasksPerIteration, promoteMargin. Invalid values are rejected.',
+  help: 'usage: volt tune <runId> --set lr=1e-5 --set klCoef=0.01\nTunable: lr, klCoef, epochs, clipLow, clipHigh, groupSize, tasksPerIteration, promoteMargin. The run config with the\nchanges applied must pass the run config rules (src/config/run-rules.ts), or the update is rejected, naming each field.',
   options: { set: { type: 'string', multiple: true } },
   run: (ctx) =>
     withRun(ctx, async (client, runId) => {
