@@ -1,6 +1,7 @@
 import type { temporal } from '@temporalio/proto';
 import type { PayloadConverter } from '@temporalio/common';
 import type { RunConfig } from '../config/run.js';
+import type { PolicyRef } from '../contracts/policy.js';
 import type { EvalResult, RunState, RunStatus, TrainingIterationResult } from '../workflows/types.js';
 import type { ConfigSummary } from './report-data.js';
 
@@ -37,6 +38,13 @@ export function statusFromHistory(runId: string, history: History, converter: Pa
   const { config, resumeState } = startInput(history, converter);
   let state: RunState | null = resumeState;
   for (const event of history.events ?? []) {
+    // Runs that own "best" decide promotion and rollback themselves: their serving activities say what moved.
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    const moved = scheduled && state ? movedBest(scheduled.activityType?.name, payloads(scheduled.input).map((p) => converter.fromPayload<unknown>(p))[0]) : null;
+    if (moved && state) {
+      const { best, promotedIteration } = moved;
+      state = { ...state, best, history: state.history.map((h) => (h.iteration === promotedIteration ? { ...h, promoted: true } : h)) };
+    }
     const done = event.childWorkflowExecutionCompletedEventAttributes;
     if (!done) continue;
     const [result] = payloads(done.result).map((p) => converter.fromPayload<unknown>(p));
@@ -60,4 +68,17 @@ export function statusFromHistory(runId: string, history: History, converter: Pa
     evalScores: state?.history.map((h) => h.evalScore) ?? [],
     history: state?.history ?? [],
   };
+}
+
+/** The best after a promoteCheckpoint / rollbackCheckpoint the run scheduled, from its input; null for other activities. */
+function movedBest(type: string | null | undefined, input: unknown): { best: NonNullable<RunStatus['best']>; promotedIteration: number | null } | null {
+  if (type === 'promoteCheckpoint') {
+    const i = input as { iteration: number; policy: PolicyRef; score: number };
+    return { best: { policy: i.policy, score: i.score }, promotedIteration: i.iteration };
+  }
+  if (type === 'rollbackCheckpoint') {
+    const i = input as { to: { policy: PolicyRef; score: number } };
+    return { best: { policy: i.to.policy, score: i.to.score }, promotedIteration: null };
+  }
+  return null;
 }

@@ -1,5 +1,5 @@
 import type { GatewayAdminClient } from '../gateway/admin-client.js';
-import type { RolloutRunner } from '../rollouts/spec.js';
+import type { RolloutRunner } from './spec.js';
 
 /**
  * Wraps a runner so each attempt ends by closing its gateway token (which waits until every span is in the object

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { closingRunner } from '../../src/activities/closing-runner.js';
+import { closingRunner } from '../../src/rollouts/closing-runner.js';
 import type { RolloutRunner } from '../../src/rollouts/spec.js';
 import type { RunnerResult } from '../../src/contracts/rollout.js';
 

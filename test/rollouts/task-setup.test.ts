@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { resolveAgentCommand } from '../../src/activities/agent-command.js';
-import { runTaskSetup } from '../../src/activities/task-setup.js';
+import { resolveAgentCommand } from '../../src/rollouts/agent-command.js';
+import { runTaskSetup } from '../../src/rollouts/task-setup.js';
 import { TaskSetError } from '../../src/contracts/task.js';
 import { readTaskSet } from '../../src/tasks/task-set.js';
 
