@@ -29,17 +29,36 @@ export const messagesRequestSchema = z.looseObject({
  */
 export type MessagesRequest = MessageCreateParamsBase & { temperature?: number | null; top_p?: number | null; top_k?: number | null };
 
-const refuse = (param: string, message: string) => new GatewayError(400, message, { code: 'unsupported_parameter', param });
+// The content blocks Volt translates, checked before translation so a bad one is named by its path.
+const BLOCK_SCHEMAS: Record<string, z.ZodType> = {
+  text: z.looseObject({ text: z.string() }),
+  tool_use: z.looseObject({ id: z.string().min(1), name: z.string().min(1), input: z.unknown() }),
+  tool_result: z.looseObject({ tool_use_id: z.string().min(1), content: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]).optional(), is_error: z.boolean().optional() }),
+};
+
+// The message names the field too: Anthropic's error shape has no `param`.
+const refuse = (param: string, message: string) => new GatewayError(400, `${param}: ${message}`, { code: 'unsupported_parameter', param });
 
 /** Validates a Messages API request and refuses what Volt cannot honour, each with the field named. */
 export function parseMessagesRequest(body: unknown): MessagesRequest {
   const parsed = parseBody(messagesRequestSchema, body) as unknown as MessagesRequest;
+  parsed.messages.forEach((m, i) => {
+    if (typeof m.content !== 'string') m.content.forEach((b, j) => checkBlock(b, `messages.${i}.content.${j}`));
+  });
   if (parsed.thinking != null && parsed.thinking.type !== 'disabled') throw refuse('thinking', 'extended thinking is not supported');
   if (parsed.container != null) throw refuse('container', 'containers are not supported');
   const mcp = (parsed as { mcp_servers?: unknown }).mcp_servers;
   if (mcp != null) throw refuse('mcp_servers', 'MCP servers are not supported');
   if (parsed.output_config?.format != null) throw refuse('output_config.format', 'structured output formats are not supported');
   return parsed;
+}
+
+function checkBlock(b: { type: string }, param: string): void {
+  const result = BLOCK_SCHEMAS[b.type]?.safeParse(b);
+  if (!result || result.success) return;
+  const issue = result.error.issues[0]!;
+  const at = [param, ...issue.path].join('.');
+  throw new GatewayError(400, `invalid ${at}: ${issue.message}`, { code: 'invalid_value', param: at });
 }
 
 /** The engine's chat-completions request for a Messages API request (already parsed). Pure. */

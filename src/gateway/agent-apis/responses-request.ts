@@ -25,11 +25,31 @@ export const responsesRequestSchema = z.looseObject({
 /** Includables Volt can honour (logprobs) or that are empty by nature here (no reasoning items are ever produced). */
 const INCLUDABLE = new Set(['message.output_text.logprobs', 'reasoning.encrypted_content']);
 
-const refuse = (param: string, message: string) => new GatewayError(400, message, { code: 'unsupported_parameter', param });
+const text = z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]);
+// The input items Volt translates, checked before translation so a bad one is named by its path.
+const ITEM_SCHEMAS: Record<string, z.ZodType> = {
+  message: z.looseObject({ role: z.enum(['user', 'assistant', 'system', 'developer']), content: text }),
+  function_call: z.looseObject({ call_id: z.string().min(1), name: z.string().min(1), arguments: z.string() }),
+  function_call_output: z.looseObject({ call_id: z.string().min(1), output: text }),
+};
+
+const refuse = (param: string, message: string) => new GatewayError(400, `${param}: ${message}`, { code: 'unsupported_parameter', param });
+
+function checkItem(it: { type?: string }, i: number): void {
+  const type = it.type ?? 'message';
+  const schema = ITEM_SCHEMAS[type];
+  if (!schema) throw refuse(`input.${i}.type`, `input items of type '${type}' are not supported (only messages, function_call and function_call_output)`);
+  const result = schema.safeParse(it);
+  if (result.success) return;
+  const issue = result.error.issues[0]!;
+  const param = ['input', i, ...issue.path].join('.');
+  throw new GatewayError(400, `invalid ${param}: ${issue.message}`, { code: 'invalid_value', param });
+}
 
 /** Validates a Responses API request and refuses what Volt cannot honour, each with the field named. */
 export function parseResponsesRequest(body: unknown): ResponseCreateParamsBase {
   const parsed = parseBody(responsesRequestSchema, body) as unknown as ResponseCreateParamsBase;
+  if (Array.isArray(parsed.input)) parsed.input.forEach((it, i) => checkItem(it, i));
   if (parsed.previous_response_id != null) {
     throw refuse('previous_response_id', 'previous_response_id is not supported by this gateway: send the whole conversation in `input` (store is not retrievable)');
   }
