@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { Span } from '../contracts/span.js';
 import { keys } from '../storage/keys.js';
+import { countTokensRoute } from './agent-apis/count-tokens.js';
 import { checkPresentedKey, translateMessages, translateResponses, type TranslatedCall } from './agent-apis/translated-call.js';
 import { ClientLink } from './client-link.js';
 import { askedBy, upstreamBody } from './extensions.js';
@@ -65,6 +66,7 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
   app.post('/r/:token/v1/completions', call('completions', completionRequestSchema));
   app.post('/r/:token/v1/responses', call('chat.completions', null, translateResponses));
   app.post('/r/:token/v1/messages', call('chat.completions', null, translateMessages));
+  app.post('/r/:token/v1/messages/count_tokens', countTokensRoute(core, openRollout));
 
   app.get('/r/:token/v1/models', async (request: TokenRequest) => {
     const { record } = openRollout(request.params.token);

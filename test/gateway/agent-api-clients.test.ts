@@ -160,6 +160,7 @@ void describe('unmodified Responses / Messages SDK clients through the gateway t
     stream.on('text', (t) => (streamed += t));
     for await (const ev of stream) types.push(ev.type);
     const final = await stream.finalMessage();
+    const counted = await client.messages.countTokens({ model: 'claude-opus-4-5', system: 'Answer briefly.', messages: [{ role: 'user', content: 'Name one colour.' }] });
     // The docs' tool example: a tool_use the model made and the tool_result the agent sends back.
     const tools = await client.messages.create({
       model: 'claude-opus-4-5', max_tokens: 16,
@@ -177,8 +178,10 @@ void describe('unmodified Responses / Messages SDK clients through the gateway t
     const textOf = (m: Anthropic.Message) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
     assertEngineTokens(s0, { input: plain.usage.input_tokens, output: plain.usage.output_tokens });
     assert.equal(textOf(plain), s0.choices[0]!.text);
+    assert.equal(counted.input_tokens, plain.usage.input_tokens, 'count_tokens counts the prompt the engine saw; it records no span');
     assert.equal(plain.stop_reason, s0.choices[0]!.finishReason === 'length' ? 'max_tokens' : 'end_turn');
-    assert.equal(s0.request.headers['x-api-key'], '[redacted]');
+    // This SDK sends its key as a bearer token, older ones (and the Python SDK) as x-api-key: either is the token, redacted.
+    assert.equal(s0.request.headers['x-api-key'] ?? s0.request.headers.authorization, '[redacted]');
     assert.ok(s0.request.headers['anthropic-version'], 'the SDK\'s anthropic-version header is accepted and recorded');
     assert.deepEqual((s0.upstreamRequest as { messages: unknown[] }).messages[0], { role: 'system', content: 'Answer briefly.' });
 

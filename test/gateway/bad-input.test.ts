@@ -131,6 +131,8 @@ void describe('gateway bad input', () => {
     assertAnthropicError(await send('POST', messagesPath(), JSON.stringify({ ...goodMessages, system: 'x'.repeat(70 * 1024) })), 413, 'request_too_large');
     assertAnthropicError(await send('POST', messagesPath(), 'model=m', 'application/x-www-form-urlencoded'), 415);
     assertAnthropicError(await send('POST', `/r/${token}/v1/messages/batches`, JSON.stringify(goodMessages)), 404, 'not_found_error');
+    assertAnthropicError(await send('POST', '/r/not-a-token/v1/messages/count_tokens', JSON.stringify(goodMessages)), 401, 'authentication_error');
+    assertAnthropicError(await send('POST', `/r/${token}/v1/messages/count_tokens`, JSON.stringify({ model: 'm', messages: [] })), 400, 'invalid_request_error');
     const cases: [unknown, string][] = [
       [{ model: 'm', messages: goodMessages.messages }, 'max_tokens'],
       [{ ...goodMessages, messages: [] }, 'messages'],
@@ -175,7 +177,6 @@ void describe('gateway bad input', () => {
     const urlPath = fc.oneof(
       fc.constant(chatPath()),
       fc.constant(`/r/${token}/v1/completions`),
-      fc.constant(`/r/${token}/v1/messages/count_tokens`),
       fc.string({ maxLength: 40 }).map((s) => `/r/${encodeURIComponent(s)}/v1/messages`),
       fc.constant(`/r/${token}/reward`),
       fc.string({ maxLength: 40 }).map((s) => `/r/${encodeURIComponent(s)}/v1/chat/completions`),
