@@ -206,9 +206,14 @@ a = anthropic.Anthropic(max_retries=0)
 out = []
 res = o.responses.create(model="gpt-4.1", input="Name one colour.", max_output_tokens=12, temperature=0)
 out.append({"text": res.output_text, "in": res.usage.input_tokens, "out": res.usage.output_tokens, "calls": []})
+# A reply cut at max_output_tokens ends in response.incomplete (as the real API's does): take whichever ends it.
+text, fin = "", None
 with o.responses.stream(model="gpt-4.1", input="Count to three.", max_output_tokens=12) as s:
-    text = "".join(e.delta for e in s if e.type == "response.output_text.delta")
-    fin = s.get_final_response()
+    for e in s:
+        if e.type == "response.output_text.delta":
+            text += e.delta
+        if e.type in ("response.completed", "response.incomplete"):
+            fin = e.response
 out.append({"text": text, "final": fin.output_text, "in": fin.usage.input_tokens, "out": fin.usage.output_tokens, "calls": []})
 m = a.messages.create(model="claude-x", max_tokens=12, messages=[{"role": "user", "content": "Name one colour."}])
 out.append({"text": "".join(b.text for b in m.content if b.type == "text"), "in": m.usage.input_tokens, "out": m.usage.output_tokens, "calls": [], "stop": m.stop_reason})
