@@ -35,7 +35,8 @@ async function main(): Promise<void> {
     });
     const content = response.output_text;
     process.stderr.write(`[turn ${turn}] model: ${JSON.stringify(content)}\n`);
-    input.push(...response.output);
+    // The model's own output items go back as they came (this agent has no tools, so they are messages).
+    for (const item of response.output) if (item.type === 'message') input.push(item);
     const next = reactTo(firstAction(content));
     if ('answer' in next) {
       answer = next.answer;

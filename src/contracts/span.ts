@@ -70,6 +70,7 @@ export const spanSchema = z.object({
   seq: z.number().int().min(0),
   mode: z.enum(['train', 'eval']),
   endpoint: z.enum(['chat.completions', 'completions']),
+  api: z.enum(['chat.completions', 'completions', 'responses', 'messages']).optional(),
   stream: z.boolean(),
   startedAt: z.string(),
   firstByteAt: z.string().nullable(),

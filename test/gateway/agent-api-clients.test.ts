@@ -7,7 +7,7 @@ import { Agent, run, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import type { Span } from '../../src/contracts/span.js';
-import type { RolloutRef } from '../../src/storage/keys.js';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
 import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';

@@ -35,7 +35,7 @@ const ITEM_SCHEMAS: Record<string, z.ZodType> = {
 
 const refuse = (param: string, message: string) => new GatewayError(400, `${param}: ${message}`, { code: 'unsupported_parameter', param });
 
-function checkItem(it: { type?: string }, i: number): void {
+function checkItem(it: { type?: string | null }, i: number): void {
   const type = it.type ?? 'message';
   const schema = ITEM_SCHEMAS[type];
   if (!schema) throw refuse(`input.${i}.type`, `input items of type '${type}' are not supported (only messages, function_call and function_call_output)`);
