@@ -30,6 +30,9 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
     const config = parseRunConfig({
       ...base,
       agent: { ...base.agent, command: [path.join(root, 'node_modules/.bin/tsx'), path.join(root, 'examples/calculator-responses/agent.ts')], env: { AGENT_MAX_TURNS: '3', AGENT_MAX_TOKENS: '24' } },
+      // The Responses API has no stop strings, so every turn runs to max_output_tokens and a group of two wrong
+      // answers scores the same; keep such groups (advantage 0) so the batch is never empty by chance.
+      batch: { minGroupSize: 2, dropZeroVariance: false },
     });
     const { client, close } = await connectClient(stack.env);
     let status: RunStatus;
