@@ -11,7 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import { translateMessages, translateResponses } from '../src/gateway/agent-apis/translated-call.js';
 import { GatewayAdminClient } from '../src/gateway/admin-client.js';
+import { chatRequestSchema, parseBody } from '../src/gateway/request-schema.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { startS3Server } from '../src/stack/s3.js';
@@ -72,7 +74,28 @@ async function load(origin: string, calls: Call[], body: string, concurrency: nu
   return { p50: median(latencies), rps: latencies.length / elapsed, errors };
 }
 
+/** Gateway CPU of the translation alone, µs per call (request in, whole answer out), interleaved rounds, median. */
+function translationCpu(): Record<Api, number> {
+  const chat = { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'policy', choices: [{ index: 0, message: { role: 'assistant', content: 'The answer is 42.', refusal: null }, logprobs: null, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 5, total_tokens: 14 } } as const;
+  const steps: Record<Api, () => unknown> = {
+    chat: () => parseBody(chatRequestSchema, BODIES.chat(false).body),
+    responses: () => translateResponses(BODIES.responses(false).body).dialect.json(chat as never),
+    messages: () => translateMessages(BODIES.messages(false).body).dialect.json(chat as never),
+  };
+  const rounds: Record<Api, number[]> = { chat: [], responses: [], messages: [] };
+  for (let round = 0; round < 7; round++) {
+    for (const api of Object.keys(steps) as Api[]) {
+      const t0 = performance.now();
+      for (let i = 0; i < 20_000; i++) steps[api]();
+      rounds[api].push(((performance.now() - t0) * 1000) / 20_000);
+    }
+  }
+  return { chat: median(rounds.chat), responses: median(rounds.responses), messages: median(rounds.messages) };
+}
+
 async function main() {
+  const cpu = translationCpu();
+  console.log(`translation CPU per call (request validated + translated, answer translated back), µs: chat (validation only) ${cpu.chat.toFixed(1)}, responses ${cpu.responses.toFixed(1)}, messages ${cpu.messages.toFixed(1)}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-bench-apis-'));
   const s3cfg = { endpoint: '', accessKey: 'volt-bench', secretKey: 'volt-bench-secret', bucket: 'volt-bench', region: 'us-east-1' };
   const s3 = await startS3Server({ dataDir: dir, host: HOST, port: await freePort(HOST), accessKey: s3cfg.accessKey, secretKey: s3cfg.secretKey, region: s3cfg.region, bucket: s3cfg.bucket, detached: false });

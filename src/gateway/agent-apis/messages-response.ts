@@ -3,7 +3,7 @@ import type { ChatCompletion } from 'openai/resources/chat/completions';
 
 /** Ids of one message's parts, derived from the engine's completion id so the translation stays pure. */
 export function messageIds(chatId: unknown): { message: string; toolUse: (i: number) => string } {
-  const base = String(chatId ?? 'gateway').replace(/^chatcmpl-/, '');
+  const base = typeof chatId === 'string' && chatId.startsWith('chatcmpl-') ? chatId.slice(9) : String(chatId ?? 'gateway');
   return { message: `msg_${base}`, toolUse: (i) => `toolu_${base}_${i}` };
 }
 

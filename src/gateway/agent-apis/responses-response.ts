@@ -8,7 +8,7 @@ type ChatLogprobs = NonNullable<ChatChoice['logprobs']>['content'];
 
 /** Ids of one response's items, derived from the engine's completion id so the translation stays pure. */
 export function responseIds(chatId: unknown): { response: string; message: string; call: (i: number) => string } {
-  const base = String(chatId ?? 'gateway').replace(/^chatcmpl-/, '');
+  const base = typeof chatId === 'string' && chatId.startsWith('chatcmpl-') ? chatId.slice(9) : String(chatId ?? 'gateway');
   return { response: `resp_${base}`, message: `msg_${base}`, call: (i) => `fc_${base}_${i}` };
 }
 
