@@ -45,7 +45,7 @@ export const runConfigSchema = z.strictObject({
       targetModules: z.array(z.string().min(1)).min(1).default(['q_proj', 'v_proj']),
     }).prefault({}),
   }).prefault({}),
-  /** The unmodified agent: how to start it. It only sees OPENAI_BASE_URL/OPENAI_API_KEY, VOLT_TASK* and the allow-list. */
+  /** The unmodified agent: how to start it. It only sees OPENAI_BASE_URL/OPENAI_API_KEY, ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY, VOLT_TASK* and the allow-list. */
   agent: z.strictObject({
     /** argv of the agent process, run without a shell, e.g. ["node", "examples/agent.mjs"]. */
     command: z.array(z.string().min(1)).min(1),

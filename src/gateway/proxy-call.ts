@@ -1,6 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- engine JSON */
 import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ChatCompletion } from 'openai/resources/chat/completions';
 import type { Span } from '../contracts/span.js';
 import { countCompletion } from './budget.js';
 import type { Cancellation } from './client-link.js';
@@ -32,7 +33,7 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   }
   await core.recorder.record(ctx, { response: json, firstByteAt, error: null });
   countCompletion(ctx.rollout, json);
-  return reply.code(200).send(stripExtensions(json, asked));
+  return reply.code(200).send(ctx.dialect ? ctx.dialect.json(json as ChatCompletion) : stripExtensions(json, asked));
 }
 
 /** A streaming call: chunks pass through as they arrive; the span is durable before `[DONE]` is written. */
@@ -60,6 +61,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     if (!out.write(s)) await once(out, 'drain', { signal: link.signal });
   };
   const assembler = new StreamAssembler(ctx.endpoint);
+  const translator = ctx.dialect?.stream();
   let firstByteAt: Date | null = null;
   let error: { status: number | null; message: string } | null = null;
   let done = false;
@@ -84,6 +86,11 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
         break;
       }
       assembler.add(chunk);
+      if (translator) {
+        const events = translator.chunk(chunk);
+        if (events) await write(events);
+        continue;
+      }
       if (!asked.usage && isUsageOnlyChunk(chunk)) continue;
       await write(`data: ${JSON.stringify(stripExtensions(chunk, asked))}\n\n`);
     }
@@ -101,7 +108,9 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     request.log.error({ err }, 'span could not be made durable');
     error ??= { status: 500, message: 'gateway could not record the call' };
   }
-  if (!link.gone) {
+  if (!link.gone && translator) {
+    out.end(translator.end(error));
+  } else if (!link.gone) {
     if (error) out.write(`data: ${JSON.stringify(errorBody(error.message, 'upstream_error', 'stream_interrupted'))}\n\n`);
     else out.write('data: [DONE]\n\n');
     out.end();

@@ -3,6 +3,8 @@ import type { z } from 'zod';
 import type { Span } from '../contracts/span.js';
 import { admitCall } from './budget.js';
 import { keys } from '../storage/keys.js';
+import { countTokensRoute } from './agent-apis/count-tokens.js';
+import { checkPresentedKey, translateMessages, translateResponses, type TranslatedCall } from './agent-apis/translated-call.js';
 import { ClientLink } from './client-link.js';
 import { askedBy, upstreamBody } from './extensions.js';
 import type { GatewayCore } from './gateway-core.js';
@@ -26,9 +28,12 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
     return rollout;
   };
 
-  const call = (endpoint: Span['endpoint'], schema: z.ZodType) => async (request: TokenRequest, reply: FastifyReply) => {
+  // `translate`: the agent speaks another API (Responses, Messages); the engine is asked in chat completions.
+  const call = (endpoint: Span['endpoint'], schema: z.ZodType | null, translate?: (body: unknown) => TranslatedCall) => async (request: TokenRequest, reply: FastifyReply) => {
     openRollout(request.params.token);
-    const body = parseBody(schema, request.body) as Record<string, unknown>;
+    if (translate) checkPresentedKey(request.headers, request.params.token);
+    const translated = translate?.(request.body);
+    const body = translated ? translated.chat : (parseBody(schema!, request.body) as Record<string, unknown>);
     if (core.gate.paused && !(await core.gate.waitOpen(core.opts.pauseWaitMs))) throw gatewayErrors.paused(core.opts.pauseRetryAfterS);
     // Re-checked after the pause: the rollout may have been closed while this call waited.
     const rollout = openRollout(request.params.token);
@@ -44,6 +49,8 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
         rollout,
         seq: rollout.nextSeq++,
         endpoint,
+        api: translated?.dialect.api ?? endpoint,
+        dialect: translated?.dialect,
         stream: body.stream === true,
         startedAt: new Date(),
         startMs: performance.now(),
@@ -61,6 +68,9 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
 
   app.post('/r/:token/v1/chat/completions', call('chat.completions', chatRequestSchema));
   app.post('/r/:token/v1/completions', call('completions', completionRequestSchema));
+  app.post('/r/:token/v1/responses', call('chat.completions', null, translateResponses));
+  app.post('/r/:token/v1/messages', call('chat.completions', null, translateMessages));
+  app.post('/r/:token/v1/messages/count_tokens', countTokensRoute(core, openRollout));
 
   app.get('/r/:token/v1/models', async (request: TokenRequest) => {
     const { record } = openRollout(request.params.token);

@@ -1,6 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- reads engine JSON defensively */
 import { randomUUID } from 'node:crypto';
 import type { Span, SpanChoice } from '../contracts/span.js';
+import type { AgentDialect } from './agent-apis/dialect.js';
 import type { Rollout } from './registry.js';
 import { compactResponse } from '../storage/span-codec.js';
 
@@ -8,6 +9,9 @@ export interface CallContext {
   rollout: Rollout;
   seq: number;
   endpoint: Span['endpoint'];
+  /** The API the agent spoke; `dialect` answers it when that is not the engine's own (endpoint). */
+  api: NonNullable<Span['api']>;
+  dialect?: AgentDialect;
   stream: boolean;
   startedAt: Date;
   startMs: number;
@@ -81,6 +85,7 @@ export function buildSpan(ctx: CallContext, outcome: CallOutcome): Span {
     seq: ctx.seq,
     mode: record.mode,
     endpoint: ctx.endpoint,
+    api: ctx.api,
     stream: ctx.stream,
     startedAt: ctx.startedAt.toISOString(),
     firstByteAt: outcome.firstByteAt?.toISOString() ?? null,

@@ -6,6 +6,9 @@ export function contractEnv(spec: RolloutSpec, files: { taskFile: string; output
     ...spec.env,
     OPENAI_BASE_URL: spec.gateway.baseUrl,
     OPENAI_API_KEY: spec.gateway.token,
+    // Anthropic SDKs append /v1/messages themselves, so their base is the rollout's root.
+    ANTHROPIC_BASE_URL: spec.gateway.baseUrl.replace(/\/v1\/?$/, ''),
+    ANTHROPIC_API_KEY: spec.gateway.token,
     VOLT_TASK: agentTaskJson(spec),
     VOLT_TASK_FILE: files.taskFile,
   };

@@ -44,7 +44,7 @@ export const rolloutSpecSchema = z.object({
     cwd: z.string().min(1).optional(),
   }),
   gateway: z.object({
-    /** `<gateway>/r/<token>/v1`, becomes OPENAI_BASE_URL. */
+    /** `<gateway>/r/<token>/v1`, becomes OPENAI_BASE_URL (and, without `/v1`, ANTHROPIC_BASE_URL). */
     baseUrl: z.url(),
     token: z.string().min(1),
   }),

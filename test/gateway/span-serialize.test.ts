@@ -15,6 +15,7 @@ const ctx: CallContext = {
   rollout,
   seq: 3,
   endpoint: 'chat.completions',
+  api: 'chat.completions',
   stream: false,
   startedAt: new Date(),
   startMs: performance.now(),

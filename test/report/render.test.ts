@@ -41,6 +41,23 @@ describe('report rendering (pure)', () => {
     assert.deepEqual(requestMessages('not an object'), []);
   });
 
+  it('reads Responses and Messages API requests as the agent sent them (instructions / system first)', () => {
+    assert.deepEqual(requestMessages({ model: 'm', instructions: 'Be brief.', input: [
+      { role: 'user', content: [{ type: 'input_text', text: 'What is 2+3?' }] },
+      { type: 'function_call', call_id: 'c1', name: 'add', arguments: '{"a":2,"b":3}' },
+      { type: 'function_call_output', call_id: 'c1', output: '5' },
+    ] }), [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'What is 2+3?' },
+      { role: 'assistant', content: 'tool calls: [{"name":"add","arguments":"{\\"a\\":2,\\"b\\":3}"}]' },
+      { role: 'tool', content: '5' },
+    ]);
+    assert.deepEqual(requestMessages({ model: 'm', input: 'hi' }), [{ role: 'user', content: 'hi' }]);
+    assert.deepEqual(requestMessages({ model: 'm', max_tokens: 5, system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }] }), [
+      { role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' },
+    ]);
+  });
+
   it('puts the base score at 0 and each eval after its update; skipped evals are left out', () => {
     const skipped = { ...status, history: [history[0]!, { ...history[1]!, evalScore: null }] };
     assert.deepEqual(curveData(data({ status: skipped })), {

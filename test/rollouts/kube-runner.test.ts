@@ -70,7 +70,10 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     const c = pod?.containers[0];
     assert.deepEqual(c?.securityContext?.capabilities?.drop, ['ALL']);
     assert.equal(c?.securityContext?.readOnlyRootFilesystem, true);
-    assert.deepEqual(c?.env?.map((e) => e.name).sort(), ['HOME', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'TMPDIR', 'VOLT_TASK', 'VOLT_TASK_FILE']);
+    assert.deepEqual(c?.env?.map((e) => e.name).sort(), ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'HOME', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'TMPDIR', 'VOLT_TASK', 'VOLT_TASK_FILE']);
+    const value = (name: string) => c?.env?.find((e) => e.name === name)?.value;
+    assert.equal(value('ANTHROPIC_API_KEY'), value('OPENAI_API_KEY'));
+    assert.equal(value('ANTHROPIC_BASE_URL'), value('OPENAI_BASE_URL')!.replace(/\/v1$/, ''));
     assert.equal(job.spec?.template.metadata?.annotations?.['volt.dev/task'], JSON.stringify({ id: 'task-7', input: { question: 'What is 2+2?' } }));
     assert.deepEqual(fake.deletes.filter((d) => d.name === name), [], 'a finished Job is left to its TTL');
   });

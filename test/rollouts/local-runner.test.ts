@@ -76,10 +76,12 @@ void describe('LocalRunner', () => {
     const names = [...env.keys()].filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n)).sort();
     const allowed = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'TERM', 'USER', 'LOGNAME', 'SHELL']
       .filter((n) => parentEnv[n] !== undefined);
-    const contract = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'VOLT_OUTPUT_FILE', 'VOLT_TASK', 'VOLT_TASK_FILE'];
+    const contract = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'VOLT_OUTPUT_FILE', 'VOLT_TASK', 'VOLT_TASK_FILE'];
     assert.deepEqual(names, [...allowed, ...contract].sort());
     assert.equal(env.get('VOLT_TASK'), JSON.stringify({ id: 'task-7', input: { question: 'What is 2+2?' } }));
     assert.equal(env.get('OPENAI_API_KEY'), 'tok-0');
+    assert.equal(env.get('ANTHROPIC_API_KEY'), 'tok-0');
+    assert.equal(env.get('ANTHROPIC_BASE_URL'), env.get('OPENAI_BASE_URL')!.replace(/\/v1$/, ''));
     assert.equal(env.get('PWD'), result.workdir);
   });
 
