@@ -1,9 +1,11 @@
 import path from 'node:path';
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { RunConfig } from '../config/run.js';
 import type { RolloutRef } from '../contracts/rollout.js';
+import { FailureType } from '../contracts/failures.js';
 import { prepareReward } from '../rewards/registry.js';
 import { runWithRetries } from '../rollouts/retries.js';
+import { SandboxUnavailableError } from '../rollouts/sandbox-probe.js';
 import { Semaphore } from '../rollouts/semaphore.js';
 import { keys } from '../storage/keys.js';
 import { resolveAgentCommand } from './agent-command.js';
@@ -66,6 +68,9 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
       );
       // Every job has settled before we fail, so nothing keeps running behind a retry of this activity.
       const failed = settled.find((s) => s.status === 'rejected');
+      if (failed?.reason instanceof SandboxUnavailableError) {
+        throw ApplicationFailure.create({ type: FailureType.SandboxUnavailable, message: failed.reason.message, nonRetryable: true });
+      }
       if (failed) throw failed.reason;
       return { results: settled.map((s) => (s as PromiseFulfilledResult<LaunchedRollout>).value) };
     } finally {
@@ -94,6 +99,8 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             envAllowList: [...config.agent.envAllowList],
             env: { ...config.agent.env },
             keepWorkdir: true,
+            sandbox: config.rollouts.sandbox,
+            limits: { ...config.rollouts.limits },
           },
           {
             maxAttempts: config.rollouts.maxAttempts,

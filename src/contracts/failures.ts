@@ -13,6 +13,8 @@ export const FailureType = {
   TrainerFailed: 'VoltTrainerFailed',
   /** Every attempt of a rollout failed for infrastructure reasons. */
   RolloutsExhausted: 'VoltRolloutsExhausted',
+  /** Rollouts need the bubblewrap sandbox and this worker cannot provide it (the message says why and the fix). */
+  SandboxUnavailable: 'VoltSandboxUnavailable',
   /** A referenced checkpoint or alias does not exist. */
   CheckpointNotFound: 'VoltCheckpointNotFound',
   /** A stored record is not JSON or fails its src/contracts schema; the message names the key and the bad fields. */

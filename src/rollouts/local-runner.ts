@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { lchown, mkdir, open, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, lchown, mkdir, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { parseFrozen } from '../config/errors.js';
@@ -10,7 +10,7 @@ import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
 import { uploadLogs } from './log-sink.js';
 import { GatewayForwarders } from './gateway-forwarder.js';
 import { killByEnv } from './process-group.js';
-import { SANDBOX_FAILED_EXIT, SANDBOX_FAILED_MARK, SANDBOX_UID, sandboxCommand } from './sandbox-command.js';
+import { SANDBOX_FAILED_EXIT, SANDBOX_FAILED_MARK, SANDBOX_UID, sandboxCommand, sandboxGatewayPort } from './sandbox-command.js';
 import { checkSandbox } from './sandbox-probe.js';
 import { Semaphore } from './semaphore.js';
 import { RolloutCancelledError, agentTaskJson, rolloutSpecSchema, type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunOptions } from './spec.js';
@@ -44,6 +44,7 @@ export class LocalRunner implements RolloutRunner {
   private readonly o: Required<Omit<LocalRunnerOptions, 'root' | 'logs'>> & Pick<LocalRunnerOptions, 'root' | 'logs'>;
   private readonly forwarders = new GatewayForwarders();
   private readonly asRoot = process.getuid?.() === 0;
+  private nobody: Promise<boolean> | null = null;
 
   constructor(options: LocalRunnerOptions) {
     this.o = {
@@ -103,7 +104,7 @@ export class LocalRunner implements RolloutRunner {
       await writeFile(files.taskFile, agentTaskJson(spec));
       await options.prepareWorkdir?.(workdir, spec);
       // The agent runs as nobody when the worker is root: it owns its attempt dir and nothing else.
-      if (spec.sandbox === 'bubblewrap' && this.asRoot) await chownTree(base, SANDBOX_UID);
+      if (spec.sandbox === 'bubblewrap' && (await this.dropToNobody())) await chownTree(base, SANDBOX_UID);
     } catch (e) {
       await this.cleanup(spec, base);
       return result('infra_failed', {}, `preparing workdir failed: ${(e as Error).message}`, null);
@@ -154,14 +155,30 @@ export class LocalRunner implements RolloutRunner {
     const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
     const gatewaySocket = await this.forwarders.socketFor(url.hostname.replace(/^\[|\]$/g, ''), port);
     // Inside, the gateway is at 127.0.0.1 on its own port: the same URLs whenever the gateway is on loopback.
-    const inner = `${url.protocol}//127.0.0.1:${port}`;
+    const innerPort = sandboxGatewayPort(port);
+    const inner = `${url.protocol}//127.0.0.1:${innerPort}`;
     for (const [name, value] of Object.entries(env)) if (value.startsWith(`${url.origin}/`)) env[name] = inner + value.slice(url.origin.length);
     const command = sandboxCommand({
       command: spec.agent.command, cwd: spec.agent.cwd ?? workdir, attemptDir: base,
       hide: [this.o.root, homedir(), ...this.o.hide], readOnly: this.o.readOnly,
-      gatewaySocket, gatewayPort: port, limits: spec.limits, dropToNobody: this.asRoot,
+      gatewaySocket, gatewayPort: innerPort, limits: spec.limits, dropToNobody: await this.dropToNobody(),
     });
     return { command, env };
+  }
+
+  /**
+   * A root worker runs agents as nobody when nobody can reach the runner's root and the agent's code (bwrap resolves
+   * bind sources as the caller); otherwise as a uid mapped to root inside the user namespace (docs/sandbox.md).
+   */
+  private dropToNobody(): Promise<boolean> {
+    this.nobody ??= (async () => {
+      if (!this.asRoot) return false;
+      await mkdir(this.o.root, { recursive: true });
+      await chmod(this.o.root, 0o711);
+      const all = await Promise.all([this.o.root, ...this.o.readOnly].map(traversableByOthers));
+      return all.every(Boolean);
+    })();
+    return this.nobody;
   }
 
   private async cleanup(spec: RolloutSpec, base: string): Promise<void> {
@@ -175,6 +192,13 @@ function sandboxError(exitCode: number | null, stderr: Buffer): string | null {
   const at = text.indexOf(SANDBOX_FAILED_MARK);
   if (exitCode === SANDBOX_FAILED_EXIT && at >= 0) return `sandbox failed: ${text.slice(at + SANDBOX_FAILED_MARK.length).split('\n')[0]?.trim()}`;
   return text.startsWith('bwrap: ') ? `sandbox failed: ${text.split('\n')[0]}` : null;
+}
+
+async function traversableByOthers(dir: string): Promise<boolean> {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    if (((await stat(d)).mode & 0o001) === 0) return false;
+    if (d === path.dirname(d)) return true;
+  }
 }
 
 async function chownTree(dir: string, uid: number): Promise<void> {

@@ -6,6 +6,10 @@ export const SANDBOX_GATEWAY_SOCKET = '/run/volt/gateway.sock';
 /** Exit status and stderr line of the wrapper when the sandbox itself failed, so the runner can call it infra. */
 export const SANDBOX_FAILED_EXIT = 125;
 export const SANDBOX_FAILED_MARK = 'volt-sandbox-failed:';
+/** Ports below this need a capability inside the net namespace; the forwarder listens on a high port instead. */
+const UNPRIVILEGED_PORT_START = 1024;
+/** The loopback port the agent reaches the gateway on inside the sandbox: the gateway's own when unprivileged. */
+export const sandboxGatewayPort = (port: number) => (port >= UNPRIVILEGED_PORT_START ? port : 40_000 + port);
 /** The uid/gid an attempt runs as when the worker is root (nobody). */
 export const SANDBOX_UID = 65534;
 
@@ -40,7 +44,9 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
   const argv: string[] = o.dropToNobody
     ? ['setpriv', `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, '--clear-groups', '--inh-caps=-all']
     : [];
-  argv.push('bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
+  // Mapped to uid/gid nobody inside either way; without the drop the kernel still sees the worker's uid.
+  argv.push('bwrap', '--unshare-all', '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--cap-drop', 'ALL');
+  argv.push('--die-with-parent', '--new-session', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
   // /run holds host unix sockets (a net namespace does not cover those), so it is replaced too.
   const hidden = [...new Set(['/tmp', '/run', '/var/tmp', ...o.hide.map((d) => path.resolve(d))])];
   // Parents before children, so a hidden dir inside another hidden one is mounted on the tmpfs, not under it.
@@ -56,14 +62,16 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
   for (const dir of hidden) if (dir !== '/tmp' && dir !== '/run') argv.push('--remount-ro', dir);
   argv.push('--chdir', o.cwd);
   const hexPort = o.gatewayPort.toString(16).toUpperCase().padStart(4, '0');
-  const limits = [`--as=${o.limits.memoryMb * 1024 * 1024}`, `--nproc=${o.limits.processes}`, `--nofile=${o.limits.openFiles}`];
+  const limits = [`--data=${o.limits.memoryMb * 1024 * 1024}`, `--nproc=${o.limits.processes}`, `--nofile=${o.limits.openFiles}`];
   if (o.limits.cpuSec !== null) limits.push(`--cpu=${o.limits.cpuSec}`);
   // socat binds within milliseconds; the agent starts only once /proc/net/tcp lists it listening.
+  const fail = (why: string) => `{ echo '${SANDBOX_FAILED_MARK} gateway forwarder ${why}' >&2; exit ${SANDBOX_FAILED_EXIT}; }`;
   const script = [
     `socat TCP-LISTEN:${o.gatewayPort},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${SANDBOX_GATEWAY_SOCKET} &`,
-    'i=0',
+    'fwd=$! i=0',
     `until grep -q ' 0100007F:${hexPort} 00000000:0000 0A' /proc/net/tcp; do`,
-    `  i=$((i+1)); if [ $i -gt 5000 ]; then echo '${SANDBOX_FAILED_MARK} gateway forwarder did not start' >&2; exit ${SANDBOX_FAILED_EXIT}; fi`,
+    `  kill -0 $fwd 2>/dev/null || ${fail('exited')}`,
+    `  i=$((i+1)); [ $i -gt 5000 ] && ${fail('did not start')}`,
     'done',
     `exec prlimit ${limits.join(' ')} -- "$@"`,
   ].join('\n');

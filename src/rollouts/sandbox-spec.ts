@@ -6,8 +6,11 @@ export type SandboxKind = z.output<typeof sandboxKindSchema>;
 
 /** Resource limits of one attempt, set as rlimits on the agent (and inherited by everything it starts). */
 export const rolloutLimitsSchema = z.strictObject({
-  /** Address space per process (RLIMIT_AS) in MiB; Node agents need ~1 GiB of it just to start. */
-  memoryMb: z.number().int().min(64).max(1_048_576).default(4096),
+  /**
+   * Heap and private writable memory per process (RLIMIT_DATA) in MiB. Not RLIMIT_AS: Node reserves gigabytes of
+   * address space for WebAssembly (fetch's HTTP parser), which an address-space limit turns into failed requests.
+   */
+  memoryMb: z.number().int().min(64).max(1_048_576).default(2048),
   /** Processes (and threads) of the attempt's user (RLIMIT_NPROC): a fork bomb stops here. */
   processes: z.number().int().min(8).max(1_000_000).default(512),
   /** Open file descriptors per process (RLIMIT_NOFILE). */

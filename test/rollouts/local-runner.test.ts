@@ -125,6 +125,8 @@ void describe('LocalRunner', () => {
       runner.run(specFor([], {
         ref: { runId: 'run-1', iteration: 0, rolloutId: `c-${i}`, attempt: 0 },
         agent: { command: ['/bin/sh', '-c', script], cwd: shared },
+        // The agents share a directory outside their attempt dirs, which a sandbox would hide.
+        sandbox: 'none',
       }), new AbortController().signal)));
     assert.deepEqual(results.map((r) => r.outcome), Array(6).fill('succeeded'));
     const counts = (await readFile(path.join(shared, 'counts'), 'utf8')).trim().split('\n').map(Number);

@@ -53,6 +53,7 @@ export const runStatusCommand: Command = {
       if (isApoStatus(s)) return void apoStatusLines(s).forEach((line) => ctx.out(line));
       ctx.out(`run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`);
       ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
+      if (s.sandbox) ctx.out(`rollout sandbox: ${s.sandbox === 'none' ? 'NONE (rollouts.sandbox: "none": agents run unisolated)' : s.sandbox}`);
       for (const h of s.history) {
         ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${h.evalScore?.toFixed(3) ?? '-'}${h.promoted ? ' promoted' : ''}`);
       }
