@@ -134,15 +134,26 @@ export class LocalRunner implements RolloutRunner {
     } catch (e) {
       uploadError = e as Error;
     }
-    await this.cleanup(spec, base);
-    if (proc.aborted) throw new RolloutCancelledError(ref, signal.reason);
-    if (proc.spawnError) return result('infra_failed', proc, `spawn ${spec.agent.command[0]} failed: ${proc.spawnError.message}`, null);
-    if (uploadError) return result('infra_failed', proc, `log upload failed: ${uploadError.message}`, outputText);
-    if (proc.timedOut) return result('timed_out', proc, `timed out after ${spec.timeoutMs} ms`, outputText);
-    const sandboxFailure = spec.sandbox === 'bubblewrap' && proc.exitCode !== 0 ? sandboxError(proc.exitCode, proc.stderr) : null;
-    if (sandboxFailure) return result('infra_failed', proc, sandboxFailure, outputText);
-    if (proc.exitCode === 0) return result('succeeded', proc, escaped.length ? `killed escaped processes ${escaped.join(', ')}` : null, outputText);
-    return result('agent_failed', proc, proc.signal ? `agent killed by ${proc.signal}` : `agent exited with ${proc.exitCode}`, outputText);
+    if (proc.aborted) {
+      await this.cleanup(spec, base);
+      throw new RolloutCancelledError(ref, signal.reason);
+    }
+    const final = ((): RunnerResult => {
+      if (proc.spawnError) return result('infra_failed', proc, `spawn ${spec.agent.command[0]} failed: ${proc.spawnError.message}`, null);
+      if (uploadError) return result('infra_failed', proc, `log upload failed: ${uploadError.message}`, outputText);
+      if (proc.timedOut) return result('timed_out', proc, `timed out after ${spec.timeoutMs} ms`, outputText);
+      const sandboxFailure = spec.sandbox === 'bubblewrap' && proc.exitCode !== 0 ? sandboxError(proc.exitCode, proc.stderr) : null;
+      if (sandboxFailure) return result('infra_failed', proc, sandboxFailure, outputText);
+      if (proc.exitCode === 0) return result('succeeded', proc, escaped.length ? `killed escaped processes ${escaped.join(', ')}` : null, outputText);
+      return result('agent_failed', proc, proc.signal ? `agent killed by ${proc.signal}` : `agent exited with ${proc.exitCode}`, outputText);
+    })();
+    try {
+      // The agent and everything it started are gone (its pid namespace, or its reaped group): its files are final.
+      if (final.outcome !== 'infra_failed') await options.afterAgent?.(workdir, final);
+    } finally {
+      await this.cleanup(spec, base);
+    }
+    return final;
   }
 
   /** The argv and environment of the agent: as configured for 'none', wrapped in bubblewrap otherwise. */

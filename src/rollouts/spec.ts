@@ -66,8 +66,13 @@ export type RolloutSpec = z.output<typeof rolloutSpecSchema>;
 /** Called with the fresh workdir before the agent starts, e.g. so a reward can snapshot files. */
 export type PrepareWorkdir = (workdir: string, spec: RolloutSpec) => Promise<unknown>;
 
+/** Called once the agent has exited, before its workdir is removed: where file-reading rewards are scored. */
+export type AfterAgent = (workdir: string, result: RunnerResult) => Promise<unknown>;
+
 export interface RunOptions {
   prepareWorkdir?: PrepareWorkdir;
+  /** Not called for infra_failed or cancelled attempts; a rejection rejects run() after cleanup. */
+  afterAgent?: AfterAgent;
 }
 
 /** Where rollout logs go; the object store in production (`putBytes`). */
