@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { chmod, lchown, mkdir, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, lchown, mkdir, open, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { parseFrozen } from '../config/errors.js';
@@ -44,7 +44,7 @@ export class LocalRunner implements RolloutRunner {
   private readonly o: Required<Omit<LocalRunnerOptions, 'root' | 'logs'>> & Pick<LocalRunnerOptions, 'root' | 'logs'>;
   private readonly forwarders = new GatewayForwarders();
   private readonly asRoot = process.getuid?.() === 0;
-  private nobody: Promise<boolean> | null = null;
+  private readonly traversable = new Map<string, Promise<boolean>>();
 
   constructor(options: LocalRunnerOptions) {
     this.o = {
@@ -104,7 +104,7 @@ export class LocalRunner implements RolloutRunner {
       await writeFile(files.taskFile, agentTaskJson(spec));
       await options.prepareWorkdir?.(workdir, spec);
       // The agent runs as nobody when the worker is root: it owns its attempt dir and nothing else.
-      if (spec.sandbox === 'bubblewrap' && (await this.dropToNobody())) await chownTree(base, SANDBOX_UID);
+      if (spec.sandbox === 'bubblewrap' && (await this.dropToNobody(await this.readOnlyFor(spec)))) await chownTree(base, SANDBOX_UID);
     } catch (e) {
       await this.cleanup(spec, base);
       return result('infra_failed', {}, `preparing workdir failed: ${(e as Error).message}`, null);
@@ -112,6 +112,11 @@ export class LocalRunner implements RolloutRunner {
     if (signal.aborted) {
       await this.cleanup(spec, base);
       throw new RolloutCancelledError(ref, signal.reason);
+    }
+    // Inside the sandbox a missing program is an exit status, not a spawn error: find it first, as spawn would.
+    if (spec.sandbox === 'bubblewrap' && !(await resolveProgram(spec.agent.command[0] as string, this.o.parentEnv.PATH ?? '', spec.agent.cwd ?? workdir))) {
+      await this.cleanup(spec, base);
+      return result('infra_failed', {}, `spawn ${spec.agent.command[0]} failed: ENOENT (not found, or not on PATH)`, null);
     }
     let launch: { command: readonly string[]; env: Record<string, string> };
     try {
@@ -169,27 +174,42 @@ export class LocalRunner implements RolloutRunner {
     const innerPort = sandboxGatewayPort(port);
     const inner = `${url.protocol}//127.0.0.1:${innerPort}`;
     for (const [name, value] of Object.entries(env)) if (value.startsWith(`${url.origin}/`)) env[name] = inner + value.slice(url.origin.length);
+    const readOnly = await this.readOnlyFor(spec);
     const command = sandboxCommand({
       command: spec.agent.command, cwd: spec.agent.cwd ?? workdir, attemptDir: base,
-      hide: [this.o.root, homedir(), ...this.o.hide], readOnly: this.o.readOnly,
-      gatewaySocket, gatewayPort: innerPort, limits: spec.limits, dropToNobody: await this.dropToNobody(),
+      hide: [this.o.root, homedir(), ...this.o.hide], readOnly,
+      gatewaySocket, gatewayPort: innerPort, limits: spec.limits, dropToNobody: await this.dropToNobody(readOnly),
     });
     return { command, env };
   }
 
   /**
-   * A root worker runs agents as nobody when nobody can reach the runner's root and the agent's code (bwrap resolves
-   * bind sources as the caller); otherwise as a uid mapped to root inside the user namespace (docs/sandbox.md).
+   * What the agent must read besides the open root: the worker's cwd (its code) and the install prefix of its
+   * interpreter (a venv's python may live under the operator's home, e.g. pyenv), bound read-only if hidden.
    */
-  private dropToNobody(): Promise<boolean> {
-    this.nobody ??= (async () => {
-      if (!this.asRoot) return false;
-      await mkdir(this.o.root, { recursive: true });
-      await chmod(this.o.root, 0o711);
-      const all = await Promise.all([this.o.root, ...this.o.readOnly].map(traversableByOthers));
-      return all.every(Boolean);
-    })();
-    return this.nobody;
+  private async readOnlyFor(spec: RolloutSpec): Promise<string[]> {
+    const program = await resolveProgram(spec.agent.command[0] as string, this.o.parentEnv.PATH ?? '', spec.agent.cwd ?? this.o.root);
+    return program ? [...this.o.readOnly, path.dirname(path.dirname(program))] : [...this.o.readOnly];
+  }
+
+  /**
+   * A root worker runs agents as nobody when nobody can reach the runner's root and everything bound read-only
+   * (bwrap resolves bind sources as the caller); otherwise as the worker's uid, mapped to 65534 inside.
+   */
+  private async dropToNobody(readOnly: readonly string[]): Promise<boolean> {
+    if (!this.asRoot) return false;
+    const check = (dir: string) => {
+      let known = this.traversable.get(dir);
+      if (!known) {
+        known = dir === this.o.root
+          ? mkdir(dir, { recursive: true }).then(() => chmod(dir, 0o711)).then(() => traversableByOthers(dir))
+          : traversableByOthers(dir).catch(() => false);
+        this.traversable.set(dir, known);
+      }
+      return known;
+    };
+    const all = await Promise.all([this.o.root, ...readOnly].map(check));
+    return all.every(Boolean);
   }
 
   private async cleanup(spec: RolloutSpec, base: string): Promise<void> {
@@ -203,6 +223,17 @@ function sandboxError(exitCode: number | null, stderr: Buffer): string | null {
   const at = text.indexOf(SANDBOX_FAILED_MARK);
   if (exitCode === SANDBOX_FAILED_EXIT && at >= 0) return `sandbox failed: ${text.slice(at + SANDBOX_FAILED_MARK.length).split('\n')[0]?.trim()}`;
   return text.startsWith('bwrap: ') ? `sandbox failed: ${text.split('\n')[0]}` : null;
+}
+
+/** The real path of the agent's program (looked up on PATH when bare), or null when it cannot be found. */
+async function resolveProgram(program: string, searchPath: string, cwd: string): Promise<string | null> {
+  const candidates = program.includes('/') ? [path.resolve(cwd, program)] : searchPath.split(':').filter(Boolean).map((d) => path.join(d, program));
+  for (const candidate of candidates) {
+    try {
+      return await realpath(candidate);
+    } catch { /* not here */ }
+  }
+  return null;
 }
 
 async function traversableByOthers(dir: string): Promise<boolean> {

@@ -117,6 +117,18 @@ void describe('LocalRunner', () => {
     assert.equal(link.outputText, null);
   });
 
+  void it('runs a venv Python agent in the sandbox even when its interpreter lives under the hidden home (pyenv)', async () => {
+    const runner = new LocalRunner({ root, logs });
+    const python = path.resolve('.venv/bin/python');
+    const result = await runner.run(specFor([python, '-c', 'import json, os, sys; print(json.dumps([sys.prefix, os.getcwd()]))'], {
+      ref: { runId: 'run-1', iteration: 0, rolloutId: 'py', attempt: 0 },
+    }), new AbortController().signal);
+    assert.equal(result.outcome, 'succeeded', (await s3.read(result.stderrKey)).toString());
+    const [prefix, cwd] = JSON.parse((await s3.read(result.stdoutKey)).toString()) as [string, string];
+    assert.equal(prefix, path.resolve('.venv'));
+    assert.equal(cwd, path.join(root, 'run-1', '000000', 'py', 'attempt-0', 'work'));
+  });
+
   void it('never runs more agents at once than its concurrency', async () => {
     const shared = await tempDir('shared');
     const runner = new LocalRunner({ root, logs, concurrency: 2 });
