@@ -8,7 +8,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import type { ActivityDeps } from '../../src/activities/deps.js';
 import { createRewardActivities } from '../../src/activities/rewards.js';
 import { createRolloutActivities } from '../../src/activities/rollouts.js';
-import { TaskSets } from '../../src/activities/task-sets.js';
+import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import { rewardsFileSchema } from '../../src/contracts/rewards.js';
 import { rolloutOutcomeRecordSchema } from '../../src/contracts/rollout-outcome.js';
@@ -48,7 +48,7 @@ describe('file-reading rewards are scored where the files are', () => {
   });
 
   const workerDeps = (name: string): ActivityDeps => ({
-    store, gateway: gateway.admin, taskSets: new TaskSets(dir), python: 'python3', env: {},
+    store, gateway: gateway.admin, taskSets: new PinnedTaskSets(store, dir), python: 'python3', env: {},
     runner: new LocalRunner({ root: path.join(dir, name, 'rollouts'), logs: objectStoreLogSink(store), hide: [path.join(dir, name)] }),
   }) as unknown as ActivityDeps;
 
@@ -62,9 +62,10 @@ describe('file-reading rewards are scored where the files are', () => {
     });
     const tasks = [{ taskId: 't0', groupId: 'g0', rolloutIds: ['g0-r0', 'g0-r1'] }, { taskId: 't1', groupId: 'g1', rolloutIds: ['g1-r0', 'g1-r1'] }];
     const a = workerDeps('worker-a');
+    const { sha256: taskSet } = await (a.taskSets as PinnedTaskSets).pinFile('train.jsonl');
     const policy = { name: 'base', checkpointKey: null, sha256: null, iteration: null };
     const launch = createRolloutActivities(a).launchRollouts;
-    const launched: Awaited<ReturnType<typeof launch>> = await env().run(launch, { config, iteration: 0, mode: 'train' as const, label: 'train', policy, tasks });
+    const launched: Awaited<ReturnType<typeof launch>> = await env().run(launch, { config, iteration: 0, mode: 'train' as const, label: 'train', policy, taskSet, sampling: null, tasks });
     assert.deepEqual(launched.results.map((r) => r.outcome), Array(4).fill('succeeded'));
     const record = await store.getJson(keys.rolloutOutcome(RUN, 0, 'g1-r0'), rolloutOutcomeRecordSchema);
     assert.deepEqual(record.workdirScores, { command: { value: 1, parts: { command: 1 }, flags: [] } });
@@ -74,7 +75,7 @@ describe('file-reading rewards are scored where the files are', () => {
 
     const b = workerDeps('worker-b');
     const compute = createRewardActivities(b).computeRewards;
-    const scored: Awaited<ReturnType<typeof compute>> = await env().run(compute, { config, iteration: 0, mode: 'train' as const, label: 'train', results: launched.results });
+    const scored: Awaited<ReturnType<typeof compute>> = await env().run(compute, { config, iteration: 0, mode: 'train' as const, label: 'train', taskSet, results: launched.results });
     const file = await store.getJson(scored.rewardsKey, rewardsFileSchema);
     assert.equal(scored.scored, 4, `every rollout scored: ${JSON.stringify(file.rollouts.map((r) => r.flags))}`);
     assert.deepEqual(file.rollouts.map((r) => [r.rolloutId, r.reward]), [['g0-r0', 0], ['g0-r1', 0], ['g1-r0', 1], ['g1-r1', 1]]);
