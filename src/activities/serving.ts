@@ -25,7 +25,8 @@ export async function loadAdapter(deps: Pick<ActivityDeps, 'env' | 'store' | 'mo
   }
   const res = await request(`${deps.modelServerUrl.replace(/\/+$/, '')}/v1/load_lora_adapter`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    // The control endpoints need the model server's admin key (agents never have it).
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${deps.env.VOLT_MODEL_SERVER_ADMIN_KEY}` },
     body: JSON.stringify({ lora_name: name, lora_path: dir, load_inplace: true }),
   });
   const text = await res.body.text();

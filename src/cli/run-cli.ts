@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadEnv, type VoltEnv } from '../config/env.js';
+import { loadInstallationEnv, type VoltEnv } from '../config/env.js';
 import { ConfigError } from '../config/errors.js';
 import { UsageError, type Command } from './command.js';
 import { commands } from './command-table.js';
@@ -57,7 +57,7 @@ export async function runCli(argv: string[], io: CliIo = defaultIo): Promise<num
       return 0;
     }
     let env: Readonly<VoltEnv> | undefined;
-    return await command.run({ values, positionals, env: () => (env ??= loadEnv(io.env)), out: io.out, err: io.err });
+    return await command.run({ values, positionals, env: () => (env ??= loadInstallationEnv(io.env)), out: io.out, err: io.err });
   } catch (err) {
     const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     io.err(`volt ${name}: ${(err as Error).message}`);

@@ -43,7 +43,8 @@ export async function startOrAttach(
 }
 
 export function startTrainingRun(client: Client, config: RunConfig): Promise<{ handle: WorkflowHandle; started: boolean }> {
-  return startOrAttach(client, 'trainingRun', config, `training run ${config.runId}: ${config.iterations} iterations of ${config.model.base}`);
+  const unsandboxed = config.rollouts.runner === 'local' && config.rollouts.sandbox === 'none' ? ', rollouts UNSANDBOXED' : '';
+  return startOrAttach(client, 'trainingRun', config, `training run ${config.runId}: ${config.iterations} iterations of ${config.model.base}${unsandboxed}`);
 }
 
 export const runHandle = (client: Client, runId: string) => client.workflow.getHandle(runId);

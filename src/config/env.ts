@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { installationCredentials } from './credentials.js';
 import { parseFrozen } from './errors.js';
 
 const port = z.coerce.number().int().min(1).max(65535);
@@ -17,6 +18,8 @@ export const envSchema = z.object({
   VOLT_S3_REGION: z.string().min(1).default('us-east-1'),
   VOLT_GATEWAY_URL: z.url().default('http://127.0.0.1:8400'),
   VOLT_GATEWAY_ADMIN_KEY: z.string().min(8).default('volt-admin-dev-key'),
+  /** Bearer key of the model server's control endpoints (adapter load/unload); the server reads it from its env. */
+  VOLT_MODEL_SERVER_ADMIN_KEY: z.string().min(8).default('volt-model-admin-dev-key'),
   /** When a span counts as durable: 'write' survives kill -9 (fdatasync follows within ms); 'fsync' also an OS crash. */
   VOLT_GATEWAY_WAL_SYNC: z.enum(['write', 'fsync']).default('write'),
   /** 'write' mode: at most this long between a span's write and its background fdatasync (the OS-crash window). */
@@ -36,5 +39,20 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env, cwd = process.c
   const picked = Object.fromEntries(Object.entries(source).filter(([k, v]) => k.startsWith('VOLT_') && v !== ''));
   const env = parseFrozen(envSchema, picked, 'environment');
   const dataDir = path.resolve(cwd, env.VOLT_DATA_DIR);
+  return finishEnv(env, dataDir, cwd);
+}
+
+/**
+ * loadEnv for the processes of a local installation (CLI, `volt up` and what it starts): S3 keys and admin keys the
+ * environment does not set come from `<dataDir>/credentials.json`, generated on first use, never public defaults.
+ */
+export function loadInstallationEnv(source: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Readonly<VoltEnv> {
+  const picked = Object.fromEntries(Object.entries(source).filter(([k, v]) => k.startsWith('VOLT_') && v !== ''));
+  const dataDir = path.resolve(cwd, parseFrozen(envSchema, picked, 'environment').VOLT_DATA_DIR);
+  const env = parseFrozen(envSchema, { ...installationCredentials(dataDir), ...picked }, 'environment');
+  return finishEnv(env, dataDir, cwd);
+}
+
+function finishEnv(env: z.output<typeof envSchema>, dataDir: string, cwd: string): Readonly<VoltEnv> {
   return Object.freeze({ ...env, dataDir, modelCacheDir: path.resolve(cwd, env.VOLT_MODEL_CACHE_DIR ?? dataDir) });
 }

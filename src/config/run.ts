@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { batchConfigSchema } from '../batches/config.js';
 import { rewardSpecSchema } from '../rewards/spec.js';
 import { kubeRunnerConfigSchema } from '../rollouts/kube-config.js';
+import { rolloutLimitsSchema, sandboxKindSchema } from '../rollouts/sandbox-spec.js';
 import { DEFAULT_ENV_ALLOW_LIST } from '../rollouts/spec.js';
 import { isSafeId } from '../storage/keys.js';
 import { taskSetHashSchema } from '../contracts/task.js';
@@ -95,6 +96,10 @@ export const runConfigSchema = z.strictObject({
     maxAttempts: int(1).max(10).default(3),
     /** Kubernetes Job settings; required when runner is 'kubernetes'. */
     kubernetes: kubeRunnerConfigSchema.optional(),
+    /** Local isolation: 'bubblewrap' (namespaces, only the gateway reachable) or, explicitly, 'none' (docs/sandbox.md). */
+    sandbox: sandboxKindSchema.default('bubblewrap'),
+    /** Per-attempt rlimits (memory, processes, open files, CPU seconds) of sandboxed local agents. */
+    limits: rolloutLimitsSchema.prefault({}),
   }).prefault({}),
   /** How each rollout is scored (see src/rewards/spec.ts for the kinds). */
   reward: rewardSpecSchema,

@@ -15,6 +15,8 @@ export const FailureType = {
   RolloutsExhausted: 'VoltRolloutsExhausted',
   /** Fewer than eval.minScoredFraction of an evaluation's tasks were scored (infra failures): its score would lie. */
   EvaluationIncomplete: 'VoltEvaluationIncomplete',
+  /** Rollouts need the bubblewrap sandbox and this worker cannot provide it (the message says why and the fix). */
+  SandboxUnavailable: 'VoltSandboxUnavailable',
   /** A referenced checkpoint or alias does not exist. */
   CheckpointNotFound: 'VoltCheckpointNotFound',
   /** A stored record is not JSON or fails its src/contracts schema; the message names the key and the bad fields. */

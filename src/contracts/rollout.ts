@@ -36,5 +36,9 @@ export const rolloutResultSchema = z.object({
 export type RolloutResult = z.output<typeof rolloutResultSchema>;
 
 /** A runner's report, stored at keys.rolloutResult: the contract result plus the kept workdir (null when not kept or not local). */
-export const runnerResultSchema = rolloutResultSchema.extend({ workdir: z.string().nullable() });
+export const runnerResultSchema = rolloutResultSchema.extend({
+  workdir: z.string().nullable(),
+  /** How the attempt was isolated (docs/sandbox.md); absent in results stored before sandboxes existed. */
+  sandbox: z.enum(['bubblewrap', 'none', 'kubernetes']).optional(),
+});
 export type RunnerResult = z.output<typeof runnerResultSchema>;

@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
-import { loadEnv, type VoltEnv } from '../config/env.js';
+import { loadInstallationEnv, type VoltEnv } from '../config/env.js';
 import { createObjectStore } from '../storage/object-store.js';
 import { buildApp } from './app.js';
 
@@ -8,7 +8,7 @@ import { buildApp } from './app.js';
  * The gateway process: parse the environment, open the object store, listen on VOLT_GATEWAY_URL's loopback
  * port, and close gracefully on SIGTERM/SIGINT (in-flight calls finish, spans upload, WAL closes).
  */
-export async function runGateway(env: Readonly<VoltEnv> = loadEnv()): Promise<FastifyInstance> {
+export async function runGateway(env: Readonly<VoltEnv> = loadInstallationEnv()): Promise<FastifyInstance> {
   const store = createObjectStore(env);
   // An unreachable store must not stop rollouts: spans wait in the WAL and upload once it is back.
   const bucketReady = await store.ensureBucket().then(() => null, (err: unknown) => err);

@@ -20,6 +20,7 @@ function summary(data: ReportData): string {
     ['iterations', `${status.history.length} done of ${config?.iterations ?? status.iterations}`],
     ['group size', config?.groupSize ?? '-'],
     ['tasks / iteration', config?.tasksPerIteration ?? '-'],
+    ['rollout sandbox', config?.sandbox ?? '-'],
     ['reward', config?.rewardKind ?? '-'],
     ['base held-out score', fmt(baseScore)],
     ['best held-out score', `${fmt(best)}${status.best ? ` (${status.best.policy.name})` : ''}`],

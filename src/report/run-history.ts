@@ -20,12 +20,19 @@ export function startInput(history: History, converter: PayloadConverter): { con
   };
 }
 
+/** How the run's rollouts were isolated, as an operator should read it. */
+export function sandboxLabel(config: Pick<RunConfig, 'rollouts'>): string {
+  if (config.rollouts.runner === 'kubernetes') return 'kubernetes pods';
+  return config.rollouts.sandbox === 'none' ? 'NONE (rollouts.sandbox: "none": agents ran unisolated)' : 'bubblewrap';
+}
+
 export function summarizeConfig(config: RunConfig): ConfigSummary {
   return {
     model: config.model.base,
     iterations: config.iterations,
     groupSize: config.rollouts.groupSize,
     tasksPerIteration: config.rollouts.tasksPerIteration,
+    sandbox: sandboxLabel(config),
     rewardKind: config.reward.kind === 'weighted_sum' ? `weighted_sum(${Object.values(config.reward.parts).map((p) => p.kind).join(', ')})` : config.reward.kind,
   };
 }
@@ -67,6 +74,7 @@ export function statusFromHistory(runId: string, history: History, converter: Pa
     meanRewards: state?.history.map((h) => h.meanReward) ?? [],
     evalScores: state?.history.map((h) => h.evalScore) ?? [],
     history: state?.history ?? [],
+    sandbox: config?.rollouts.sandbox,
   };
 }
 

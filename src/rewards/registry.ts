@@ -6,9 +6,9 @@ import { numericMatch, stringMatch } from './match-rewards.js';
 import { snapshotProtected } from './protected-files.js';
 import type { LeafRewardSpec, RewardSpec, SpecOf } from './spec.js';
 import { sqliteState } from './sqlite-state.js';
-import type { RewardContext, RewardFn, RewardResult, RolloutEvidence } from './types.js';
+import { RewardInfraError, type RewardContext, type RewardFn, type RewardResult, type RolloutEvidence } from './types.js';
 import { weightedSum } from './weighted-sum.js';
-import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
+import type { ProtectedSnapshot, WorkdirScore } from '../contracts/rollout-outcome.js';
 
 type LeafKind = LeafRewardSpec['kind'];
 
@@ -36,9 +36,37 @@ export async function prepareReward(spec: RewardSpec, workdir: string): Promise<
   return snapshots;
 }
 
+/** Parts that read the rollout's files: scored on the rollout's host right after the agent exits (scoreWorkdirParts). */
+export const readsWorkdir = (spec: LeafRewardSpec) => spec.kind === 'command' || spec.kind === 'sqlite_state';
+
 export async function scoreLeaf(spec: LeafRewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext, partName: string): Promise<RewardResult> {
+  const stored = readsWorkdir(spec) ? evidence.workdirScores?.[partName] : undefined;
+  if (stored) {
+    if ('infraError' in stored) throw new RewardInfraError(spec.kind, stored.infraError);
+    return stored;
+  }
   const fn = rewardRegistry[spec.kind] as RewardFn<LeafRewardSpec>;
   return fn(spec, task, evidence, ctx, evidence.snapshots[partName]);
+}
+
+/**
+ * Right after the agent exited, while its workdir exists on this host: score every part that reads files. The
+ * results go into the outcome record, so computeRewards on any worker needs only the object store.
+ */
+export async function scoreWorkdirParts(
+  spec: RewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext,
+): Promise<Record<string, WorkdirScore>> {
+  const scores: Record<string, WorkdirScore> = {};
+  for (const [name, part] of rewardParts(spec)) {
+    if (!readsWorkdir(part)) continue;
+    try {
+      scores[name] = await scoreLeaf(part, task, { ...evidence, workdirScores: undefined }, ctx, name);
+    } catch (err) {
+      if (!(err instanceof RewardInfraError)) throw err;
+      scores[name] = { infraError: err.message };
+    }
+  }
+  return scores;
 }
 
 /** Score one rollout. Throws RewardInfraError when the reward cannot be computed (never a silent zero). */

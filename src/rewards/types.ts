@@ -1,6 +1,6 @@
 import type { RolloutResult } from '../contracts/rollout.js';
 import type { Task } from '../contracts/task.js';
-import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
+import type { ProtectedSnapshot, WorkdirScore } from '../contracts/rollout-outcome.js';
 
 /** What one reward function says about one rollout: the value, its named parts, and guard flags. */
 export interface RewardResult {
@@ -31,6 +31,8 @@ export interface RolloutEvidence {
   turns: number;
   /** What `prepare(workdir)` recorded before the agent ran (protected file hashes), keyed by part name. */
   snapshots: Record<string, ProtectedSnapshot>;
+  /** File-reading parts already scored where the files were (after the agent exited), keyed by part name. */
+  workdirScores?: Record<string, WorkdirScore>;
 }
 
 /** Capabilities the impure rewards need, passed in rather than read from globals. */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { RolloutRef } from '../contracts/rollout.js';
 import { assertId } from '../storage/keys.js';
 import type { RunnerResult } from '../contracts/rollout.js';
+import { rolloutLimitsSchema, sandboxKindSchema } from './sandbox-spec.js';
 
 const safeId = (kind: string) =>
   z.string().refine((v) => {
@@ -54,6 +55,9 @@ export const rolloutSpecSchema = z.object({
   env: z.record(envName, z.string()).optional(),
   /** Keep the workdir after the attempt and return its path (rewards that inspect files need it). */
   keepWorkdir: z.boolean().default(false),
+  /** Isolation of a local attempt (docs/sandbox.md); Kubernetes pods are isolated by the cluster instead. */
+  sandbox: sandboxKindSchema.default('bubblewrap'),
+  limits: rolloutLimitsSchema.prefault({}),
 });
 
 export type RolloutSpecInput = z.input<typeof rolloutSpecSchema>;
@@ -62,8 +66,13 @@ export type RolloutSpec = z.output<typeof rolloutSpecSchema>;
 /** Called with the fresh workdir before the agent starts, e.g. so a reward can snapshot files. */
 export type PrepareWorkdir = (workdir: string, spec: RolloutSpec) => Promise<unknown>;
 
+/** Called once the agent has exited, before its workdir is removed: where file-reading rewards are scored. */
+export type AfterAgent = (workdir: string, result: RunnerResult) => Promise<unknown>;
+
 export interface RunOptions {
   prepareWorkdir?: PrepareWorkdir;
+  /** Not called for infra_failed or cancelled attempts; a rejection rejects run() after cleanup. */
+  afterAgent?: AfterAgent;
 }
 
 /** Where rollout logs go; the object store in production (`putBytes`). */

@@ -35,7 +35,8 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     rolloutIds: Array.from({ length: config.rollouts.groupSize }, (_, k) => `g${t}-r${k}`),
   }));
 
-  await phase('rollouts', `${tasks.length} tasks × ${config.rollouts.groupSize} rollouts with ${policy.name}`);
+  const unsandboxed = config.rollouts.runner === 'local' && config.rollouts.sandbox === 'none' ? ' (UNSANDBOXED: rollouts.sandbox is "none")' : '';
+  await phase('rollouts', `${tasks.length} tasks × ${config.rollouts.groupSize} rollouts with ${policy.name}${unsandboxed}`);
   await act.servePolicy({ policy });
   const launched = await act.launchRollouts({ config, iteration, mode: 'train', label: 'train', policy, taskSet, sampling: null, tasks });
 

@@ -65,6 +65,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
     meanRewards: state?.history.map((h) => h.meanReward) ?? [],
     evalScores: state?.history.map((h) => h.evalScore) ?? [],
     history: state?.history ?? [],
+    sandbox: config.rollouts.sandbox,
   });
   setHandler(statusQuery, status);
   setHandler(pauseSignal, () => void (paused = true));

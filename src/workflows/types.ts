@@ -103,4 +103,6 @@ export interface RunStatus {
   meanRewards: number[];
   evalScores: (number | null)[];
   history: IterationSummary[];
+  /** The run's rollouts.sandbox; 'none' means agents run unisolated (absent in results of older runs). */
+  sandbox?: 'bubblewrap' | 'none';
 }

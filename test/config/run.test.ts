@@ -30,7 +30,10 @@ void describe('run config', () => {
     assert.deepEqual(c.model.lora, { rank: 8, alpha: 16, dropout: 0, targetModules: ['q_proj', 'v_proj'] });
     assert.deepEqual(c.agent.envAllowList, [...DEFAULT_ENV_ALLOW_LIST]);
     assert.equal(c.agent.timeoutSec, 300);
-    assert.deepEqual(c.rollouts, { groupSize: 4, tasksPerIteration: 4, concurrency: 2, runner: 'local', maxAttempts: 3 });
+    assert.deepEqual(c.rollouts, {
+      groupSize: 4, tasksPerIteration: 4, concurrency: 2, runner: 'local', maxAttempts: 3,
+      sandbox: 'bubblewrap', limits: { memoryMb: 2048, processes: 512, openFiles: 1024, cpuSec: null },
+    });
     assert.equal(c.batch.estimator, 'grpo');
     assert.equal(c.trainer.lossAggregation, 'token_mean');
     assert.equal(c.reward.kind, 'numeric_match');

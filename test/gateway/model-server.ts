@@ -3,13 +3,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../../src/stack/ports.js';
 
 export const SERVED_MODEL = 'smollm2-135m-instruct';
+/** The admin key the test model server's control endpoints (adapter load/unload) want. */
+export const MODEL_ADMIN_KEY = 'test-model-admin-key';
 
 /** Volt's real Python model server (SmolLM2-135M on CPU) on a free loopback port, ready once /v1/models answers. */
 export async function startModelServer(): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort('127.0.0.1');
   const child: ChildProcess = spawn('.venv/bin/python', ['-m', 'volt_trainer.serve', '--model', SERVED_MODEL, '--host', '127.0.0.1', '--port', String(port)], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PYTHONPATH: 'trainer' },
+    env: { ...process.env, PYTHONPATH: 'trainer', VOLT_MODEL_SERVER_ADMIN_KEY: MODEL_ADMIN_KEY },
   });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));

@@ -8,7 +8,7 @@ import { freePort } from '../../src/stack/ports.js';
 import { temporalAnswers } from '../../src/stack/readiness.js';
 import { devServerArgs } from '../../src/stack/temporal-config.js';
 import { TEMPORAL_BIN, temporalDbFile } from '../../src/stack/temporal.js';
-import { startModelServer } from '../gateway/model-server.js';
+import { MODEL_ADMIN_KEY, startModelServer } from '../gateway/model-server.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
 export const root = path.resolve(import.meta.dirname, '../..');
@@ -62,6 +62,7 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
     VOLT_MODEL_SERVER_URL: model.url,
     VOLT_GATEWAY_URL: `http://127.0.0.1:${gatewayPort}`,
     VOLT_GATEWAY_ADMIN_KEY: 'pipeline-test-admin-key',
+    VOLT_MODEL_SERVER_ADMIN_KEY: MODEL_ADMIN_KEY,
     VOLT_MODEL_CACHE_DIR: process.env.VOLT_MODEL_CACHE_DIR ?? process.env.VOLT_DATA_DIR ?? path.join(root, '.volt'),
     VOLT_PYTHON: path.join(root, '.venv/bin/python'),
   };

@@ -54,7 +54,7 @@ describe('trainingRun end to end (tiny settings), then its report', { timeout: 1
       assert.equal(status.best?.policy.sha256 ?? null, it0.promoted ? it0.candidate!.sha256 : null);
       await fetch(`${stack.modelUrl}/v1/load_lora_adapter`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.env.VOLT_MODEL_SERVER_ADMIN_KEY}` },
         body: JSON.stringify({ lora_name: 'e2e-candidate', lora_path: `${stack.env.dataDir}/adapters/${it0.candidate!.sha256}`, load_inplace: true }),
       }).then((r) => assert.equal(r.status, 200));
 

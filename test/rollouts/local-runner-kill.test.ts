@@ -25,6 +25,8 @@ async function assertAllGone(pids: number[]): Promise<void> {
   assert.deepEqual(alive, [], 'a forked child survived');
 }
 
+// These check the process-group reaping of unsandboxed agents (pids are read from the host's /proc); a sandboxed
+// attempt is reaped by its pid namespace, checked in sandbox.test.ts.
 void describe('LocalRunner stopping agents', () => {
   let root: string;
   let s3: Awaited<ReturnType<typeof startLogStore>>;
@@ -36,7 +38,7 @@ void describe('LocalRunner stopping agents', () => {
 
   void it('times out a hanging agent and kills every process it forked, even one ignoring SIGTERM', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink, killGraceMs: 300 });
-    const spec = specFor([agent('hang-fork.sh')], { timeoutMs: 1500, keepWorkdir: true });
+    const spec = specFor([agent('hang-fork.sh')], { timeoutMs: 1500, keepWorkdir: true, sandbox: 'none' });
     const result = await runner.run(spec, new AbortController().signal);
     assert.equal(result.outcome, 'timed_out');
     assert.match(result.detail ?? '', /timed out after 1500 ms/);
@@ -46,7 +48,7 @@ void describe('LocalRunner stopping agents', () => {
 
   void it('abort kills the whole group and rejects with AbortError', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink, killGraceMs: 300 });
-    const spec = specFor([agent('hang-fork.sh')], { timeoutMs: 60_000, keepWorkdir: true, ref: { runId: 'run-1', iteration: 0, rolloutId: 'abort-me', attempt: 0 } });
+    const spec = specFor([agent('hang-fork.sh')], { timeoutMs: 60_000, keepWorkdir: true, sandbox: 'none', ref: { runId: 'run-1', iteration: 0, rolloutId: 'abort-me', attempt: 0 } });
     const controller = new AbortController();
     const running = runner.run(spec, controller.signal);
     const workdir = path.join(root, 'run-1', '000000', 'abort-me', 'attempt-0', 'work');
@@ -60,7 +62,7 @@ void describe('LocalRunner stopping agents', () => {
 
   void it('an agent that exits leaves no background child behind', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink });
-    const spec = specFor(['/bin/sh', '-c', 'sleep 600 & echo $! > bg; echo $$ >> bg'], { keepWorkdir: true, ref: { runId: 'run-1', iteration: 0, rolloutId: 'bg', attempt: 0 } });
+    const spec = specFor(['/bin/sh', '-c', 'sleep 600 & echo $! > bg; echo $$ >> bg'], { keepWorkdir: true, sandbox: 'none', ref: { runId: 'run-1', iteration: 0, rolloutId: 'bg', attempt: 0 } });
     const result = await runner.run(spec, new AbortController().signal);
     assert.equal(result.outcome, 'succeeded');
     const pids = (await readFile(path.join(result.workdir as string, 'bg'), 'utf8')).trim().split('\n').map(Number);
@@ -70,7 +72,7 @@ void describe('LocalRunner stopping agents', () => {
   void it('kills a descendant that escaped the group with setsid but still holds the pipes', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink, drainMs: 300 });
     const script = 'setsid sh -c \'echo $$ > escaped; exec sleep 600\' & sleep 0.2; echo started';
-    const spec = specFor(['/bin/sh', '-c', script], { keepWorkdir: true, ref: { runId: 'run-1', iteration: 0, rolloutId: 'escape', attempt: 0 } });
+    const spec = specFor(['/bin/sh', '-c', script], { keepWorkdir: true, sandbox: 'none', ref: { runId: 'run-1', iteration: 0, rolloutId: 'escape', attempt: 0 } });
     const result = await runner.run(spec, new AbortController().signal);
     assert.equal(result.outcome, 'succeeded');
     const pid = Number((await readFile(path.join(result.workdir as string, 'escaped'), 'utf8')).trim());

@@ -119,6 +119,18 @@ void describe('LocalRunner', () => {
     assert.equal(link.outputText, null);
   });
 
+  void it('runs a venv Python agent in the sandbox even when its interpreter lives under the hidden home (pyenv)', async () => {
+    const runner = new LocalRunner({ root, logs });
+    const python = path.resolve('.venv/bin/python');
+    const result = await runner.run(specFor([python, '-c', 'import json, os, sys; print(json.dumps([sys.prefix, os.getcwd()]))'], {
+      ref: { runId: 'run-1', iteration: 0, rolloutId: 'py', attempt: 0 },
+    }), new AbortController().signal);
+    assert.equal(result.outcome, 'succeeded', (await s3.read(result.stderrKey)).toString());
+    const [prefix, cwd] = JSON.parse((await s3.read(result.stdoutKey)).toString()) as [string, string];
+    assert.equal(prefix, path.resolve('.venv'));
+    assert.equal(cwd, path.join(root, 'run-1', '000000', 'py', 'attempt-0', 'work'));
+  });
+
   void it('never runs more agents at once than its concurrency', async () => {
     const shared = await tempDir('shared');
     const runner = new LocalRunner({ root, logs, concurrency: 2 });
@@ -127,6 +139,8 @@ void describe('LocalRunner', () => {
       runner.run(specFor([], {
         ref: { runId: 'run-1', iteration: 0, rolloutId: `c-${i}`, attempt: 0 },
         agent: { command: ['/bin/sh', '-c', script], cwd: shared },
+        // The agents share a directory outside their attempt dirs, which a sandbox would hide.
+        sandbox: 'none',
       }), new AbortController().signal)));
     assert.deepEqual(results.map((r) => r.outcome), Array(6).fill('succeeded'));
     const counts = (await readFile(path.join(shared, 'counts'), 'utf8')).trim().split('\n').map(Number);

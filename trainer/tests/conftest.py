@@ -49,12 +49,18 @@ def model(model_dir: Path):
     return loaded
 
 
+# The admin key the test server is started with; control endpoints (adapter load/unload) need it.
+ADMIN_KEY = "pytest-admin-key-1234"
+ADMIN_HEADERS = {"authorization": f"Bearer {ADMIN_KEY}"}
+
+
 @pytest.fixture(scope="session")
 def server_url(model_dir: Path) -> Iterator[str]:
     """A real ``python -m volt_trainer.serve`` on a free loopback port, serving the default model."""
     command = [sys.executable, "-m", "volt_trainer.serve", "--model", str(model_dir), "--served-model-name", DEFAULT_MODEL,
                "--host", "127.0.0.1", "--port", "0", "--threads", "1", "--max-batch", "8", "--max-model-len", "1024"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {**os.environ, "VOLT_MODEL_SERVER_ADMIN_KEY": ADMIN_KEY}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert process.stdout is not None
     deadline = time.monotonic() + 180
     lines: list[str] = []

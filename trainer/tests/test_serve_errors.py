@@ -7,6 +7,7 @@ import time
 import httpx2 as httpx
 import pytest
 
+from conftest import ADMIN_HEADERS, ADMIN_KEY
 from volt_trainer.model import DEFAULT_MODEL
 
 USER = [{"role": "user", "content": "hi"}]
@@ -29,7 +30,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def http(server_url: str):
-    with httpx.Client(base_url=server_url, timeout=120) as client:
+    with httpx.Client(base_url=server_url, timeout=120, headers=ADMIN_HEADERS) as client:
         yield client
 
 
@@ -67,3 +68,30 @@ def test_client_that_disconnects_mid_stream_frees_its_batch_slot(http: httpx.Cli
     while http.get("/health").json()["active"] and time.monotonic() < deadline:
         time.sleep(0.5)
     assert http.get("/health").json()["active"] == 0
+
+
+@pytest.mark.parametrize("path", ["/v1/load_lora_adapter", "/v1/unload_lora_adapter"])
+@pytest.mark.parametrize("auth", [None, "Bearer wrong-key-123", ADMIN_KEY])
+def test_control_endpoints_need_the_admin_key(server_url: str, path: str, auth: str | None) -> None:
+    headers = {"authorization": auth} if auth else {}
+    response = httpx.post(f"{server_url}{path}", json={"lora_name": "policy", "lora_path": "/tmp"}, headers=headers, timeout=60)
+    assert response.status_code == 401, response.text
+    assert response.json()["error"] == {
+        "message": "control endpoints need the admin key (Authorization: Bearer <VOLT_MODEL_SERVER_ADMIN_KEY>)",
+        "type": "authentication_error", "param": None, "code": "invalid_admin_key",
+    }
+    assert httpx.get(f"{server_url}/health", timeout=60).json()["status"] == "ok"
+
+
+def test_control_endpoints_are_off_without_a_configured_key() -> None:
+    import asyncio
+
+    from volt_trainer.server.app import admin_guard
+    from volt_trainer.server.errors import ApiError
+
+    class _Request:
+        headers = {"authorization": "Bearer anything-at-all"}
+
+    with pytest.raises(ApiError) as refused:
+        asyncio.run(admin_guard(None)(_Request()))  # type: ignore[arg-type]
+    assert refused.value.status == 403 and refused.value.code == "admin_key_not_configured"

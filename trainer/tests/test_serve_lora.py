@@ -12,6 +12,7 @@ import pytest
 import torch
 from peft import LoraConfig, get_peft_model
 
+from conftest import ADMIN_HEADERS
 from volt_trainer.model import DEFAULT_MODEL
 
 PROMPT = {"messages": [{"role": "user", "content": "What is 2 + 2?"}], "max_tokens": 6, "temperature": 0, "return_token_ids": True}
@@ -34,7 +35,7 @@ def _make_adapters(model, directories: list[Path]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def http(server_url: str):
-    with httpx.Client(base_url=server_url, timeout=300) as client:
+    with httpx.Client(base_url=server_url, timeout=300, headers=ADMIN_HEADERS) as client:
         yield client
 
 

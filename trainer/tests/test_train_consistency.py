@@ -12,6 +12,7 @@ import torch
 from openai import OpenAI
 from peft import PeftModel
 
+from conftest import ADMIN_HEADERS
 from volt_trainer.batch import Sample, pad
 from volt_trainer.logprobs import response_logprobs
 
@@ -38,10 +39,10 @@ def trained_adapter(tmp_path_factory, data_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def served_adapter(server_url: str, trained_adapter: Path):
-    loaded = httpx.post(f"{server_url}/v1/load_lora_adapter", json={"lora_name": ADAPTER_NAME, "lora_path": str(trained_adapter)}, timeout=120)
+    loaded = httpx.post(f"{server_url}/v1/load_lora_adapter", json={"lora_name": ADAPTER_NAME, "lora_path": str(trained_adapter)}, headers=ADMIN_HEADERS, timeout=120)
     assert loaded.status_code == 200, loaded.text
     yield OpenAI(base_url=f"{server_url}/v1", api_key="unused", max_retries=0, timeout=120)
-    httpx.post(f"{server_url}/v1/unload_lora_adapter", json={"lora_name": ADAPTER_NAME}, timeout=60)
+    httpx.post(f"{server_url}/v1/unload_lora_adapter", json={"lora_name": ADAPTER_NAME}, headers=ADMIN_HEADERS, timeout=60)
 
 
 def test_trainer_logprobs_match_served_logprobs_under_the_trained_adapter(served_adapter, trained_adapter, model):

@@ -1,12 +1,16 @@
 """Volt's OpenAI-compatible model server (vLLM extension fields, LoRA adapters, dynamic batching, prefix caching).
 
-    python -m volt_trainer.serve --model smollm2-135m-instruct --host 127.0.0.1 --port 8500
+    VOLT_MODEL_SERVER_ADMIN_KEY=... python -m volt_trainer.serve --model smollm2-135m-instruct --host 127.0.0.1 --port 8500
+
+Adapter load/unload need ``Authorization: Bearer $VOLT_MODEL_SERVER_ADMIN_KEY`` (read from the environment, never
+argv, which other local users can see); without the variable they are disabled.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from dataclasses import dataclass
 
 import torch
@@ -29,6 +33,7 @@ class ServeConfig:
     device: str | None = None
     threads: int | None = None
     prefix_cache_mb: int = 512  # 0 turns prefix caching off
+    admin_key: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_batch < 1:
@@ -41,6 +46,8 @@ class ServeConfig:
             raise ValueError("prefix_cache_mb: must be >= 0 (0 = off)")
         if not 0 <= self.port < 65536:
             raise ValueError("port: must be in [0, 65535]")
+        if self.admin_key is not None and len(self.admin_key) < 8:
+            raise ValueError("admin_key (VOLT_MODEL_SERVER_ADMIN_KEY): must be at least 8 characters")
         self.data_dir = self.data_dir or default_data_dir()
 
 
@@ -56,7 +63,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest on a shared, busy CPU)")
     parser.add_argument("--prefix-cache-mb", type=int, default=512, help="memory for reusable prompt-prefix KV blocks, MiB; 0 = off")
-    return ServeConfig(**vars(parser.parse_args(argv)))
+    return ServeConfig(**vars(parser.parse_args(argv)), admin_key=os.environ.get("VOLT_MODEL_SERVER_ADMIN_KEY") or None)
 
 
 def make_engine(config: ServeConfig) -> Engine:
@@ -68,7 +75,7 @@ def make_engine(config: ServeConfig) -> Engine:
 
 
 async def serve(config: ServeConfig) -> None:
-    server = uvicorn.Server(uvicorn.Config(build_app(make_engine(config)), host=config.host, port=config.port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(build_app(make_engine(config), config.admin_key), host=config.host, port=config.port, log_level="warning"))
     task = asyncio.create_task(server.serve())
     while not server.started and not task.done():
         await asyncio.sleep(0.05)

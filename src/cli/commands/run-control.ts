@@ -54,6 +54,7 @@ export const runStatusCommand: Command = {
       ctx.out(`run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`);
       ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
       if (s.baseEval) ctx.out(`base eval: ${evalLine(s.baseEval.score, s.baseEval)}`);
+      if (s.sandbox) ctx.out(`rollout sandbox: ${s.sandbox === 'none' ? 'NONE (rollouts.sandbox: "none": agents run unisolated)' : s.sandbox}`);
       for (const h of s.history) {
         const evalText = h.evalError ? `incomplete (${h.evalError})` : h.evalScore === null ? '-' : evalLine(h.evalScore, h.eval);
         ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`);

@@ -12,7 +12,7 @@ export const serveCommand: Command = {
     const url = new URL(env.VOLT_MODEL_SERVER_URL);
     const args = ['-m', 'volt_trainer.serve', '--model', String(ctx.values.model), '--host', url.hostname, '--port', url.port || '80',
       '--data-dir', env.modelCacheDir, '--max-batch', String(ctx.values['max-batch'])];
-    const child = spawn(path.resolve(env.VOLT_PYTHON), args, { stdio: 'inherit', env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+    const child = spawn(path.resolve(env.VOLT_PYTHON), args, { stdio: 'inherit', env: { ...process.env, HF_HUB_OFFLINE: '1', VOLT_MODEL_SERVER_ADMIN_KEY: env.VOLT_MODEL_SERVER_ADMIN_KEY } });
     for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => child.kill(sig));
     return new Promise((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
   },

@@ -1,24 +1,38 @@
-"""``build_app(engine)``: the FastAPI app (routes + error shape); the process lives in volt_trainer.serve."""
+"""``build_app(engine, admin_key)``: the FastAPI app (routes + error shape); the process lives in volt_trainer.serve."""
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import time
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import PlainTextResponse
 
 from .adapters import AdapterVersion
 from .chat import chat_completions
 from .completions import completions
 from .engine import Engine
-from .errors import install_error_handlers
+from .errors import ApiError, install_error_handlers
 from .metrics import render_metrics
 from .protocol import ChatCompletionRequest, CompletionRequest, LoadLoraRequest, UnloadLoraRequest
 
 
-def build_app(engine: Engine) -> FastAPI:
+def admin_guard(admin_key: str | None):
+    """Control endpoints (adapter load/unload) need ``Authorization: Bearer <admin key>``; without a key they are off."""
+
+    async def require_admin(request: Request) -> None:
+        if not admin_key:
+            raise ApiError(403, "control endpoints are disabled: start the server with VOLT_MODEL_SERVER_ADMIN_KEY set", code="admin_key_not_configured")
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {admin_key}".encode()):
+            raise ApiError(401, "control endpoints need the admin key (Authorization: Bearer <VOLT_MODEL_SERVER_ADMIN_KEY>)", code="invalid_admin_key")
+
+    return require_admin
+
+
+def build_app(engine: Engine, admin_key: str | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI):
         engine.start()
@@ -30,6 +44,7 @@ def build_app(engine: Engine) -> FastAPI:
     app = FastAPI(title="volt-serve", lifespan=lifespan)
     install_error_handlers(app)
     created = int(time.time())
+    admin = [Depends(admin_guard(admin_key))]
 
     @app.get("/health")
     async def health() -> dict:
@@ -56,13 +71,13 @@ def build_app(engine: Engine) -> FastAPI:
     async def complete(request: CompletionRequest):
         return await completions(engine, request)
 
-    @app.post("/v1/load_lora_adapter")
+    @app.post("/v1/load_lora_adapter", dependencies=admin)
     async def load_lora(request: LoadLoraRequest) -> dict:
         future = engine.call(lambda: engine.adapters.load(request.lora_name, request.lora_path, request.load_inplace))
         version: AdapterVersion = await asyncio.wrap_future(future)
         return {"status": "ok", "lora_name": version.name, "version": version.version, "system_fingerprint": f"{version.name}@{version.version}"}
 
-    @app.post("/v1/unload_lora_adapter")
+    @app.post("/v1/unload_lora_adapter", dependencies=admin)
     async def unload_lora(request: UnloadLoraRequest) -> dict:
         version = await asyncio.wrap_future(engine.call(lambda: engine.adapters.unload(request.lora_name)))
         return {"status": "ok", "lora_name": version.name, "version": version.version}
