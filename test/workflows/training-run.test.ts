@@ -4,7 +4,8 @@ import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { parseRunConfig, type RunConfig } from '../../src/config/run.js';
 import { pauseSignal, resumeSignal, statusQuery } from '../../src/workflows/definitions.js';
 import { CPU_QUEUE } from '../../src/workflows/proxies.js';
-import type { PolicyRef, RunStatus } from '../../src/workflows/types.js';
+import type { PolicyRef } from '../../src/contracts/policy.js';
+import type { RunStatus } from '../../src/workflows/types.js';
 import { startWorkflowEnv, withStubWorkers, type CpuStubs, type GpuStubs } from './workflow-env.js';
 
 type Env = Awaited<ReturnType<typeof startWorkflowEnv>>;
