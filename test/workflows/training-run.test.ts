@@ -34,8 +34,12 @@ function stubs(evalScores: Record<string, number>, opts: { holdTrainRollouts?: P
   const calls = { launched: [] as LaunchRolloutsInput[], served: [] as string[], promoted: [] as { name: string; score: number }[], trained: [] as { iteration: number; from: string }[] };
   const scoreOf = new Map<string, number>();
   const cpu: CpuStubs = {
-    validateRunConfig: async (raw) => parseRunConfig(raw) as RunConfig,
-    listTaskIds: async ({ file, limit }) => (file === 'eval.jsonl' ? ['e0', 'e1', 'e2'] : TASKS).slice(0, limit),
+    // As the real one does, the validated config pins the task sets by hash.
+    validateRunConfig: async (raw) => {
+      const c = parseRunConfig(raw) as RunConfig;
+      return { ...c, tasks: { ...c.tasks, trainSet: 'a'.repeat(64), evalSet: 'b'.repeat(64) } };
+    },
+    listTaskIds: async ({ taskSet, limit }) => (taskSet === 'b'.repeat(64) ? ['e0', 'e1', 'e2'] : TASKS).slice(0, limit),
     launchRollouts: async (input) => {
       calls.launched.push(input);
       if (input.mode === 'train' && opts.holdTrainRollouts) await opts.holdTrainRollouts;
