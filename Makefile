@@ -1,10 +1,22 @@
-.PHONY: setup test demo up down status lint typecheck
+.PHONY: setup test test-unit test-integration test-py demo up down status lint typecheck
 
 setup:
 	bash scripts/setup.sh
 
+# Everything, fastest first: typecheck + lint, unit layer, pytest, integration layer (scripts/test.sh).
 test:
 	bash scripts/test.sh
+
+# node:test files that start no service (scripts/test-layers.ts): a few minutes.
+test-unit:
+	bash scripts/test.sh unit
+
+# node:test files that start Temporal, S3, the model server or the CLI's stack.
+test-integration:
+	bash scripts/test.sh integration
+
+test-py:
+	bash scripts/test.sh py
 
 demo:
 	bash scripts/demo.sh

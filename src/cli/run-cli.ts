@@ -24,7 +24,7 @@ function globalHelp(): string {
     'commands:',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
-    'Run `volt <command> --help` for its options. Settings come from VOLT_* environment variables (see README).',
+    'Run `volt <command> --help` for its options. Settings come from VOLT_* environment variables (see docs/operations.md#environment).',
   ].join('\n');
 }
 

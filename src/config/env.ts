@@ -1,9 +1,12 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { installationCredentials } from './credentials.js';
 import { parseFrozen } from './errors.js';
 
 const port = z.coerce.number().int().min(1).max(65535);
+const hostname = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+const listenHost = z.string().refine((h) => isIP(h) !== 0 || hostname.test(h), 'expected an IP address (e.g. 0.0.0.0, ::) or a host name');
 
 /** Environment of every Volt process (CLI, workers, gateway); read once with loadEnv(). */
 export const envSchema = z.object({
@@ -20,6 +23,8 @@ export const envSchema = z.object({
   VOLT_GATEWAY_ADMIN_KEY: z.string().min(8).default('volt-admin-dev-key'),
   /** Bearer key of the model server's control endpoints (adapter load/unload); the server reads it from its env. */
   VOLT_MODEL_SERVER_ADMIN_KEY: z.string().min(8).default('volt-model-admin-dev-key'),
+  /** Interface the gateway binds (the port is VOLT_GATEWAY_URL's); 0.0.0.0 in a pod so its Service reaches it. */
+  VOLT_GATEWAY_LISTEN_HOST: listenHost.default('127.0.0.1'),
   /** When a span counts as durable: 'write' survives kill -9 (fdatasync follows within ms); 'fsync' also an OS crash. */
   VOLT_GATEWAY_WAL_SYNC: z.enum(['write', 'fsync']).default('write'),
   /** 'write' mode: at most this long between a span's write and its background fdatasync (the OS-crash window). */

@@ -5,8 +5,8 @@ import { createObjectStore } from '../storage/object-store.js';
 import { buildApp } from './app.js';
 
 /**
- * The gateway process: parse the environment, open the object store, listen on VOLT_GATEWAY_URL's loopback
- * port, and close gracefully on SIGTERM/SIGINT (in-flight calls finish, spans upload, WAL closes).
+ * The gateway process: parse the environment, open the object store, listen on VOLT_GATEWAY_LISTEN_HOST at
+ * VOLT_GATEWAY_URL's port, and close gracefully on SIGTERM/SIGINT (in-flight calls finish, spans upload, WAL closes).
  */
 export async function runGateway(env: Readonly<VoltEnv> = loadInstallationEnv()): Promise<FastifyInstance> {
   const store = createObjectStore(env);
@@ -29,8 +29,8 @@ export async function runGateway(env: Readonly<VoltEnv> = loadInstallationEnv())
   app.server.headersTimeout = 66_000;
   app.server.requestTimeout = 0;
   if (bucketReady) app.log.warn({ err: bucketReady }, 'object store not ready; spans stay in the WAL until it is');
-  await app.listen({ host: '127.0.0.1', port: Number(url.port || 80) });
-  console.log(`volt gateway listening on ${url.origin}`);
+  await app.listen({ host: env.VOLT_GATEWAY_LISTEN_HOST, port: Number(url.port || 80) });
+  console.log(`volt gateway listening on ${env.VOLT_GATEWAY_LISTEN_HOST}:${url.port || 80} (agents reach it at ${url.origin})`);
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;

@@ -71,7 +71,8 @@ export async function startGateway(o: AppServiceOptions): Promise<ServiceRecord>
     command: process.execPath,
     args: [VOLT_CLI, 'gateway'],
     address: url,
-    env: childVoltEnv(o.env),
+    // The local stack stays on loopback whatever the operator's environment says.
+    env: { ...childVoltEnv(o.env), VOLT_GATEWAY_LISTEN_HOST: o.host },
     cwd: REPO_ROOT,
     detached: o.detached,
   });

@@ -23,6 +23,7 @@ void describe('loadEnv', () => {
     assert.equal(env.dataDir, path.join('/srv/volt', '.volt'));
     assert.equal(env.VOLT_GATEWAY_WAL_SYNC, 'write');
     assert.equal(env.VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS, 100);
+    assert.equal(env.VOLT_GATEWAY_LISTEN_HOST, '127.0.0.1');
     assert.ok(Object.isFrozen(env));
   });
 
@@ -42,7 +43,15 @@ void describe('loadEnv', () => {
     ['VOLT_S3_SECRET_KEY', 'short', /VOLT_S3_SECRET_KEY: /],
     ['VOLT_GATEWAY_WAL_SYNC', 'sometimes', /VOLT_GATEWAY_WAL_SYNC: /],
     ['VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS', '0', /VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS: /],
+    ['VOLT_GATEWAY_LISTEN_HOST', 'http://0.0.0.0', /VOLT_GATEWAY_LISTEN_HOST: expected an IP address/],
+    ['VOLT_GATEWAY_LISTEN_HOST', '0.0.0.0:8400', /VOLT_GATEWAY_LISTEN_HOST: expected an IP address/],
   ];
+
+  void it('accepts IPv4, IPv6 and host names as the gateway listen host', () => {
+    for (const host of ['0.0.0.0', '::', '127.0.0.1', 'volt-gateway.volt.svc']) {
+      assert.equal(loadEnv({ VOLT_GATEWAY_LISTEN_HOST: host }).VOLT_GATEWAY_LISTEN_HOST, host);
+    }
+  });
   for (const [name, value, message] of cases) {
     void it(`${name}=${value} is rejected with the field's path`, () => {
       const err = configError({ [name]: value });

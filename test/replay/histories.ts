@@ -15,10 +15,10 @@ export interface RecordedHistory {
   history: unknown;
 }
 
-/** Fetch the histories of every closed Volt workflow on the server; with `save`, write them as replay fixtures. */
-export async function recordHistories(client: Client, save: boolean): Promise<RecordedHistory[]> {
+/** Fetch the histories of every closed Volt workflow of these types on the server; with `save`, write them as replay fixtures. */
+export async function recordHistories(client: Client, save: boolean, types = ['trainingRun', 'trainingIteration', 'evaluation']): Promise<RecordedHistory[]> {
   const out: RecordedHistory[] = [];
-  const query = "WorkflowType IN ('trainingRun', 'trainingIteration', 'evaluation') AND ExecutionStatus != 'Running'";
+  const query = `WorkflowType IN (${types.map((t) => `'${t}'`).join(', ')}) AND ExecutionStatus != 'Running'`;
   for await (const w of client.workflow.list({ query })) {
     const history = await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
     out.push({ workflowId: w.workflowId, runId: w.runId, history });
