@@ -46,9 +46,9 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-restricted-imports': ['error', {
         patterns: [{
-          regex: '^\\.\\./(?!contracts/failures\\.js$)',
+          regex: '^\\.\\./(?!contracts/failures\\.js$|config/run-rules\\.js$)',
           allowTypeImports: true,
-          message: 'Workflows import only types from the rest of Volt (their own folder and the failure table excepted).',
+          message: 'Workflows import only types from the rest of Volt (their own folder, the failure table and the plain-data run-config rules excepted).',
         }],
       }],
     },

@@ -49,7 +49,10 @@ function stubs(scores: { val: Record<number, number>[]; full: Record<number, num
       calls.launched.push(input);
       return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
     },
-    computeRewards: async (input) => ({ meanReward: score(input.iteration, input.label), scored: input.results.length, infraFailed: 0, rewardsKey: `rewards/${input.iteration}/${input.label}` }),
+    computeRewards: async (input) => {
+      const meanReward = score(input.iteration, input.label);
+      return { meanReward, rewardSum: meanReward * input.results.length, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: `rewards/${input.iteration}/${input.label}` };
+    },
     scoredRollouts: async ({ iteration }) => calls.launched.filter((l) => l.iteration === iteration && l.mode === 'train')
       .flatMap((l) => l.tasks.map((t) => ({ rolloutId: t.rolloutIds[0]!, attempt: 0, taskId: t.taskId, groupId: t.groupId, reward: 1 }))),
     proposeOverlays: async (input) => {

@@ -47,10 +47,11 @@ function stubs(evalScores: Record<string, number>, opts: { holdTrainRollouts?: P
       if (input.mode === 'eval') scoreOf.set(`${input.iteration}/${input.label}`, evalScores[input.policy.name] ?? 0);
       return { results };
     },
-    computeRewards: async (input) => ({
-      meanReward: input.mode === 'eval' ? scoreOf.get(`${input.iteration}/${input.label}`)! : 0.25,
-      scored: input.results.length, infraFailed: 0, rewardsKey: `rewards/${input.iteration}/${input.label}`,
-    }),
+    computeRewards: async (input) => {
+      const meanReward = input.mode === 'eval' ? scoreOf.get(`${input.iteration}/${input.label}`)! : 0.25;
+      const scored = input.results.length;
+      return { meanReward, rewardSum: meanReward * scored, scored, infraFailed: 0, unscored: [], rewardsKey: `rewards/${input.iteration}/${input.label}` };
+    },
     buildBatch: async ({ iteration }) => ({ samples: 4, tokens: 100, batchKey: `batch/${iteration}`, manifestKey: `manifest/${iteration}`, dropReasons: '' }),
   };
   const gpu: GpuStubs = {

@@ -8,10 +8,11 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { Worker, DefaultLogger, Runtime, NativeConnection } from '@temporalio/worker';
 import { createConfigActivities } from '../../src/activities/config.js';
-import { TaskSets } from '../../src/activities/task-sets.js';
 import { connectClient } from '../../src/client/connect.js';
 import { queryStatus, setHyperParameters, startTrainingRun } from '../../src/client/runs.js';
 import { parseRunConfig } from '../../src/config/run.js';
+import { createObjectStore } from '../../src/storage/object-store.js';
+import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
 import { WORKFLOWS_PATH } from '../../src/workers/workers.js';
 import { CPU_QUEUE } from '../../src/workflows/proxies.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
@@ -29,11 +30,13 @@ describe('setHyperParameters / volt tune', { timeout: 300_000 }, () => {
   const runId = 'tune-run';
 
   before(async () => {
-    services = await startTestServices({ temporal: true });
+    services = await startTestServices({ temporal: true, s3: true });
+    const store = createObjectStore({ ...services.s3, bucket: 'volt-tune' });
+    await store.ensureBucket();
     writeFileSync(path.join(dir, 'tasks.jsonl'), `${JSON.stringify({ id: 't0', input: { q: 'x' } })}\n`);
     Runtime.install({ logger: new DefaultLogger('ERROR') });
     const connection = await NativeConnection.connect({ address: services.temporalAddress });
-    worker = await Worker.create({ connection, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH, activities: createConfigActivities({ taskSets: new TaskSets(dir) }) });
+    worker = await Worker.create({ connection, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH, activities: createConfigActivities({ taskSets: new PinnedTaskSets(store, dir) }) });
     running = worker.run().finally(() => connection.close());
   });
   after(async () => {
