@@ -12,6 +12,8 @@ import { startWorkflowEnv, withStubWorkers, type CpuStubs } from './workflow-env
 
 type Env = Awaited<ReturnType<typeof startWorkflowEnv>>;
 
+const TRAIN_SET = 'a'.repeat(64);
+const EVAL_SET = 'b'.repeat(64);
 const TRAIN = Array.from({ length: 10 }, (_, i) => `train-${i}`);
 const VALIDATION = ['val-0', 'val-1', 'val-2', 'val-3'];
 
@@ -41,7 +43,10 @@ function stubs(scores: { val: Record<number, number>[]; full: Record<number, num
     return value;
   };
   const cpu: CpuStubs = {
-    validateRunConfig: async (raw) => parseRunConfig(raw) as RunConfig,
+    validateRunConfig: async (raw) => {
+      const c = parseRunConfig(raw) as RunConfig;
+      return { ...c, tasks: { ...c.tasks, trainSet: TRAIN_SET, evalSet: EVAL_SET } };
+    },
     splitApoTasks: async () => ({ trainIds: TRAIN, validationIds: VALIDATION }),
     storeSeedOverlay: async () => ({ version: 0, overlay: null }),
     listTaskIds: async ({ limit }) => ['eval-0', 'eval-1', 'eval-2'].slice(0, limit),
@@ -109,11 +114,14 @@ void describe('promptOptimization beam search with stub activities (TestWorkflow
       if (l.label === 'train') {
         assert.equal(l.mode, 'train');
         assert.ok(l.tasks.every((t) => TRAIN.includes(t.taskId)));
+        assert.equal(l.taskSet, TRAIN_SET);
+        assert.equal(l.sampling, null, 'training batches keep the agent\'s own sampling');
       } else if (l.label.startsWith('heldout-')) {
-        assert.equal(l.config.tasks.evalFile, 'eval.jsonl');
+        assert.equal(l.taskSet, EVAL_SET);
       } else {
         assert.equal(l.mode, 'eval');
-        assert.equal(l.config.tasks.evalFile, 'train.jsonl');
+        assert.equal(l.taskSet, TRAIN_SET, 'validation tasks come from the pinned train set');
+        assert.notEqual(l.sampling, null, 'validation is scored with the evaluation sampling');
         assert.ok(l.tasks.every((t) => VALIDATION.includes(t.taskId)), l.label);
       }
     }
