@@ -48,7 +48,8 @@ describe('evaluation: unscored rollouts are retried, and too few scored tasks fa
     runId,
     agent: { command: [process.execPath, agent], envAllowList: ['PATH'], timeoutSec: 60 },
     tasks: { trainFile: evalFile, evalFile },
-    rollouts: { maxAttempts: 3, concurrency: 4 },
+    // The agent script and the setup counters live in this test's temp dir, which a sandboxed agent cannot see.
+    rollouts: { maxAttempts: 3, concurrency: 4, sandbox: 'none' },
     reward: { kind: 'numeric_match', source: 'output_file' },
     eval: { tasks: 4, ...evalOverrides },
     timeouts: { heartbeatSec: 30, rolloutsSec: 300, updateSec: 300 },

@@ -89,6 +89,9 @@ describe('abandoned attempts are cleaned up', { timeout: 600_000 }, () => {
       runId: 'abandoned', agent: { command: [process.execPath, agent], envAllowList: ['PATH'], timeoutSec: 300 },
       tasks: { trainFile: path.join(dir, 'tasks.jsonl'), evalFile: path.join(dir, 'tasks.jsonl') },
       reward: { kind: 'numeric_match' }, eval: { tasks: 1 }, timeouts: { heartbeatSec: 5, rolloutsSec: 600, updateSec: 600 },
+      // Unsandboxed: the agent lives in this test's temp dir, and the orphaned process group is what is under test
+      // (a sandboxed attempt is reaped by its own PID namespace).
+      rollouts: { sandbox: 'none' },
     } as RunConfigInput);
     let worker = await startWorker();
     const { client, close } = await connectClient(loadEnv(vars, root));
