@@ -7,6 +7,7 @@ import { startTrainingRun } from '../../src/client/runs.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import type { Span } from '../../src/contracts/span.js';
 import { keys } from '../../src/storage/keys.js';
+import { restoreSpan, spanObjectText } from '../../src/storage/span-codec.js';
 import { createObjectStore } from '../../src/storage/object-store.js';
 import type { RunStatus } from '../../src/workflows/types.js';
 import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
@@ -46,7 +47,8 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
     const spans: Span[] = [];
     for await (const o of store.list(keys.iteration('responses-run', 0))) {
       if (!o.key.includes('/spans/')) continue;
-      for (const line of (await store.getBytes(o.key)).toString('utf8').split('\n')) if (line) spans.push(JSON.parse(line) as Span);
+      // Segments are gzip'd and compact (engine fields elided): decode them the way readSpans does.
+      for (const line of spanObjectText(await store.getBytes(o.key)).split('\n')) if (line) spans.push(restoreSpan(JSON.parse(line)) as Span);
     }
     const train = spans.filter((s) => s.mode === 'train');
     const failed = train.filter((s) => s.status !== 'ok');
