@@ -47,7 +47,7 @@ export function scriptedPipeline(store: ObjectStore, gate: (runId: string, itera
       const meanReward = rollouts.reduce((a, r) => a + r.reward!, 0) / rollouts.length;
       const rewardsKey = rewardsKeyFor(config, iteration, mode, label);
       await store.putJson(rewardsKey, { mode, label, meanReward, scored: rollouts.length, infraFailed: 0, rollouts } satisfies RewardsFile);
-      return { meanReward, scored: rollouts.length, infraFailed: 0, rewardsKey };
+      return { meanReward, rewardSum: meanReward * rollouts.length, scored: rollouts.length, infraFailed: 0, unscored: [], rewardsKey };
     },
     async buildBatch(input: { config: RunConfig; iteration: number }) {
       const samples = input.config.rollouts.groupSize * input.config.rollouts.tasksPerIteration;

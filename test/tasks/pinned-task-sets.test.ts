@@ -82,7 +82,7 @@ void describe('task sets are pinned by content in the object store when a run st
         return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
       },
       async computeRewards(input: ComputeRewardsInput) {
-        return { meanReward: 0, scored: input.results.length, infraFailed: 0, rewardsKey: keys.rewards(input.config.runId, input.iteration) };
+        return { meanReward: 0, rewardSum: 0, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: keys.rewards(input.config.runId, input.iteration) };
       },
       // No trainable samples: each iteration ends after its rollouts, which is all this test needs.
       async buildBatch() {

@@ -54,7 +54,7 @@ void describe('rollback is a workflow update: the run owns "best"', { timeout: 3
       },
       async computeRewards(input: ComputeRewardsInput) {
         const meanReward = input.mode === 'eval' ? evalScore(input.label, input.iteration) : 0.5;
-        return { meanReward, scored: input.results.length, infraFailed: 0, rewardsKey: keys.rewards(input.config.runId, input.iteration) };
+        return { meanReward, rewardSum: meanReward * input.results.length, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: keys.rewards(input.config.runId, input.iteration) };
       },
       async buildBatch(input: { config: RunConfig; iteration: number }) {
         return { samples: 4, tokens: 100, batchKey: keys.batch(input.config.runId, input.iteration), manifestKey: keys.batchManifest(input.config.runId, input.iteration), dropReasons: '' };
