@@ -107,7 +107,7 @@ describe('run report from Temporal: running, completed, cancelled (no worker for
       assert.equal(r.timing.state, 'COMPLETED');
       assert.equal(r.timing.startedAt, seen.live!.timing.startedAt);
       assert.ok(r.timing.closedAt && r.timing.closedAt > r.timing.startedAt);
-      assert.deepEqual(r.config, { model: 'smollm2-135m-instruct', iterations: 2, groupSize: 2, tasksPerIteration: 2, rewardKind: 'weighted_sum(numeric_match)' });
+      assert.deepEqual(r.config, { model: 'smollm2-135m-instruct', iterations: 2, groupSize: 2, tasksPerIteration: 2, rewardKind: 'weighted_sum(numeric_match)', sandbox: 'bubblewrap' });
       assert.deepEqual(r.status.history.map((h) => [h.iteration, h.evalScore, h.promoted]), [[0, 0.5, true], [1, 0.25, false]]);
       assert.equal(r.baseScore, 0.25);
       assert.deepEqual([r.status.best?.policy.name, r.status.best?.score], ['rep-done-it0', 0.5]);
