@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { createConfigActivities } from '../../src/activities/config.js';
-import { rewardsKeyFor, type ComputeRewardsInput } from '../../src/activities/rewards.js';
+import { rewardsKeyFor, type ComputeRewardsInput, type RewardsSummary } from '../../src/activities/rewards.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { writeAlias } from '../../src/activities/serving.js';
 import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
@@ -38,7 +38,7 @@ export function scriptedPipeline(store: ObjectStore, gate: (runId: string, itera
       }
       return { results: ids.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const })) };
     },
-    async computeRewards(input: ComputeRewardsInput) {
+    async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
       const { config, iteration, mode, label } = input;
       const rollouts: RewardsFile['rollouts'] = input.results.map((r, i) => ({
         rolloutId: r.rolloutId, attempt: 0, taskId: `t${i}`, groupId: r.rolloutId.split('-')[0]!, outcome: r.outcome,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createConfigActivities } from '../../src/activities/config.js';
-import type { ComputeRewardsInput } from '../../src/activities/rewards.js';
+import type { ComputeRewardsInput, RewardsSummary } from '../../src/activities/rewards.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { connectClient } from '../../src/client/connect.js';
 import { startTrainingRun } from '../../src/client/runs.js';
@@ -81,7 +81,7 @@ void describe('task sets are pinned by content in the object store when a run st
         seen.push({ iteration: input.iteration, taskSet: input.taskSet, tasks: input.tasks.map((t) => ({ id: t.taskId, input: byId.get(t.taskId)?.input })) });
         return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
       },
-      async computeRewards(input: ComputeRewardsInput) {
+      async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
         return { meanReward: 0, rewardSum: 0, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: keys.rewards(input.config.runId, input.iteration) };
       },
       // No trainable samples: each iteration ends after its rollouts, which is all this test needs.

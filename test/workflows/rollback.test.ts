@@ -3,7 +3,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createConfigActivities } from '../../src/activities/config.js';
-import type { ComputeRewardsInput } from '../../src/activities/rewards.js';
+import type { ComputeRewardsInput, RewardsSummary } from '../../src/activities/rewards.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { writeAlias } from '../../src/activities/serving.js';
 import { connectClient } from '../../src/client/connect.js';
@@ -52,7 +52,7 @@ void describe('rollback is a workflow update: the run owns "best"', { timeout: 3
         if (h) { h.reach(); await h.released; }
         return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
       },
-      async computeRewards(input: ComputeRewardsInput) {
+      async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
         const meanReward = input.mode === 'eval' ? evalScore(input.label, input.iteration) : 0.5;
         return { meanReward, rewardSum: meanReward * input.results.length, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: keys.rewards(input.config.runId, input.iteration) };
       },
