@@ -7,6 +7,7 @@ import type { RolloutRunner } from '../../src/rollouts/spec.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
+// The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts): exact usage per answer.
 import { COMPLETION, startScriptedUpstream } from './scripted-upstream.js';
 
 let services: TestServices;

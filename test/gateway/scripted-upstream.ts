@@ -1,6 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+// FAKE model server (an upstream scripted to fail on demand, which the real one cannot be made to do): answers in the
+// OpenAI chat-completions shape with the vLLM extension fields, one scripted step per request.
 /** One scripted answer of the scripted upstream, consumed in order; when the script runs out, `ok` is used. */
 export type Step =
   | { kind: 'status'; status: number; headers?: Record<string, string> }

@@ -30,7 +30,8 @@ function hold() {
   return { reached: new Promise<void>((r) => (reach = r)), released: new Promise<void>((r) => (release = r)), reach: () => reach(), release: () => release() };
 }
 
-// Real Temporal dev server, real S3, the real trainingRun/trainingIteration/evaluation workflows; agents, model and trainer scripted.
+// Real Temporal dev server, real S3, the real trainingRun/trainingIteration/evaluation workflows; agents, model and trainer
+// are FAKE stub activities (scripted scores), since what is under test is the workflow's promotion and rollback rule.
 void describe('rollback is a workflow update: the run owns "best"', { timeout: 300_000 }, () => {
   let services: TestServices;
   let store: ObjectStore;
