@@ -72,7 +72,13 @@ try {
       acc.merges += tr.merges;
       acc.rollouts++;
       totals.set(api, acc);
-      console.log(`task ${t} ${api}: ${spans.length} spans (${[...new Set(spans.map((s) => s.api))].join(',')}), ${tr.merges} merges, breaks: ${tr.breaks.map((b) => `${b.reason}@${b.position}`).join(' ') || 'none'}`);
+      // Where a break lands against the previous call: at prompt + k, the previous answer's k-th token differs.
+      const at = (spanId: string) => {
+        const prev = spans[spans.findIndex((s) => s.spanId === spanId) - 1];
+        const answer = prev?.choices[0]?.tokenIds ?? [];
+        return prev ? ` (previous call: ${prev.promptTokenIds?.length ?? '?'} prompt + ${answer.length} answer tokens, answer text ${JSON.stringify(prev.choices[0]?.text ?? '')})` : '';
+      };
+      console.log(`task ${t} ${api}: ${spans.length} spans (${[...new Set(spans.map((s) => s.api))].join(',')}), ${tr.merges} merges, breaks: ${tr.breaks.map((b) => `${b.reason}@${b.position}${at(b.spanId)}`).join(' ') || 'none'}`);
     }
   }
   console.log(`\nMerge rate per API (${TASKS} tasks, greedy, ${SETTINGS.AGENT_MAX_TURNS} turns max, ${SETTINGS.AGENT_MAX_TOKENS} tokens a turn), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}:`);
