@@ -3,6 +3,7 @@
  * direct-to-S3 durability), through Portkey, and through a bare undici passthrough (the floor), at one call size
  * (bench/gateway-sizes.ts: tiny, agent, long), plain and streamed. Figures are printed, not asserted.
  * Run: node --import tsx bench/gateway.ts [--size tiny|agent|long] [--seconds 3] [--rounds 3]
+ * The Responses and Messages endpoints beside chat, through the same gateway and mock upstream: bench/agent-apis.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
