@@ -46,6 +46,8 @@ export function makeTaskFiles(seed: number): Record<string, string> {
       id: `calc-${mode}-${String(i + 1).padStart(4, '0')}`,
       input: { question: p.question },
       reference: { answer: p.answer, template: p.template, steps: p.steps },
+      // Evaluations are reported per kind: the word problems are the task, plain arithmetic the easy share.
+      kind: p.template.startsWith('plain') ? 'plain' : 'word',
     })));
   }
 
@@ -58,6 +60,7 @@ export function makeTaskFiles(seed: number): Record<string, string> {
       id: `sql-${mode}-${String(i + 1).padStart(4, '0')}`,
       input: { database: 'shop.db', instruction: t.instruction },
       reference: { expectedRows: t.expectedRows, solutionSql: t.solutionSql, kind: t.kind },
+      kind: t.kind,
       // Run in the fresh workdir before the agent starts; argv paths are relative to the repo root.
       setup: { command: ['python3', 'examples/sql-agent/seed_db.py', 'shop.db'] },
     })));

@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { RunConfig } from '../config/run.js';
+import { countsByKind, type ScoreCounts } from '../rewards/by-kind.js';
 import { loadEvidence } from '../rewards/evidence.js';
 import { scoreRollout } from '../rewards/registry.js';
 import { RewardInfraError } from '../rewards/types.js';
@@ -19,6 +20,8 @@ export interface RewardsSummary {
   /** Rollout attempts with no reward (infra failure, reward infra failure): an evaluation runs them again. */
   unscored: { rolloutId: string; attempt: number }[];
   rewardsKey: string;
+  /** The same counts per task kind, when the tasks have kinds (absent otherwise). */
+  byKind?: Record<string, ScoreCounts>;
 }
 
 export interface ComputeRewardsInput {
@@ -58,13 +61,15 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
         continue;
       }
       const record = await deps.store.getJson(keys.rolloutOutcome(config.runId, iteration, launched.rolloutId), rolloutOutcomeRecordSchema);
-      const base = { rolloutId: record.rolloutId, attempt: record.final.ref.attempt, taskId: record.taskId, groupId: record.groupId, outcome: record.final.outcome };
+      const task = byId.get(record.taskId);
+      if (!task) throw new Error(`task ${record.taskId} is not in the task set`);
+      const base = {
+        rolloutId: record.rolloutId, attempt: record.final.ref.attempt, taskId: record.taskId, taskKind: task.kind ?? null, groupId: record.groupId, outcome: record.final.outcome,
+      };
       if (record.final.outcome === 'infra_failed') {
         rollouts.push({ ...base, reward: null, parts: {}, flags: ['infra_failed'], error: record.final.detail });
         continue;
       }
-      const task = byId.get(record.taskId);
-      if (!task) throw new Error(`task ${record.taskId} is not in the task set`);
       const evidence = { ...(await loadEvidence(deps.store, record.final, { workdir: record.final.workdir, snapshots: record.snapshots })), workdirScores: record.workdirScores };
       try {
         const r = await scoreRollout(config.reward, task, evidence, { python: deps.python, env: process.env, signal: ctx.cancellationSignal });
@@ -87,7 +92,8 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
 function summarize(file: RewardsFile, rewardsKey: string): RewardsSummary {
   const rewardSum = file.rollouts.reduce((a, r) => a + (r.reward ?? 0), 0);
   const unscored = file.rollouts.filter((r) => r.reward === null).map((r) => ({ rolloutId: r.rolloutId, attempt: r.attempt }));
-  return { meanReward: file.meanReward, rewardSum, scored: file.scored, infraFailed: file.infraFailed, unscored, rewardsKey };
+  const byKind = countsByKind(file.rollouts);
+  return { meanReward: file.meanReward, rewardSum, scored: file.scored, infraFailed: file.infraFailed, unscored, rewardsKey, ...(byKind ? { byKind } : {}) };
 }
 
 /** The stored file scored exactly these rollout attempts. */

@@ -8,6 +8,8 @@ export const taskSchema = z.object({
   id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'task ids use [A-Za-z0-9_.-]'),
   input: z.record(z.string(), z.unknown()),
   reference: z.record(z.string(), z.unknown()).optional(),
+  /** A label evaluations are also reported by (e.g. "word" vs "plain" problems); never seen by the agent. */
+  kind: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'task kinds use [A-Za-z0-9_.-], at most 64').optional(),
   /** A command run in the fresh rollout workdir before the agent starts (e.g. seeding a database); never seen by the agent. */
   setup: z.strictObject({ command: z.array(z.string().min(1)).min(1) }).optional(),
 });

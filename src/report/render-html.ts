@@ -1,6 +1,7 @@
 import { escapeHtml, fmt, formatDuration, STYLE, table } from './html.js';
 import type { ReportData, SampleRollout } from './report-data.js';
 import { newMessagesOnly } from './transcript.js';
+import type { ScoreCounts } from '../rewards/by-kind.js';
 
 export const CURVE_FILE = 'curve.png';
 
@@ -47,6 +48,19 @@ function evalCounts(h: ReportData['status']['history'][number]): string {
   return h.eval ? `${h.eval.rewardSum.toFixed(2)} / ${h.eval.scored} / ${h.eval.tasks}` : '-';
 }
 
+/** Held-out score per task kind, base and each evaluated iteration; empty when the tasks have no kinds. */
+function kindSection(data: ReportData): string {
+  const { status } = data;
+  const evals: [string, Record<string, ScoreCounts>][] = [
+    ...(status.baseEval?.byKind ? [['base', status.baseEval.byKind] as [string, Record<string, ScoreCounts>]] : []),
+    ...status.history.flatMap((h) => (h.eval?.byKind ? [[`iteration ${h.iteration}${h.promoted ? ' (promoted)' : ''}`, h.eval.byKind] as [string, Record<string, ScoreCounts>]] : [])),
+  ];
+  if (evals.length === 0) return '';
+  const kinds = [...new Set(evals.flatMap(([, byKind]) => Object.keys(byKind)))].sort();
+  const cell = (c: ScoreCounts | undefined) => (c ? `${c.scored ? fmt(c.rewardSum / c.scored) : '-'} (${fmt(c.rewardSum, c.rewardSum % 1 ? 2 : 0)}/${c.scored}${c.scored === c.tasks ? '' : ` of ${c.tasks}`})` : '-');
+  return `<h2>Held-out score per task kind</h2>\n${table(['evaluation', ...kinds], evals.map(([name, byKind]) => [name, ...kinds.map((k) => cell(byKind[k]))]), 'numbers')}`;
+}
+
 function promotedSection(data: ReportData): string {
   const p = data.promoted;
   if (!p) return '<p>No checkpoint was promoted: the base model is still the best policy.</p>';
@@ -85,6 +99,7 @@ ${summary(data)}
 <img src="${CURVE_FILE}" alt="mean training reward and held-out eval score per iteration" width="800">
 <h2>Iterations</h2>
 ${iterationTable(data)}
+${kindSection(data)}
 <h2>Promoted checkpoint</h2>
 ${promotedSection(data)}
 <h2>Sample rollouts</h2>

@@ -48,5 +48,6 @@ export async function evaluation(input: EvaluationInput): Promise<EvalResult> {
     tasks: tasks.length,
     infraFailed: rewards.infraFailed,
     resultKey: rewards.rewardsKey,
+    ...(rewards.byKind ? { byKind: rewards.byKind } : {}),
   };
 }

@@ -86,7 +86,7 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     if (result instanceof ApplicationFailure) summary.evalError = result.message;
     else {
       summary.evalScore = result.score;
-      summary.eval = { rewardSum: result.rewardSum, scored: result.scored, tasks: result.tasks };
+      summary.eval = { rewardSum: result.rewardSum, scored: result.scored, tasks: result.tasks, ...(result.byKind ? { byKind: result.byKind } : {}) };
     }
     // With promotion: 'run' the run decides, against its best at that moment (a rollback may have moved it).
     if (!(result instanceof ApplicationFailure) && input.promotion !== 'run' && beatsBest(result.score, best, config.eval.promoteMargin)) {

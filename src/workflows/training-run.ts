@@ -123,7 +123,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       });
       baseScore = base.score;
       // Absent in histories recorded before evaluations stored their numerator and denominator.
-      if (base.tasks !== undefined) baseEval = { score: base.score, rewardSum: base.rewardSum, scored: base.scored, tasks: base.tasks };
+      if (base.tasks !== undefined) baseEval = { score: base.score, rewardSum: base.rewardSum, scored: base.scored, tasks: base.tasks, ...(base.byKind ? { byKind: base.byKind } : {}) };
     }
     state = {
       iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: baseScore }, baseEval, history: [],

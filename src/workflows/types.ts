@@ -1,5 +1,6 @@
 import type { RunConfig } from '../config/run.js';
 import type { PolicyRef } from '../contracts/policy.js';
+import type { ScoreCounts } from '../rewards/by-kind.js';
 
 export interface EvalResult {
   label: string;
@@ -12,6 +13,8 @@ export interface EvalResult {
   tasks: number;
   infraFailed: number;
   resultKey: string;
+  /** The counts per task kind, when the tasks have kinds. */
+  byKind?: Record<string, ScoreCounts>;
 }
 
 export interface IterationSummary {
@@ -24,7 +27,7 @@ export interface IterationSummary {
   candidate: PolicyRef | null;
   evalScore: number | null;
   /** The evaluation's numerator and denominator (absent in iterations recorded before they were stored). */
-  eval?: { rewardSum: number; scored: number; tasks: number } | null;
+  eval?: (ScoreCounts & { byKind?: Record<string, ScoreCounts> }) | null;
   /** Why the candidate's evaluation did not count (too few tasks scored): nothing was promoted. */
   evalError?: string | null;
   promoted: boolean;
@@ -48,7 +51,7 @@ export interface RunState {
   /** The promoted checkpoint and its held-out score. */
   best: { policy: PolicyRef; score: number };
   /** The base policy's evaluation: numerator and denominator of its score. */
-  baseEval?: { score: number; rewardSum: number; scored: number; tasks: number } | null;
+  baseEval?: (ScoreCounts & { score: number; byKind?: Record<string, ScoreCounts> }) | null;
   history: IterationSummary[];
   /** The base model and every promotion so far, oldest first: what `rollback` can return to (absent in runs started before it). */
   promotions?: Promotion[];
@@ -99,7 +102,7 @@ export interface RunStatus {
   paused: boolean;
   policy: PolicyRef | null;
   best: { policy: PolicyRef; score: number } | null;
-  baseEval?: { score: number; rewardSum: number; scored: number; tasks: number } | null;
+  baseEval?: (ScoreCounts & { score: number; byKind?: Record<string, ScoreCounts> }) | null;
   meanRewards: number[];
   evalScores: (number | null)[];
   history: IterationSummary[];

@@ -34,7 +34,7 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
     store = createObjectStore({ ...services.s3, bucket: 'volt-rewards-release' });
     await store.ensureBucket();
     dir = mkdtempSync(path.join(os.tmpdir(), 'volt-release-'));
-    writeFileSync(path.join(dir, 'train.jsonl'), `${JSON.stringify({ id: 't0', input: { q: 'write answer.txt' } })}\n`);
+    writeFileSync(path.join(dir, 'train.jsonl'), `${JSON.stringify({ id: 't0', input: { q: 'write answer.txt' }, kind: 'files' })}\n`);
     runner = new LocalRunner({ root: path.join(dir, 'rollouts'), logs: objectStoreLogSink(store) });
   });
   after(async () => {
@@ -74,6 +74,8 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
     assert.deepEqual({ scored: first.scored, meanReward: first.meanReward }, { scored: 2, meanReward: 0.5 });
     const file = await store.getJson(first.rewardsKey, rewardsFileSchema);
     assert.deepEqual(file.rollouts.map((r) => r.reward), [0, 1], 'the check ran in each workdir');
+    assert.deepEqual(file.rollouts.map((r) => r.taskKind), ['files', 'files'], 'each score records its task kind');
+    assert.deepEqual(first.byKind, { files: { rewardSum: 1, scored: 2, tasks: 2 } });
     for (const rolloutId of ids) assert.equal(existsSync(path.join(dir, 'rollouts', RUN, '000000', rolloutId)), false, `${rolloutId} released`);
 
     const retry = await run(activities, input);

@@ -74,6 +74,20 @@ describe('report rendering (pure)', () => {
     assert.match(html, /<tr><td>1<\/td><td>4<\/td><td>1<\/td><td>0\.550<\/td><td>2<\/td><td>210<\/td><td>0\.375<\/td><td>3\.00 \/ 8 \/ 8<\/td><td>no<\/td><td>-0\.0500<\/td><td>0\.0040<\/td><\/tr>/);
   });
 
+  it('reports held-out scores per task kind, base and each evaluation, when the tasks have kinds', () => {
+    assert.doesNotMatch(renderReportHtml(data()), /per task kind/, 'no section for tasks without kinds');
+    const byKind = (plain: number, word: number) => ({ plain: { rewardSum: plain, scored: 4, tasks: 4 }, word: { rewardSum: word, scored: 3, tasks: 4 } });
+    const kinded = {
+      ...status, baseEval: { score: 0.25, rewardSum: 2, scored: 7, tasks: 8, byKind: byKind(2, 0) },
+      history: status.history.map((h) => (h.eval ? { ...h, eval: { ...h.eval, byKind: byKind(3, 1.5) } } : h)),
+    };
+    const html = renderReportHtml(data({ status: kinded }));
+    assert.match(html, /<h2>Held-out score per task kind<\/h2>/);
+    assert.match(html, /<tr><th>evaluation<\/th><th>plain<\/th><th>word<\/th><\/tr>/);
+    assert.match(html, /<tr><td>base<\/td><td>0\.500 \(2\/4\)<\/td><td>0\.000 \(0\/3 of 4\)<\/td><\/tr>/);
+    assert.match(html, /<tr><td>iteration 1<\/td><td>0\.750 \(3\/4\)<\/td><td>0\.500 \(1\.50\/3 of 4\)<\/td><\/tr>/);
+  });
+
   it('describes a running run with nothing finished and nothing promoted', () => {
     const running = { ...status, phase: 'rollouts' as const, iteration: 0, best: null, history: [], meanRewards: [], evalScores: [] };
     const html = renderReportHtml(data({ status: running, promoted: null, baseScore: null, timing: { state: 'RUNNING', startedAt: '2026-11-30T12:59:30.000Z', closedAt: null } }));

@@ -2,6 +2,7 @@ import { connectClient } from '../../client/connect.js';
 import { apoStatusLines, isApoStatus } from '../../client/prompt-optimization.js';
 import { pauseRun, queryStatus, resumeRun, runHandle, setHyperParameters } from '../../client/runs.js';
 import type { HyperParameterPatch } from '../../workflows/definitions.js';
+import { formatByKind } from '../../rewards/by-kind.js';
 import { UsageError, type Command, type CommandContext } from '../command.js';
 
 async function withRun(ctx: CommandContext, fn: (client: Awaited<ReturnType<typeof connectClient>>['client'], runId: string) => Promise<void>) {
@@ -54,10 +55,12 @@ export const runStatusCommand: Command = {
       ctx.out(`run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`);
       ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
       if (s.baseEval) ctx.out(`base eval: ${evalLine(s.baseEval.score, s.baseEval)}`);
+      if (s.baseEval?.byKind) ctx.out(`  by task kind: ${formatByKind(s.baseEval.byKind)}`);
       if (s.sandbox) ctx.out(`rollout sandbox: ${s.sandbox === 'none' ? 'NONE (rollouts.sandbox: "none": agents run unisolated)' : s.sandbox}`);
       for (const h of s.history) {
         const evalText = h.evalError ? `incomplete (${h.evalError})` : h.evalScore === null ? '-' : evalLine(h.evalScore, h.eval);
         ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`);
+        if (h.eval?.byKind) ctx.out(`    eval by task kind: ${formatByKind(h.eval.byKind)}`);
       }
     }),
 };
