@@ -4,11 +4,11 @@ import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
-/** An upward import from `files` into one of the `above` folders of src/ is an error. */
-const layer = (files, above, message) => [{
+/** An upward import from `files` into one of the `above` folders of src/ is an error (and any `more` patterns). */
+const layer = (files, above, message, more = []) => [{
   files: [files],
   rules: {
-    '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: above.map((dir) => `**/${dir}/*`), message: `${message}.` }] }],
+    '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: above.map((dir) => `**/${dir}/*`), message: `${message}.` }, ...more] }],
   },
 }];
 
@@ -28,12 +28,13 @@ export default tseslint.config(
     },
   },
   // Layering: contracts <- storage <- domain modules <- activities <- workers/CLI; workflows import only types.
-  ...layer('src/contracts/**/*.ts', ['config', 'storage', 'tasks', 'rollouts', 'rewards', 'batches', 'apo', 'gateway', 'report', 'activities', 'workflows', 'workers', 'cli', 'client', 'stack', 'dashboard'],
+  ...layer('src/contracts/**/*.ts', ['config', 'storage', 'tasks', 'rollouts', 'rewards', 'batches', 'apo', 'prompts', 'gateway', 'report', 'activities', 'workflows', 'workers', 'cli', 'client', 'stack', 'dashboard'],
     'contracts are the floor: they import nothing else of Volt'),
-  ...layer('src/storage/**/*.ts', ['tasks', 'rollouts', 'rewards', 'batches', 'apo', 'gateway', 'report', 'activities', 'workflows', 'workers', 'cli', 'client', 'stack', 'dashboard'],
+  ...layer('src/storage/**/*.ts', ['tasks', 'rollouts', 'rewards', 'batches', 'apo', 'prompts', 'gateway', 'report', 'activities', 'workflows', 'workers', 'cli', 'client', 'stack', 'dashboard'],
     'storage stands on contracts (and config) only'),
-  ...layer('src/{config,tasks,rollouts,rewards,batches,apo,gateway,report}/**/*.ts', ['activities', 'workers', 'cli', 'stack'],
-    'domain modules are below activities, workers and the CLI'),
+  ...layer('src/{config,tasks,rollouts,rewards,batches,apo,prompts,gateway,report}/**/*.ts', ['activities', 'workers', 'cli', 'stack'],
+    'domain modules are below activities, workers and the CLI',
+    [{ group: ['@temporalio/activity'], message: 'Domain modules take plain inputs and deps (unit-testable without Temporal): the activity context stays in src/activities.' }]),
   ...layer('src/activities/**/*.ts', ['workflows', 'workers', 'cli', 'client', 'stack'], 'activities are below workflows, workers and the CLI'),
   {
     // Workflow code runs in Temporal's deterministic sandbox: no Node built-ins, no I/O, types only from activities.

@@ -3,7 +3,7 @@ import { ConfigError } from '../config/errors.js';
 import { parseRunConfig, type RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
 import { TaskSetError } from '../contracts/task.js';
-import type { PinnedTaskSets } from '../tasks/pinned-task-sets.js';
+import { pinRunTasks } from '../tasks/pinned-task-sets.js';
 import type { ActivityDeps } from './deps.js';
 
 const invalidTaskSet = (err: unknown): unknown => {
@@ -11,21 +11,12 @@ const invalidTaskSet = (err: unknown): unknown => {
   return err;
 };
 
-/** The pinned set: the hash the config names, or the file, validated and stored now. */
-async function pin(taskSets: PinnedTaskSets, hash: string | undefined, file: string, field: string): Promise<string> {
-  try {
-    return (hash ? await taskSets.load(hash) : await taskSets.pinFile(file)).sha256;
-  } catch (err) {
-    if (err instanceof TaskSetError) throw new TaskSetError(`tasks.${field}: ${err.message}`);
-    throw err;
-  }
-}
-
 export const createConfigActivities = (deps: Pick<ActivityDeps, 'taskSets'>) => ({
   /**
    * The run's first activity: a config started raw from the Temporal CLI or Web UI is validated here and fails
    * at once, non-retryably, with every bad field's path in the message the operator reads in Temporal Web.
    * Its task sets are validated and pinned by content: the returned config names them by hash (tasks.trainSet/evalSet).
+   * `volt train` pins them before it starts the run, so a hash is all this checks (it must be in the object store).
    */
   async validateRunConfig(raw: unknown): Promise<RunConfig> {
     let config: RunConfig;
@@ -38,9 +29,7 @@ export const createConfigActivities = (deps: Pick<ActivityDeps, 'taskSets'>) => 
       throw err;
     }
     try {
-      const trainSet = await pin(deps.taskSets, config.tasks.trainSet, config.tasks.trainFile, config.tasks.trainSet ? 'trainSet' : 'trainFile');
-      const evalSet = await pin(deps.taskSets, config.tasks.evalSet, config.tasks.evalFile, config.tasks.evalSet ? 'evalSet' : 'evalFile');
-      return { ...config, tasks: { ...config.tasks, trainSet, evalSet } };
+      return { ...config, tasks: await pinRunTasks(deps.taskSets, config.tasks) };
     } catch (err) {
       throw invalidTaskSet(err);
     }

@@ -1,6 +1,7 @@
 import type { Span } from '../contracts/span.js';
 import type { Task } from '../contracts/task.js';
-import { requestMessages } from '../report/transcript.js';
+import { requestMessages } from '../prompts/message-text.js';
+import { agentSystemPrompt, isSystemRole, spanApi } from '../prompts/system-prompt.js';
 import { readSpans, type SpanStore } from '../storage/spans.js';
 import { completedAnswers, completedText } from './stop-reason.js';
 import type { RolloutRef } from '../contracts/rollout.js';
@@ -39,20 +40,18 @@ export function truncateMiddle(text: string, max: number): string {
   return text.slice(0, Math.max(head, 0)) + marker + text.slice(text.length - Math.max(max - marker.length - head, 0));
 }
 
-const isSystem = (role: string) => role === 'system' || role === 'developer';
-
 /** Pure: the digest of a rollout attempt from its spans (any order) and its task. */
 export function digestFromSpans(spans: readonly Span[], task: Task, meta: { rolloutId: string; reward: number }): RolloutDigest {
   const ordered = [...spans].sort((a, b) => a.seq - b.seq);
   const lastOk = [...ordered].reverse().find((s) => s.status === 'ok');
   const last = lastOk ?? ordered[ordered.length - 1];
   const messages = last ? requestMessages(last.request.body) : [];
-  const system = messages.find((m) => isSystem(m.role));
+  const system = last ? agentSystemPrompt(last.request.body, spanApi(last)) : null;
   const finalChoice = lastOk ? (lastOk.choices.find((c) => c.index === 0) ?? lastOk.choices[0]) : undefined;
   const finalText = lastOk && finalChoice ? completedText(lastOk, finalChoice.index) : null;
   // Earlier answers come back from the agent cut at their stop strings too: show them as the model wrote them.
   const completed = completedAnswers(ordered);
-  const conversation = messages.filter((m) => !isSystem(m.role))
+  const conversation = messages.filter((m) => !isSystemRole(m.role))
     .map((m) => (m.role === 'assistant' && completed.has(m.content) ? { ...m, content: completed.get(m.content)! } : m));
   if (finalText !== null) conversation.push({ role: 'assistant', content: finalText });
   const { headMessages, tailMessages, messageChars } = DIGEST_LIMITS;
@@ -69,7 +68,7 @@ export function digestFromSpans(spans: readonly Span[], task: Task, meta: { roll
     ...(task.reference !== undefined ? { reference: task.reference } : {}),
     transcript: kept.map((m) => ({ role: m.role, content: truncateMiddle(m.content, messageChars) })),
     finalAnswer: finalText === null ? null : truncateMiddle(finalText, messageChars),
-    agentSystemPrompt: system ? truncateMiddle(system.content, DIGEST_LIMITS.systemPromptChars) : null,
+    agentSystemPrompt: system === null ? null : truncateMiddle(system, DIGEST_LIMITS.systemPromptChars),
     modelCalls: ordered.filter((s) => s.status === 'ok').length,
   };
 }

@@ -1,5 +1,5 @@
 import { ORIGINAL_PROMPT_VARIABLE, type PromptOverlay } from '../contracts/prompt-overlay.js';
-import { renderSystemPrompt } from '../gateway/prompt-overlay.js';
+import { renderSystemPrompt } from '../prompts/system-prompt.js';
 import { taskText } from './bootstrap.js';
 import type { OptimizerClient, OptimizerMessage } from './optimizer-client.js';
 import type { ParentPrompt, Proposal } from './proposal.js';

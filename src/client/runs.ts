@@ -1,7 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import type { Client, ScheduleHandle, WorkflowHandle } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { VoltEnv } from '../config/env.js';
 import { parseRunConfig, type RunConfig } from '../config/run.js';
+import { createObjectStore } from '../storage/object-store.js';
+import { PinnedTaskSets, pinRunTasks } from '../tasks/pinned-task-sets.js';
 import {
   pauseSignal, resumeSignal, rollbackUpdate, setHyperParametersUpdate, statusQuery, type HyperParameterPatch, type RollbackRequest, type RollbackResult,
 } from '../workflows/definitions.js';
@@ -17,6 +20,16 @@ export async function readRunConfig(file: string): Promise<RunConfig> {
     throw new Error(`${file}: ${(err as Error).message}`);
   }
   return parseRunConfig(raw);
+}
+
+/**
+ * Pin the run's task files in the object store by content (task files resolve from `baseDir`, the CLI's working
+ * directory) and return the config naming them by hash, so the workers that run it need no task files; a hash the
+ * config already gives must be in the store. A bad file or unknown hash is a TaskSetError naming the field.
+ */
+export async function pinTaskSets(env: Readonly<VoltEnv>, config: RunConfig, baseDir = process.cwd()): Promise<RunConfig> {
+  const taskSets = new PinnedTaskSets(createObjectStore(env), baseDir);
+  return { ...config, tasks: await pinRunTasks(taskSets, config.tasks) };
 }
 
 /**

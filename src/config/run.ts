@@ -69,18 +69,22 @@ export const runConfigSchema = z.strictObject({
     }).prefault({}),
   }),
   /**
-   * Task sets: JSONL files of { id, input, reference? }. When a run starts they are validated and pinned in the
-   * object store by content; every rollout reads the pinned tasks by hash, so editing a file never changes a run.
+   * Task sets: JSONL files of { id, input, reference? }. `volt train` / `volt optimize-prompt` validate them and pin
+   * them in the object store by content before starting the run (a run started otherwise: its first activity does);
+   * every activity reads the pinned tasks by hash, so workers need no task files and editing one never changes a run.
    */
   tasks: z.strictObject({
-    trainFile: z.string().min(1),
-    /** Held-out tasks for evaluation and promotion; should not overlap the train file. */
-    evalFile: z.string().min(1),
-    /** sha256 of the pinned train set (keys.taskSet); filled in when the run starts, or given to reuse a pinned set. */
+    /** JSONL file of training tasks, relative to where the run is started; may be left out when trainSet is given. */
+    trainFile: z.string().min(1).optional(),
+    /** Held-out tasks for evaluation and promotion; should not overlap the train file. May be left out when evalSet is given. */
+    evalFile: z.string().min(1).optional(),
+    /** sha256 of the pinned train set (keys.taskSet); filled in when the run is started, or given to reuse a pinned set (it then wins over trainFile). */
     trainSet: taskSetHashSchema.optional(),
     /** sha256 of the pinned eval set; like trainSet. */
     evalSet: taskSetHashSchema.optional(),
-  }),
+  })
+    .refine((t) => t.trainFile !== undefined || t.trainSet !== undefined, { message: 'required: a task file, unless trainSet names a pinned set', path: ['trainFile'] })
+    .refine((t) => t.evalFile !== undefined || t.evalSet !== undefined, { message: 'required: a task file, unless evalSet names a pinned set', path: ['evalFile'] }),
   /** Training iterations in total (each: rollouts → rewards → batch → update → maybe eval). */
   iterations: int(1).max(100_000).default(3),
   rollouts: z.strictObject({

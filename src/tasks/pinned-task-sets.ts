@@ -1,5 +1,6 @@
 import path from 'node:path';
-import type { Task } from '../contracts/task.js';
+import type { RunConfig } from '../config/run.js';
+import { TaskSetError, type Task } from '../contracts/task.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { getTaskSet, putTaskSet } from '../storage/task-sets.js';
 import { readTaskSet } from './task-set.js';
@@ -39,5 +40,30 @@ export class PinnedTaskSets {
       this.cache.set(sha256, hit);
     }
     return hit;
+  }
+}
+
+export type RunTasks = RunConfig['tasks'];
+export type PinnedRunTasks = RunTasks & { trainSet: string; evalSet: string };
+
+/**
+ * A run's task sets by hash: a set the config names by hash must be in the object store (checked now), a file is
+ * validated and pinned now. A TaskSetError names the config field (`tasks.trainFile: …`, `tasks.evalSet: …`).
+ */
+export async function pinRunTasks(taskSets: PinnedTaskSets, tasks: RunTasks): Promise<PinnedRunTasks> {
+  const trainSet = await pinOne(taskSets, tasks.trainSet, tasks.trainFile, 'train');
+  const evalSet = await pinOne(taskSets, tasks.evalSet, tasks.evalFile, 'eval');
+  return { ...tasks, trainSet, evalSet };
+}
+
+async function pinOne(taskSets: PinnedTaskSets, hash: string | undefined, file: string | undefined, which: 'train' | 'eval'): Promise<string> {
+  const field = `tasks.${which}${hash ? 'Set' : 'File'}`;
+  try {
+    if (hash) return (await taskSets.load(hash)).sha256;
+    if (file === undefined) throw new TaskSetError(`required: a task file, unless ${which}Set names a pinned set`);
+    return (await taskSets.pinFile(file)).sha256;
+  } catch (err) {
+    if (err instanceof TaskSetError) throw new TaskSetError(`${field}: ${err.message}`);
+    throw err;
   }
 }

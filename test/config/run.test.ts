@@ -71,6 +71,15 @@ void describe('run config', () => {
     assert.deepEqual(badPaths(null), ['(root)']);
   });
 
+  void it('takes a task set by file or by the hash of a pinned set, and needs one of them for each', () => {
+    const hash = 'a'.repeat(64);
+    const pinnedOnly = parseRunConfig({ ...minimal(), tasks: { trainSet: hash, evalSet: hash } });
+    assert.deepEqual(pinnedOnly.tasks, { trainSet: hash, evalSet: hash });
+    assert.deepEqual(badPaths({ ...minimal(), tasks: { evalSet: hash } }), ['tasks.trainFile']);
+    assert.deepEqual(badPaths({ ...minimal(), tasks: { trainFile: 't.jsonl' } }), ['tasks.evalFile']);
+    assert.deepEqual(badPaths({ ...minimal(), tasks: { trainFile: 't.jsonl', evalFile: 'e.jsonl', trainSet: 'abc' } }), ['tasks.trainSet']);
+  });
+
   void it('rejects unsafe run ids', () => {
     for (const runId of ['../x', 'a/b', '', 'x'.repeat(200), 42]) assert.deepEqual(badPaths({ ...minimal(), runId }), ['runId']);
   });

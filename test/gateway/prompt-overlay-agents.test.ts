@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import type { PromptOverlay } from '../../src/contracts/prompt-overlay.js';
 import type { Span } from '../../src/contracts/span.js';
 import { GatewayAdminError } from '../../src/gateway/admin-client.js';
-import { renderSystemPrompt } from '../../src/gateway/prompt-overlay.js';
+import { renderSystemPrompt } from '../../src/prompts/system-prompt.js';
 import { LocalRunner } from '../../src/rollouts/local-runner.js';
 import { readSpans as readStoredSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';

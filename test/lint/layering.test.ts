@@ -17,6 +17,9 @@ void describe('ESLint keeps the layering: contracts <- storage <- domain <- acti
     assert.match((await layering('src/contracts/task.ts', "import { keys } from '../storage/keys.js';\nvoid keys;\n"))[0] ?? '', /contracts are the floor/);
     assert.match((await layering('src/storage/keys.ts', "import { readTaskSet } from '../tasks/task-set.js';\nvoid readTaskSet;\n"))[0] ?? '', /storage stands on contracts/);
     assert.match((await layering('src/rewards/answer.ts', "import { createRewardActivities } from '../activities/rewards.js';\nvoid createRewardActivities;\n"))[0] ?? '', /domain modules are below/);
+    assert.match((await layering('src/rollouts/run-rollouts.ts', "import { Context } from '@temporalio/activity';\nvoid Context;\n"))[0] ?? '', /Domain modules take plain inputs/);
+    assert.match((await layering('src/prompts/message-text.ts', "import { keys } from '../activities/config.js';\nvoid keys;\n"))[0] ?? '', /domain modules are below/);
+    assert.match((await layering('src/contracts/task.ts', "import { modelText } from '../prompts/message-text.js';\nvoid modelText;\n"))[0] ?? '', /contracts are the floor/);
     assert.match((await layering('src/activities/rewards.ts', "import { createWorkers } from '../workers/workers.js';\nvoid createWorkers;\n"))[0] ?? '', /activities are below/);
     assert.match((await layering('src/workflows/sampling.ts', "import { keys } from '../storage/keys.js';\nvoid keys;\n"))[0] ?? '', /Workflows import only types/);
   });

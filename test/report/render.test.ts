@@ -5,7 +5,8 @@ import { escapeHtml, formatDuration } from '../../src/report/html.js';
 import { renderReportHtml } from '../../src/report/render-html.js';
 import type { ReportData } from '../../src/report/report-data.js';
 import { pickSamples } from '../../src/report/store-data.js';
-import { newMessagesOnly, requestMessages, spanToTurn } from '../../src/report/transcript.js';
+import { requestMessages } from '../../src/prompts/message-text.js';
+import { newMessagesOnly, spanToTurn } from '../../src/report/transcript.js';
 import { alias, history, lastRewards, RUN_ID, span, spans, status, XSS } from './synthetic-run.js';
 
 const data = (o: Partial<ReportData> = {}): ReportData => ({

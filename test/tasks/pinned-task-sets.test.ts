@@ -3,14 +3,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createConfigActivities } from '../../src/activities/config.js';
 import type { ComputeRewardsInput, RewardsSummary } from '../../src/activities/rewards.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
+import { runCli } from '../../src/cli/run-cli.js';
 import { connectClient } from '../../src/client/connect.js';
 import { startTrainingRun } from '../../src/client/runs.js';
 import { loadEnv } from '../../src/config/env.js';
 import { parseRunConfig } from '../../src/config/run.js';
+import { FailureType } from '../../src/contracts/failures.js';
 import { canonicalTaskLines, TaskSetError } from '../../src/contracts/task.js';
 import { CorruptObjectError } from '../../src/storage/errors.js';
 import { sha256Bytes } from '../../src/storage/hash.js';
@@ -120,6 +123,88 @@ void describe('task sets are pinned by content in the object store when a run st
     for (const s of seen) {
       assert.equal(s.tasks.length, 4);
       for (const t of s.tasks) assert.deepEqual(t.input, original.get(t.id), `iteration ${s.iteration} ran ${t.id} from the pinned set`);
+    }
+  });
+
+  void it('volt train pins the task files before it starts the run: a worker with no task files runs it; an unknown hash fails clearly', async () => {
+    const store = createObjectStore(services.s3);
+    await store.ensureBucket();
+    const taskDir = mkdtempSync(path.join(os.tmpdir(), 'volt-cli-tasks-'));
+    writeFileSync(path.join(taskDir, 'train.jsonl'), jsonl(tasks('cli', 3)));
+    writeFileSync(path.join(taskDir, 'eval.jsonl'), jsonl(tasks('held', 2)));
+    const runConfig = (runId: string, taskConfig: object) => {
+      const file = path.join(dir, `${runId}.json`);
+      writeFileSync(file, JSON.stringify({
+        runId, iterations: 1, agent: { command: ['true'] }, tasks: taskConfig,
+        rollouts: { groupSize: 2, tasksPerIteration: 3 }, reward: { kind: 'numeric_match' }, eval: { everyIterations: 0 },
+      }));
+      return file;
+    };
+    const cli = async (args: string[]) => {
+      const out: string[] = [];
+      const code = await runCli(args, { out: (l) => out.push(l), err: (l) => out.push(l), env: { ...services.env } });
+      return { code, out: out.join('\n') };
+    };
+    const trainSet = sha256Bytes(canonicalTaskLines(tasks('cli', 3)));
+
+    const started = await cli(['train', runConfig('cli-pinned', { trainFile: path.join(taskDir, 'train.jsonl'), evalFile: path.join(taskDir, 'eval.jsonl') })]);
+    assert.equal(started.code, 0, started.out);
+    assert.ok(await store.stat(keys.taskSet(trainSet)), 'pinned by the CLI, before any worker ran');
+    // The files are gone before a worker polls: the run can only get its tasks from the object store, by hash.
+    rmSync(taskDir, { recursive: true, force: true });
+
+    const unknown = 'e'.repeat(64);
+    const refused = await cli(['train', runConfig('cli-unknown', { trainSet: unknown, evalSet: trainSet })]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.out, new RegExp(`tasks\\.trainSet: task set ${unknown} is not in the object store`));
+
+    const seen: { taskSet: string | null; inputs: unknown[] }[] = [];
+    const remote = new PinnedTaskSets(store, path.join(dir, 'no-such-dir'));
+    const activities = {
+      ...createConfigActivities({ taskSets: remote }),
+      async servePolicy(): Promise<void> {},
+      async launchRollouts(input: LaunchRolloutsInput) {
+        const { byId } = await remote.load(input.taskSet!);
+        seen.push({ taskSet: input.taskSet, inputs: input.tasks.map((t) => byId.get(t.taskId)?.input) });
+        return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
+      },
+      async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
+        return { meanReward: 0, rewardSum: 0, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: keys.rewards(input.config.runId, input.iteration) };
+      },
+      async buildBatch() {
+        return { samples: 0, tokens: 0, batchKey: 'unused', manifestKey: 'unused', dropReasons: 'zero_variance: 3' };
+      },
+    };
+    const connection = await NativeConnection.connect({ address: services.temporalAddress });
+    const common = { connection, namespace: services.namespace, activities };
+    const workers = [await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }), await Worker.create({ ...common, taskQueue: GPU_QUEUE })];
+    const running = Promise.all(workers.map((w) => w.run()));
+    const { client, close } = await connectClient(loadEnv({ ...services.env }, dir));
+    try {
+      const handle = client.workflow.getHandle('cli-pinned');
+      const status: RunStatus = await handle.result();
+      assert.equal(status.history.length, 1);
+      const startedWith = (await handle.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!;
+      assert.equal(JSON.parse(Buffer.from(startedWith).toString('utf8')).tasks.trainSet, trainSet, 'the workflow was started with the hash');
+      assert.deepEqual(seen.map((s) => s.taskSet), [trainSet]);
+      assert.deepEqual(seen[0]!.inputs.map((i) => JSON.stringify(i)).sort(), tasks('cli', 3).map((t) => JSON.stringify(t.input)).sort());
+      await assert.rejects(client.workflow.getHandle('cli-unknown').describe(), /not found/i, 'a refused start starts nothing');
+
+      // A raw start (temporal workflow start, the Web UI) naming an unknown hash fails in its first activity, non-retryably.
+      const raw = parseRunConfig({ runId: 'raw-unknown', agent: { command: ['true'] }, tasks: { trainSet: unknown, evalSet: trainSet }, reward: { kind: 'numeric_match' } });
+      const rawRun = await startTrainingRun(client, raw);
+      const failure = await rawRun.handle.result().then(() => null, (e: unknown) => e);
+      let cause: unknown = failure;
+      while (cause && !(cause instanceof ApplicationFailure)) cause = (cause as { cause?: unknown }).cause;
+      assert.ok(cause instanceof ApplicationFailure, `typed failure, got ${String(failure)}`);
+      assert.equal(cause.type, FailureType.InvalidTaskSet);
+      assert.equal(cause.nonRetryable, true);
+      assert.match(cause.message, new RegExp(`tasks\\.trainSet: task set ${unknown}`));
+    } finally {
+      for (const w of workers) w.shutdown();
+      await running;
+      await connection.close();
+      await close();
     }
   });
 });

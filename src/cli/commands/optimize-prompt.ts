@@ -1,6 +1,6 @@
 import { connectClient } from '../../client/connect.js';
 import { apoStatusLines, assertApoConfig, followPromptOptimization, startPromptOptimization } from '../../client/prompt-optimization.js';
-import { readRunConfig } from '../../client/runs.js';
+import { pinTaskSets, readRunConfig } from '../../client/runs.js';
 import { UsageError, type Command } from '../command.js';
 import { webUrl } from './train.js';
 
@@ -9,7 +9,8 @@ export const optimizePromptCommand: Command = {
   summary: 'start automatic prompt optimisation (beam search over prompt overlays) from a run config with an `apo` section',
   help: [
     'usage: volt optimize-prompt <config.json> [--follow]',
-    'Validates the config (errors name each bad field), starts workflow promptOptimization with id = runId on task queue',
+    'Validates the config (errors name each bad field), pins its task files in the object store by content (as volt train',
+    'does: workers need no task files), starts workflow promptOptimization with id = runId on task queue',
     'volt-cpu, or attaches to it when that run id was used before. Equivalent: temporal workflow start --type',
     'promptOptimization --task-queue volt-cpu --workflow-id <runId> --input-file config.json. Watch it with',
     '`volt run-status <runId>`; pause/resume/cancel work as for training. --follow prints progress until it ends.',
@@ -18,9 +19,10 @@ export const optimizePromptCommand: Command = {
   async run(ctx) {
     const file = ctx.positionals[0];
     if (!file) throw new UsageError('missing the run config file');
-    const config = await readRunConfig(file);
-    assertApoConfig(config, file);
+    const raw = await readRunConfig(file);
+    assertApoConfig(raw, file);
     const env = ctx.env();
+    const config = await pinTaskSets(env, raw);
     const { client, close } = await connectClient(env);
     try {
       const { started } = await startPromptOptimization(client, config);

@@ -1,6 +1,6 @@
 import { connectClient } from '../../client/connect.js';
 import { followRun } from '../../client/progress.js';
-import { readRunConfig, startTrainingRun } from '../../client/runs.js';
+import { pinTaskSets, readRunConfig, startTrainingRun } from '../../client/runs.js';
 import { UsageError, type Command } from '../command.js';
 
 export const webUrl = (uiPort: number, namespace: string, workflowId: string) =>
@@ -9,13 +9,22 @@ export const webUrl = (uiPort: number, namespace: string, workflowId: string) =>
 export const trainCommand: Command = {
   name: 'train',
   summary: 'start a training run from a run config (JSON), or resume following it if it already runs',
-  help: 'usage: volt train <run.json> [--follow]\nValidates the config (errors name each bad field), starts workflow trainingRun with id = runId on task queue volt-cpu,\nand prints where to watch it in Temporal Web. Equivalent: temporal workflow start --type trainingRun --task-queue volt-cpu\n--workflow-id <runId> --input-file run.json. With --follow, shows progress until the run ends (Ctrl-C stops watching only).',
+  help: [
+    'usage: volt train <run.json> [--follow]',
+    'Validates the config (errors name each bad field), validates the task files (relative to the current directory) and',
+    'pins them in the object store by content, starts workflow trainingRun with id = runId on task queue volt-cpu with',
+    'the config naming the pinned sets by hash (tasks.trainSet/evalSet; workers need no task files), and prints where to',
+    'watch it in Temporal Web. Equivalent: temporal workflow start --type trainingRun --task-queue volt-cpu --workflow-id',
+    '<runId> --input-file run.json (then the cpu worker pins the files, so it needs them). With --follow, shows progress',
+    'until the run ends (Ctrl-C stops watching only).',
+  ].join('\n'),
   options: { follow: { type: 'boolean', default: false } },
   async run(ctx) {
     const file = ctx.positionals[0];
     if (!file) throw new UsageError('missing the run config file');
-    const config = await readRunConfig(file);
+    const raw = await readRunConfig(file);
     const env = ctx.env();
+    const config = await pinTaskSets(env, raw);
     const { client, close } = await connectClient(env);
     try {
       const { started } = await startTrainingRun(client, config);
