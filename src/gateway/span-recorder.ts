@@ -30,6 +30,7 @@ export class SpanRecorder {
     }
     const { metrics } = this.deps;
     metrics.spans.inc({ status: span.status });
+    metrics.spanBytes.inc(json.length);
     if (span.usage) {
       metrics.tokensIn.inc(span.usage.prompt_tokens || 0);
       metrics.tokensOut.inc(span.usage.completion_tokens || 0);

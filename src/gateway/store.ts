@@ -12,6 +12,8 @@ export interface GatewayStore {
   getJsonOrNull(key: string): Promise<unknown>;
   /** Objects under a prefix, in key order. */
   list(prefix: string): AsyncIterable<{ key: string }>;
+  /** Withdraws a lost seq claim (seq-claims.ts); removing a missing key is not an error. */
+  remove(key: string): Promise<void>;
 }
 
 export async function listKeys(store: GatewayStore, prefix: string): Promise<string[]> {
