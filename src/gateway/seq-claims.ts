@@ -13,11 +13,12 @@ export interface SeqClaim {
   key: string;
 }
 
-/** The seq claims of one attempt, from their key names. */
-export async function listClaims(store: Pick<GatewayStore, 'list'>, ref: RolloutRef): Promise<SeqClaim[]> {
+/** The seq claims of one attempt, from their key names; `from`: only those of seq >= from (a listing that starts there). */
+export async function listClaims(store: Pick<GatewayStore, 'list'>, ref: RolloutRef, from = 0): Promise<SeqClaim[]> {
   const prefix = keys.seqClaims(ref);
   const out: SeqClaim[] = [];
-  for await (const { key } of store.list(prefix)) {
+  // Claim names start with the 8-digit seq, so every claim of seq >= from sorts after that bare number.
+  for await (const { key } of store.list(prefix, from > 0 ? `${prefix}${String(from).padStart(8, '0')}` : undefined)) {
     const m = CLAIM_NAME.exec(key.slice(prefix.length));
     if (m) out.push({ seq: Number(m[1]), key });
   }
@@ -30,7 +31,7 @@ export async function listClaims(store: Pick<GatewayStore, 'list'>, ref: Rollout
  * deletes its claim and tries above the highest one it saw. On a strongly consistent store (S3, MinIO, rclone) two
  * claims never both hold n, and a winner saw every earlier winner, so seqs grow in the order calls were numbered;
  * two claims racing for one n may both step back, which leaves a gap (readSpans and the batch builder sort by seq and
- * need no dense seqs). Costs one put and one list per call.
+ * need no dense seqs). Costs one put and one list (of the claims from n on) per call.
  */
 export class SeqClaims {
   constructor(private readonly store: GatewayStore, private readonly replicaId: string) {}
@@ -42,7 +43,7 @@ export class SeqClaims {
       await this.store.putBytes(key, EMPTY, 0, 'application/octet-stream');
       let rivals: SeqClaim[];
       try {
-        rivals = (await listClaims(this.store, rollout.ref)).filter((c) => c.key !== key && c.seq >= n);
+        rivals = (await listClaims(this.store, rollout.ref, n)).filter((c) => c.key !== key && c.seq >= n);
       } catch (err) {
         // Not knowing whether it won, the claim is withdrawn, so close never waits for a span it will not get.
         await this.store.remove(key).catch(() => undefined);

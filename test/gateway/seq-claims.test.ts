@@ -23,6 +23,7 @@ void describe('seq claims in the object store (real S3)', () => {
     for (let i = 0; i < 9; i++) seqs.push(await replicas[i % 3]!.next(views[i % 3]!));
     assert.deepEqual(seqs, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
     assert.deepEqual((await listClaims(store, ref)).map((c) => c.seq), seqs, 'only the winning claims remain');
+    assert.deepEqual((await listClaims(store, ref, 5)).map((c) => c.seq), [5, 6, 7, 8], 'a claim lists only the claims from its seq on');
   });
 
   void it('concurrent claims from two replicas never share a seq, and each replica\'s sequential calls increase', async () => {
