@@ -183,8 +183,11 @@ void describe('gateway replicas that share nothing but S3', () => {
     await sleep(1300);
     for (const port of [portA, portB]) assert.equal((await call(port, regX.token)).status, 401, `closed X is refused on ${port}`);
     assert.deepEqual(await adminA.close(regX.token), { spans: 6, upstreamFailures: 0 }, 'a second close through the other replica answers the same');
-    assert.deepEqual(await adminA.close(regY.token), { spans: 1, upstreamFailures: 0 });
-    assert.deepEqual(await storedSeqs(y), [0]);
+    // A model-side failure on B counts when Y is closed through A (each replica's counts are summed).
+    for (let i = 0; i < 4; i++) upstream.script.push({ kind: 'status', status: 500 });
+    assert.equal((await call(portB, regY.token)).status, 502);
+    assert.deepEqual(await adminA.close(regY.token), { spans: 2, upstreamFailures: 1 });
+    assert.deepEqual(await storedSeqs(y), [0, 1]);
 
     for (const child of [a, b]) {
       child.kill('SIGTERM');
