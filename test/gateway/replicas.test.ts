@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GatewayAdminClient } from '../../src/gateway/admin-client.js';
+import { GatewayAdminClient, type GatewayAdminError } from '../../src/gateway/admin-client.js';
 import { freePort } from '../../src/stack/ports.js';
 import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
@@ -158,6 +158,8 @@ void describe('gateway replicas that share nothing but S3', () => {
     servedBy.push(portA);
     assert.deepEqual(await adminA.close(regZ.token), { spans: 0, upstreamFailures: 1, missingSpans: [0] });
 
+    await assert.rejects(adminA.register(z), (e: GatewayAdminError) => e.status === 409, 'a closed attempt cannot be registered again');
+
     s3Proxy.state.hold = false;
     b = await spawnReplica('gw-b', dirB, portB, s3Proxy.url);
     await waitForSeqs(x, [0, 1, 2, 3, 4], 'after B restarted');
@@ -169,11 +171,13 @@ void describe('gateway replicas that share nothing but S3', () => {
     for (const port of [portA, portB]) {
       assert.equal((await call(port, forged)).status, 401, `forged token on ${port}`);
       assert.equal((await call(port, 'not-a-token')).status, 401);
+      assert.equal((await call(port, '!!.garbage')).status, 401);
     }
     assert.equal((await call(portA, regY.token)).status, 200, 'A serves Y, registered through B');
 
     // Closing through B, which did not register X, waits for A's spans too.
     assert.deepEqual(await adminB.close(regX.token), { spans: 6, upstreamFailures: 0 });
+    await assert.rejects(adminA.register(x), (e: GatewayAdminError) => e.status === 409, 'closed through B, so A refuses to reopen it');
     const spans = [];
     for await (const s of readSpans(store, x)) spans.push(s);
     assert.deepEqual(spans.map((s) => s.seq), [0, 1, 2, 3, 4, 5]);
