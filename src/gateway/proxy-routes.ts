@@ -47,7 +47,9 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
       const upstreamRequest = applyPromptOverlay(upstreamBody(body, endpoint, rollout.record.policyModel, rollout.record.sampling), endpoint, overlay);
       const ctx = {
         rollout,
-        seq: core.seqs ? await claimSeq(core, rollout) : rollout.nextSeq++,
+        seq: core.seqs ? -1 : rollout.nextSeq++,
+        // Claimed beside the upstream call rather than before it, so the claim's round trips hide behind the model.
+        seqClaim: core.seqs ? claimSeq(core, rollout) : undefined,
         endpoint,
         api: translated?.dialect.api ?? endpoint,
         dialect: translated?.dialect,
@@ -58,6 +60,8 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
         upstreamRequest,
         upstreamText: JSON.stringify(upstreamRequest),
       };
+      // Awaited (and its failure answered) where the span is recorded; this only keeps a rejection from being unhandled.
+      ctx.seqClaim?.catch(() => undefined);
       const asked = askedBy(body, endpoint);
       if (ctx.stream) return await relayStream(core, ctx, asked, reply, request, link);
       return await relayJson(core, ctx, asked, reply, link);

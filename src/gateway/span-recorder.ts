@@ -17,6 +17,7 @@ export class SpanRecorder {
   ) {}
 
   async record(ctx: CallContext, outcome: CallOutcome): Promise<Span> {
+    if (ctx.seqClaim) ctx.seq = await ctx.seqClaim;
     const span = buildSpan(ctx, outcome);
     const key = keys.span(ctx.rollout.ref, span.seq);
     // Serialised now, so the caller may strip fields from the response it hands the agent afterwards.

@@ -24,14 +24,20 @@ const children: ChildProcess[] = [];
 
 /**
  * A pass-through HTTP proxy in front of the real S3 server that, while `hold` is set, never answers span PUTs (keys
- * under `/spans/`), so a replica's acknowledged spans stay in its WAL only. Everything else (seq claims, records) passes.
+ * under `/spans/`), so a replica's acknowledged spans stay in its WAL only; while `failClaims` is set it answers seq-claim
+ * PUTs with 503. Everything else passes.
  */
 async function startSpanHoldingProxy(target: string) {
   const to = new URL(target);
   const held: http.ServerResponse[] = [];
-  const state = { hold: false, heldPuts: 0 };
+  const state = { hold: false, heldPuts: 0, failClaims: false };
   const server = http.createServer((req, res) => {
     res.on('error', () => undefined);
+    if (state.failClaims && req.method === 'PUT' && (req.url ?? '').includes('/seq-claims/')) {
+      req.resume();
+      res.writeHead(503, { 'content-type': 'application/xml' }).end('<Error><Code>SlowDown</Code><Message>held by the test</Message></Error>');
+      return;
+    }
     if (state.hold && req.method === 'PUT' && (req.url ?? '').includes('/spans/')) {
       state.heldPuts++;
       held.push(res);
@@ -190,7 +196,13 @@ void describe('gateway replicas that share nothing but S3', () => {
     // A model-side failure on B counts when Y is closed through A (each replica's counts are summed).
     for (let i = 0; i < 4; i++) upstream.script.push({ kind: 'status', status: 500 });
     assert.equal((await call(portB, regY.token)).status, 502);
-    assert.deepEqual(await adminA.close(regY.token), { spans: 2, upstreamFailures: 1 });
+    // A call B cannot number (its store refuses the claim) is refused too, and counts as a model-side failure.
+    s3Proxy.state.failClaims = true;
+    const unnumbered = await call(portB, regY.token);
+    s3Proxy.state.failClaims = false;
+    assert.equal(unnumbered.status, 503);
+    assert.equal((JSON.parse(unnumbered.body) as { error: { code: string } }).error.code, 'seq_unavailable');
+    assert.deepEqual(await adminA.close(regY.token), { spans: 2, upstreamFailures: 2 });
     assert.deepEqual(await storedSeqs(y), [0, 1]);
 
     for (const child of [a, b]) {
