@@ -40,10 +40,10 @@ export class SeqClaims {
     let n = rollout.nextSeq;
     for (let round = 0; ; round++) {
       const key = keys.seqClaim(rollout.ref, n, `${this.replicaId}.${randomBytes(6).toString('hex')}`);
-      await this.store.putBytes(key, EMPTY, 0, 'application/octet-stream');
+      await retried(() => this.store.putBytes(key, EMPTY, 0, 'application/octet-stream'));
       let rivals: SeqClaim[];
       try {
-        rivals = (await listClaims(this.store, rollout.ref, n)).filter((c) => c.key !== key && c.seq >= n);
+        rivals = (await retried(() => listClaims(this.store, rollout.ref, n))).filter((c) => c.key !== key && c.seq >= n);
       } catch (err) {
         // Not knowing whether it won, the claim is withdrawn, so close never waits for a span it will not get.
         await this.store.remove(key).catch(() => undefined);
@@ -53,10 +53,22 @@ export class SeqClaims {
         rollout.nextSeq = Math.max(rollout.nextSeq, n + 1);
         return n;
       }
-      await this.store.remove(key);
+      await retried(() => this.store.remove(key));
       n = Math.max(...rivals.map((c) => c.seq)) + 1;
       // Two replicas stepping over each other again and again back off at random until one gets through.
       if (round >= 2) await sleep(Math.random() * 5 * round);
+    }
+  }
+}
+
+// rclone's S3 server answers a put 500 now and then while a sibling object is being deleted; each step is idempotent.
+async function retried<T>(step: () => Promise<T>, tries = 4): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await step();
+    } catch (err) {
+      if (i >= tries) throw err;
+      await sleep(10 * 2 ** i * (0.5 + Math.random()));
     }
   }
 }
