@@ -2,6 +2,8 @@
  * Two builds of the gateway side by side on one call size: `--before <checkout>` (its bench/gateway-targets.ts)
  * against this checkout, same mock upstream, interleaved rounds, medians and ratios (the shared machine's load lands
  * on both alike). Run: node --import tsx bench/gateway-ab.ts --before /path/to/old/checkout [--size agent] [--rounds 7]
+ * `--after-replica <id>` runs this checkout as a gateway replica (VOLT_GATEWAY_REPLICA_ID): `--before .` then measures
+ * what sharing the registry and seqs through S3 costs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,6 +23,7 @@ const BEFORE = path.resolve(flag('--before', ''));
 const SIZE = flag('--size', 'agent') as CallSize;
 if (!CALL_SIZES.includes(SIZE) || !fs.existsSync(path.join(BEFORE, 'bench/gateway-targets.ts'))) throw new Error('usage: --before <checkout with bench/gateway-targets.ts> [--size tiny|agent|long]');
 const ROUNDS = Number(flag('--rounds', '7'));
+const AFTER_REPLICA = flag('--after-replica', '');
 const SECONDS = Number(flag('--seconds', '1'));
 const HOST = '127.0.0.1';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -44,7 +47,10 @@ async function main() {
     await start(process.cwd(), ['upstream', String(up), SIZE]);
     const builds = [['before', BEFORE], ['after', process.cwd()]] as const;
     const ports = [await freePort(HOST), await freePort(HOST)];
-    for (const [i, [name, cwd]] of builds.entries()) await start(cwd, ['volt', String(ports[i]), `http://${HOST}:${up}`, 'wal', path.join(dir, name), JSON.stringify(s3cfg), 'write', String(32 * 1024 * 1024)]);
+    for (const [i, [name, cwd]] of builds.entries()) {
+      const replica = name === 'after' && AFTER_REPLICA ? [AFTER_REPLICA] : [];
+      await start(cwd, ['volt', String(ports[i]), `http://${HOST}:${up}`, 'wal', path.join(dir, name), JSON.stringify(s3cfg), 'write', String(32 * 1024 * 1024), ...replica]);
+    }
     let n = 0;
     const target = async (i: number, c: number): Promise<Target> => {
       const admin = new GatewayAdminClient(`http://${HOST}:${ports[i]}`, 'bench-admin-key');

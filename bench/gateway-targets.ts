@@ -10,7 +10,7 @@ import type { CallSize } from './gateway-sizes.js';
 /**
  * One bench target per process (so the load generator never shares an event loop with what it measures):
  *   upstream <port> <tiny|agent|long> | passthrough <port> <upstreamUrl> | portkey <port>
- *   volt <port> <upstreamUrl> <wal|direct> <dataDir> <s3 json> <write|fsync> <upload defer bytes>
+ *   volt <port> <upstreamUrl> <wal|direct> <dataDir> <s3 json> <write|fsync> <upload defer bytes> [replica id]
  */
 const [mode, portArg, ...rest] = process.argv.slice(2);
 const port = Number(portArg);
@@ -30,9 +30,9 @@ if (mode === 'upstream') {
     );
   }).listen(port, '127.0.0.1');
 } else if (mode === 'volt') {
-  const [upstreamUrl, durability, dataDir, s3, walSync, deferBytes] = rest as [string, 'wal' | 'direct', string, string, 'write' | 'fsync', string];
+  const [upstreamUrl, durability, dataDir, s3, walSync, deferBytes, replicaId] = rest as [string, 'wal' | 'direct', string, string, 'write' | 'fsync', string, string | undefined];
   const store = createObjectStore(JSON.parse(s3) as Parameters<typeof createObjectStore>[0]);
-  const app = await buildApp({ store, dataDir: path.resolve(dataDir), modelServerUrl: upstreamUrl, adminKey: 'bench-admin-key', durability, walSync, uploadDeferBytes: Number(deferBytes) });
+  const app = await buildApp({ store, dataDir: path.resolve(dataDir), modelServerUrl: upstreamUrl, adminKey: 'bench-admin-key', durability, walSync, uploadDeferBytes: Number(deferBytes), replicaId });
   app.server.keepAliveTimeout = 60_000;
   await app.listen({ host: '127.0.0.1', port });
 } else if (mode === 'portkey') {

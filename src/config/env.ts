@@ -31,6 +31,15 @@ export const envSchema = z.object({
   VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS: z.coerce.number().int().min(1).max(10_000).default(100),
   /** MiB of spans whose upload may wait (in the WAL and in memory) while agent calls are in flight; 0 = none. */
   VOLT_GATEWAY_UPLOAD_DEFER_MB: z.coerce.number().int().min(0).max(4096).default(32),
+  /**
+   * Set on each of several gateway replicas behind one address (unique, stable across restarts: e.g. the pod name):
+   * rollouts and span seqs are then shared through the object store. Unset: one gateway with a local registry.
+   */
+  VOLT_GATEWAY_REPLICA_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/, 'use 1-63 of [A-Za-z0-9_-], starting with a letter or digit').optional(),
+  /** Replicas: how long a close waits for the spans other replicas numbered but have not uploaded yet. */
+  VOLT_GATEWAY_CLOSE_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+  /** Bearer key for /metrics; beyond loopback (VOLT_GATEWAY_LISTEN_HOST) /metrics needs it or the admin key. */
+  VOLT_GATEWAY_METRICS_KEY: z.string().min(16).optional(),
   VOLT_MODEL_SERVER_URL: z.url().default('http://127.0.0.1:8500'),
   VOLT_PYTHON: z.string().min(1).default('.venv/bin/python'),
   /** Where dequantised base models are cached for the trainer and model server (default: the data dir). */

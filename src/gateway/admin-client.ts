@@ -33,8 +33,10 @@ export class GatewayAdminClient {
   /**
    * Waits for the rollout's in-flight calls and for all its spans to be in the object store. `upstreamFailures`
    * counts the attempt's calls that failed on the model side; it is kept in the registry file, so restarts keep it.
+   * With replicas, `missingSpans` lists seqs another replica numbered whose spans did not arrive in time (each counted
+   * in upstreamFailures, so the attempt is never trained on).
    */
-  close(token: string): Promise<{ spans: number; upstreamFailures: number; budgetExceeded?: string | null }> {
+  close(token: string): Promise<{ spans: number; upstreamFailures: number; budgetExceeded?: string | null; missingSpans?: number[] }> {
     return this.call('POST', `/admin/rollouts/${encodeURIComponent(token)}/close`);
   }
 

@@ -1,34 +1,31 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { keys } from '../storage/keys.js';
+import { bearerCheck } from './bearer.js';
 import { countSpans } from '../storage/spans.js';
 import type { GatewayCore } from './gateway-core.js';
 import { GatewayError, gatewayErrors } from './openai-error.js';
 import { attachOverlay, overlayForRegistration } from './prompt-overlay-cache.js';
 import { registerRolloutSchema, type Rollout } from './registry.js';
+import { unavailable } from './shared-rollouts.js';
 import { parseBody } from './request-schema.js';
 
 type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
 
 /** Operator/pipeline API under /admin, behind the admin bearer key. */
 export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): void {
-  const expected = Buffer.from(core.opts.adminKey);
-  const authorised = (request: FastifyRequest) => {
-    const given = Buffer.from(/^Bearer (.+)$/i.exec(request.headers.authorization ?? '')?.[1] ?? '');
-    return given.length === expected.length && timingSafeEqual(given, expected);
-  };
+  const authorised = bearerCheck([core.opts.adminKey]);
 
   void app.register(async (admin) => {
     admin.addHook('onRequest', async (request) => {
-      if (!authorised(request)) throw gatewayErrors.badAdminKey();
+      if (!authorised(request.headers.authorization)) throw gatewayErrors.badAdminKey();
     });
 
     admin.post('/admin/rollouts', async (request, reply) => {
       const input = parseBody(registerRolloutSchema, request.body);
       // Resolved before the rollout exists, so a missing overlay leaves no record and calls never wait on the store.
       const overlay = await overlayForRegistration(core, input);
-      const { rollout, created } = await core.registry.register(input);
-      if (rollout.record.status === 'closed') {
+      const { rollout, created } = core.shared ? await core.shared.register(input) : await core.registry.register(input);
+      if (rollout.record.status === 'closed' || rollout.closeRequested) {
         throw new GatewayError(409, 'this rollout attempt was already closed; register a new attempt', { code: 'rollout_closed' });
       }
       attachOverlay(rollout, overlay);
@@ -36,10 +33,10 @@ export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): vo
       return reply.code(created ? 201 : 200).send({ token: rollout.record.token, baseUrl: `${base}/r/${rollout.record.token}/v1`, created });
     });
 
-    admin.get('/admin/rollouts/:token', async (request: TokenRequest) => describe(find(core, request.params.token)));
+    admin.get('/admin/rollouts/:token', async (request: TokenRequest) => describe(await find(core, request.params.token)));
 
     admin.post('/admin/rollouts/:token/close', async (request: TokenRequest) => {
-      const rollout = find(core, request.params.token);
+      const rollout = await find(core, request.params.token);
       const token = rollout.record.token;
       // budgetExceeded only when a call was refused for the budget, so the answer stays what older clients expect.
       const verdict = () => ({ upstreamFailures: rollout.record.upstreamFailures, ...(rollout.record.budgetExceeded && { budgetExceeded: rollout.record.budgetExceeded }) });
@@ -48,6 +45,7 @@ export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): vo
       try {
         await core.inFlight.rolloutIdle(rollout);
         await core.uploader.flush(keys.spans(rollout.ref));
+        if (core.shared) return await closeShared(core, rollout);
         const spans = await countSpans(core.store, rollout.ref);
         await core.registry.markClosed(rollout, spans);
         return { spans, ...verdict() };
@@ -74,8 +72,23 @@ export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): vo
   });
 }
 
-function find(core: GatewayCore, token: string): Rollout {
-  const rollout = core.registry.get(token);
+/** Replicas: every replica's spans and counts of the attempt, then the closed record for all of them. */
+async function closeShared(core: GatewayCore, rollout: Rollout) {
+  const verdict = await core.shared!.close(rollout).catch((err: unknown) => Promise.reject(err instanceof GatewayError ? err : unavailable('cannot close the rollout', err)));
+  rollout.record.upstreamFailures = verdict.upstreamFailures;
+  rollout.record.budgetExceeded = verdict.budgetExceeded;
+  await core.registry.markClosed(rollout, verdict.spans);
+  await core.shared!.publishClosed(rollout).catch((err: unknown) => Promise.reject(unavailable('cannot close the rollout', err)));
+  return {
+    spans: verdict.spans,
+    upstreamFailures: verdict.upstreamFailures,
+    ...(verdict.budgetExceeded && { budgetExceeded: verdict.budgetExceeded }),
+    ...(verdict.missingSpans.length > 0 && { missingSpans: verdict.missingSpans }),
+  };
+}
+
+async function find(core: GatewayCore, token: string): Promise<Rollout> {
+  const rollout = core.shared ? await core.shared.resolve(token) : core.registry.get(token);
   if (!rollout) throw new GatewayError(404, 'no rollout with this token', { code: 'rollout_not_found' });
   return rollout;
 }

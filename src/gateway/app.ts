@@ -6,11 +6,15 @@ import { registerAdminRoutes } from './admin-routes.js';
 import type { GatewayCore } from './gateway-core.js';
 import { registerErrorHandling } from './error-handling.js';
 import { InFlight } from './in-flight.js';
+import { bearerCheck } from './bearer.js';
+import { gatewayErrors } from './openai-error.js';
 import { createGatewayMetrics } from './metrics.js';
 import { PauseGate } from './pause-gate.js';
 import { PromptOverlayCache } from './prompt-overlay-cache.js';
 import { registerProxyRoutes } from './proxy-routes.js';
 import { RolloutRegistry } from './registry.js';
+import { SeqClaims } from './seq-claims.js';
+import { SharedRollouts } from './shared-rollouts.js';
 import { SpanRecorder, type Durability } from './span-recorder.js';
 import { listKeys, type GatewayStore } from './store.js';
 import { SpanUploader } from './uploader.js';
@@ -38,6 +42,17 @@ export interface GatewayDeps {
   /** Bytes of spans whose upload may wait while calls are in flight (UploaderOptions.maxDeferredBytes); 0 = none. */
   uploadDeferBytes?: number;
   logger?: FastifyServerOptions['logger'];
+  /**
+   * Set when this gateway is one of several replicas on one object store (VOLT_GATEWAY_REPLICA_ID): rollouts are
+   * registered in the store and seqs claimed there (shared-rollouts.ts, seq-claims.ts). Unset: one gateway, local.
+   */
+  replicaId?: string;
+  /** Replicas: how stale a replica's view of a rollout's status may be (SharedOptions.statusTtlMs). */
+  statusTtlMs?: number;
+  /** Replicas: how long close waits for spans other replicas numbered (SharedOptions.closeWaitMs). */
+  closeWaitMs?: number;
+  /** Bearer key /metrics asks for (the admin key also works); null/unset: /metrics is open (loopback only). */
+  metricsKey?: string | null;
 }
 
 /**
@@ -59,14 +74,21 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     maxDeferredBytes: deps.uploadDeferBytes ?? 0,
     idleForMs: () => inFlight.idleForMs(),
     log: (msg, err) => app.log.warn({ err }, msg),
+    onUploaded: (bytes, lags) => {
+      metrics.uploadedBytes.inc(bytes);
+      for (const lag of lags) metrics.uploadLag.observe(lag);
+    },
   });
   const metrics = createGatewayMetrics({ pendingUploads: () => uploader.pendingCount, walBytes: () => wal.bytes, inFlight: () => inFlight.count });
   const upstream = new Upstream(deps.modelServerUrl, {
     ...deps.upstream,
     onRetry: (kind) => metrics.upstreamErrors.inc({ kind: `retry_${kind}` }),
   });
+  const log = (msg: string, err: unknown) => app.log.warn({ err }, msg);
   const core: GatewayCore = {
     registry,
+    shared: deps.replicaId ? new SharedRollouts(deps.store, registry, { replicaId: deps.replicaId, statusTtlMs: deps.statusTtlMs, closeWaitMs: deps.closeWaitMs, log }) : null,
+    seqs: deps.replicaId ? new SeqClaims(deps.store, deps.replicaId) : null,
     inFlight,
     wal,
     uploader,
@@ -95,7 +117,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   registerAdminRoutes(app, core);
   registerProxyRoutes(app, core);
   app.get('/healthz', async () => ({ ok: true, paused: core.gate.paused, inFlight: inFlight.count, pendingUploads: uploader.pendingCount }));
-  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  const metricsAllowed = bearerCheck([deps.metricsKey, deps.metricsKey ? deps.adminKey : null]);
+  app.get('/metrics', async (request, reply) => {
+    if (!metricsAllowed(request.headers.authorization)) throw gatewayErrors.badMetricsKey();
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
 
   app.addHook('onClose', async () => {
     await inFlight.allIdle();

@@ -4,6 +4,8 @@ import type { GatewayMetrics } from './metrics.js';
 import type { PauseGate } from './pause-gate.js';
 import type { PromptOverlayCache } from './prompt-overlay-cache.js';
 import type { RolloutRegistry } from './registry.js';
+import type { SeqClaims } from './seq-claims.js';
+import type { SharedRollouts } from './shared-rollouts.js';
 import type { SpanRecorder } from './span-recorder.js';
 import type { GatewayStore } from './store.js';
 import type { SpanUploader } from './uploader.js';
@@ -13,6 +15,9 @@ import type { WriteAheadLog } from './wal.js';
 /** Everything the route modules share; built once per app by buildApp. */
 export interface GatewayCore {
   registry: RolloutRegistry;
+  /** Set when gateway replicas share rollouts and seqs through the object store; null for a lone gateway. */
+  shared: SharedRollouts | null;
+  seqs: SeqClaims | null;
   inFlight: InFlight;
   wal: WriteAheadLog;
   uploader: SpanUploader;

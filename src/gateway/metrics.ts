@@ -15,6 +15,14 @@ export function createGatewayMetrics(sources: { pendingUploads: () => number; wa
   const tokensIn = new Counter({ name: 'volt_gateway_prompt_tokens_total', help: 'Prompt tokens seen', registers: [registry] });
   const tokensOut = new Counter({ name: 'volt_gateway_completion_tokens_total', help: 'Completion tokens seen', registers: [registry] });
   const spans = new Counter({ name: 'volt_gateway_spans_total', help: 'Spans recorded by status', labelNames: ['status'], registers: [registry] });
+  const spanBytes = new Counter({ name: 'volt_gateway_span_bytes_total', help: 'Stored (compact JSON) size of the spans recorded, in UTF-16 units (bytes for ASCII)', registers: [registry] });
+  const uploadedBytes = new Counter({ name: 'volt_gateway_span_upload_bytes_total', help: 'Bytes of span objects put into the object store (gzip segments)', registers: [registry] });
+  const uploadLag = new Histogram({
+    name: 'volt_gateway_span_upload_lag_seconds',
+    help: 'From a span entering the upload queue (durable in the WAL) to its object being in the store',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
   new Gauge({
     name: 'volt_gateway_spans_pending_upload',
     help: 'Spans durable in the WAL but not yet in the object store',
@@ -39,7 +47,7 @@ export function createGatewayMetrics(sources: { pendingUploads: () => number; wa
       this.set(sources.inFlight());
     },
   });
-  return { registry, requests, latency, upstreamErrors, tokensIn, tokensOut, spans };
+  return { registry, requests, latency, upstreamErrors, tokensIn, tokensOut, spans, spanBytes, uploadedBytes, uploadLag };
 }
 
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

@@ -41,6 +41,7 @@ export function typeForStatus(status: number): string {
 export const gatewayErrors = {
   unknownToken: () => new GatewayError(401, 'unknown or closed rollout token', { code: 'invalid_rollout_token' }),
   badAdminKey: () => new GatewayError(401, 'missing or wrong admin bearer key', { code: 'invalid_admin_key' }),
+  badMetricsKey: () => new GatewayError(401, 'missing or wrong metrics bearer key (VOLT_GATEWAY_METRICS_KEY, or the admin key)', { code: 'invalid_metrics_key' }),
   paused: (retryAfterS: number) =>
     new GatewayError(429, 'gateway is paused; retry later', { code: 'gateway_paused', headers: { 'retry-after': String(retryAfterS) } }),
   closing: () => new GatewayError(503, 'gateway is shutting down', { code: 'gateway_closing' }),

@@ -8,7 +8,7 @@ import { checkPresentedKey, translateMessages, translateResponses, type Translat
 import { ClientLink } from './client-link.js';
 import { askedBy, upstreamBody } from './extensions.js';
 import type { GatewayCore } from './gateway-core.js';
-import { gatewayErrors } from './openai-error.js';
+import { GatewayError, gatewayErrors } from './openai-error.js';
 import { applyPromptOverlay } from './prompt-overlay.js';
 import { loadRolloutOverlay } from './prompt-overlay-cache.js';
 import { relayJson, relayStream } from './proxy-call.js';
@@ -22,21 +22,21 @@ type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
 
 /** The agent-facing, OpenAI-compatible routes under `/r/<token>/`. */
 export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): void {
-  const openRollout = (token: string): Rollout => {
-    const rollout = core.registry.get(token);
-    if (!rollout || rollout.record.status !== 'open' || core.closing.has(token)) throw gatewayErrors.unknownToken();
+  const openRollout = async (token: string): Promise<Rollout> => {
+    const rollout = core.shared ? await core.shared.resolve(token) : core.registry.get(token);
+    if (!rollout || rollout.record.status !== 'open' || rollout.closeRequested || core.closing.has(token)) throw gatewayErrors.unknownToken();
     return rollout;
   };
 
   // `translate`: the agent speaks another API (Responses, Messages); the engine is asked in chat completions.
   const call = (endpoint: Span['endpoint'], schema: z.ZodType | null, translate?: (body: unknown) => TranslatedCall) => async (request: TokenRequest, reply: FastifyReply) => {
-    openRollout(request.params.token);
+    await openRollout(request.params.token);
     if (translate) checkPresentedKey(request.headers, request.params.token);
     const translated = translate?.(request.body);
     const body = translated ? translated.chat : (parseBody(schema!, request.body) as Record<string, unknown>);
     if (core.gate.paused && !(await core.gate.waitOpen(core.opts.pauseWaitMs))) throw gatewayErrors.paused(core.opts.pauseRetryAfterS);
     // Re-checked after the pause: the rollout may have been closed while this call waited.
-    const rollout = openRollout(request.params.token);
+    const rollout = await openRollout(request.params.token);
     const admitted = admitCall(rollout, body);
     if (admitted.refused) await core.registry.noteBudgetExceeded(rollout, admitted.refused);
     if (admitted.error) throw admitted.error;
@@ -47,7 +47,9 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
       const upstreamRequest = applyPromptOverlay(upstreamBody(body, endpoint, rollout.record.policyModel, rollout.record.sampling), endpoint, overlay);
       const ctx = {
         rollout,
-        seq: rollout.nextSeq++,
+        seq: core.seqs ? -1 : rollout.nextSeq++,
+        // Claimed beside the upstream call rather than before it, so the claim's round trips hide behind the model.
+        seqClaim: core.seqs ? claimSeq(core, rollout) : undefined,
         endpoint,
         api: translated?.dialect.api ?? endpoint,
         dialect: translated?.dialect,
@@ -58,6 +60,8 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
         upstreamRequest,
         upstreamText: JSON.stringify(upstreamRequest),
       };
+      // Awaited (and its failure answered) where the span is recorded; this only keeps a rejection from being unhandled.
+      ctx.seqClaim?.catch(() => undefined);
       const asked = askedBy(body, endpoint);
       if (ctx.stream) return await relayStream(core, ctx, asked, reply, request, link);
       return await relayJson(core, ctx, asked, reply, link);
@@ -73,7 +77,7 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
   app.post('/r/:token/v1/messages/count_tokens', countTokensRoute(core, openRollout));
 
   app.get('/r/:token/v1/models', async (request: TokenRequest) => {
-    const { record } = openRollout(request.params.token);
+    const { record } = await openRollout(request.params.token);
     const created = Math.floor(Date.parse(record.createdAt) / 1000);
     return { object: 'list', data: [{ id: record.policyModel, object: 'model', created, owned_by: 'volt' }] };
   });
@@ -81,7 +85,7 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
   // Appends are serialised per rollout so two concurrent rewards never overwrite each other.
   const rewardChains = new Map<string, Promise<unknown>>();
   app.post('/r/:token/reward', async (request: TokenRequest) => {
-    const rollout = openRollout(request.params.token);
+    const rollout = await openRollout(request.params.token);
     const reward = parseBody(rewardSchema, request.body);
     const key = keys.agentRewards(rollout.ref);
     const append = async () => {
@@ -96,4 +100,15 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
     rewardChains.set(key, next.catch(() => undefined));
     return { ok: true, count: await next };
   });
+}
+
+/** Replicas: the call's seq, claimed in the object store; without one the call cannot be recorded, so it fails. */
+async function claimSeq(core: GatewayCore, rollout: Rollout): Promise<number> {
+  try {
+    return await core.seqs!.next(rollout);
+  } catch (err) {
+    core.log.error({ err }, 'could not claim a span seq');
+    await core.registry.noteUpstreamFailure(rollout).catch((e: unknown) => core.log.error({ err: e }, 'could not persist an upstream failure'));
+    throw new GatewayError(503, `the gateway could not number this call: object store unreachable (${(err as Error).message})`, { type: 'api_error', code: 'seq_unavailable' });
+  }
 }

@@ -32,7 +32,7 @@ export const registerRolloutSchema = z.strictObject({
 });
 export type RegisterRollout = z.output<typeof registerRolloutSchema>;
 
-const rolloutSchema = registerRolloutSchema.extend({
+export const rolloutSchema = registerRolloutSchema.extend({
   token: z.string().min(1),
   status: z.enum(['open', 'closed']),
   createdAt: z.string(),
@@ -58,13 +58,18 @@ export interface Rollout {
   idle: (() => void)[];
   /** The overlay its calls get; undefined until loaded (set at registration, or on the first call after a restart). */
   overlay: PromptOverlay | null | undefined;
+  /** Replicas: when the shared record was last read (performance.now()), and whether some replica began closing it. */
+  checkedAt: number;
+  closeRequested: boolean;
 }
 
 /** Token → rollout map, persisted atomically (tmp + fsync + rename) so rollouts survive a restart. */
 export class RolloutRegistry {
   private byToken = new Map<string, Rollout>();
-  private byRef = new Map<string, Rollout>();
+  private byRefKey = new Map<string, Rollout>();
   private writes: Promise<void> = Promise.resolve();
+  /** Replicas: publishes this replica's counters of an attempt (shared-rollouts.ts) after each local change. */
+  onCountersChanged?: (rollout: Rollout) => Promise<void>;
 
   constructor(private readonly file: string) {}
 
@@ -77,12 +82,17 @@ export class RolloutRegistry {
       throw err;
     }
     const records = z.array(rolloutSchema).parse(JSON.parse(text));
-    for (const record of records) this.add(record);
+    // Replicas: what the file says may have changed while this process was down, so the first call re-reads it.
+    for (const record of records) this.add(record).checkedAt = -Infinity;
     return [...this.byToken.values()];
   }
 
   get(token: string): Rollout | undefined {
     return this.byToken.get(token);
+  }
+
+  byRef(ref: RolloutRef): Rollout | undefined {
+    return this.byRefKey.get(refKey(ref));
   }
 
   all(): Rollout[] {
@@ -91,35 +101,34 @@ export class RolloutRegistry {
 
   /** Idempotent per (runId, iteration, rolloutId, attempt): an open rollout keeps its token. */
   async register(input: RegisterRollout): Promise<{ rollout: Rollout; created: boolean }> {
-    const existing = this.byRef.get(refKey(input));
+    const existing = this.byRef(input);
     if (existing) return { rollout: existing, created: false };
-    const record: RolloutRecord = {
-      ...input,
-      promptOverlay: input.promptOverlay?.version ? { version: input.promptOverlay.version } : null,
-      token: randomBytes(32).toString('base64url'),
-      status: 'open',
-      createdAt: new Date().toISOString(),
-      closedAt: null,
-      spans: null,
-      upstreamFailures: 0,
-      usage: { calls: 0, completionTokens: 0 },
-      budgetExceeded: null,
-    };
-    const rollout = this.add(record);
+    const rollout = this.add(newRecord(input));
     await this.persist();
     return { rollout, created: true };
+  }
+
+  /** A record this process did not create: registered through another replica, read from the object store. */
+  async adopt(record: RolloutRecord): Promise<Rollout> {
+    const known = this.byRef(record);
+    if (known) return known;
+    const rollout = this.add(record);
+    await this.persist();
+    return rollout;
   }
 
   /** Counts a model-side failure of one of the rollout's calls; durable once this resolves. */
   async noteUpstreamFailure(rollout: Rollout): Promise<void> {
     rollout.record.upstreamFailures += 1;
     await this.persist();
+    await this.onCountersChanged?.(rollout);
   }
 
   /** Records that a call was refused for the attempt's budget; durable before the agent hears of it. */
   async noteBudgetExceeded(rollout: Rollout, reason: string): Promise<void> {
     rollout.record.budgetExceeded ??= reason;
     await this.persist();
+    await this.onCountersChanged?.(rollout);
   }
 
   async markClosed(rollout: Rollout, spans: number): Promise<void> {
@@ -131,9 +140,11 @@ export class RolloutRegistry {
 
   private add(record: RolloutRecord): Rollout {
     const ref: RolloutRef = { runId: record.runId, iteration: record.iteration, rolloutId: record.rolloutId, attempt: record.attempt };
-    const rollout: Rollout = { record, ref, nextSeq: 0, inFlight: 0, idle: [], overlay: record.promptOverlay ? undefined : null };
+    const rollout: Rollout = {
+      record, ref, nextSeq: 0, inFlight: 0, idle: [], overlay: record.promptOverlay ? undefined : null, checkedAt: performance.now(), closeRequested: false,
+    };
     this.byToken.set(record.token, rollout);
-    this.byRef.set(refKey(ref), rollout);
+    this.byRefKey.set(refKey(ref), rollout);
     return rollout;
   }
 
@@ -157,6 +168,42 @@ export class RolloutRegistry {
     await fs.rename(tmp, this.file);
     const dir = await fs.open(path.dirname(this.file), 'r');
     await dir.sync().finally(() => dir.close());
+  }
+}
+
+/**
+ * A fresh open record with a token of 32 random bytes; `named` (replicas) prefixes it with the attempt it belongs to
+ * (base64url JSON, then a dot), so a replica that never saw the token finds the attempt's shared record without an index.
+ */
+export function newRecord(input: RegisterRollout, named = false): RolloutRecord {
+  const secret = randomBytes(32).toString('base64url');
+  return {
+    ...input,
+    promptOverlay: input.promptOverlay?.version ? { version: input.promptOverlay.version } : null,
+    token: named ? `${Buffer.from(refKey(input)).toString('base64url')}.${secret}` : secret,
+    status: 'open',
+    createdAt: new Date().toISOString(),
+    closedAt: null,
+    spans: null,
+    upstreamFailures: 0,
+    usage: { calls: 0, completionTokens: 0 },
+    budgetExceeded: null,
+  };
+}
+
+const refSchema = z.tuple([safeId('run'), z.number().int().min(0), safeId('rollout'), z.number().int().min(0)]);
+
+/** The attempt a token names (the part before its dot), or null for anything that is not such a token. */
+export function refOfToken(token: string): RolloutRef | null {
+  const dot = token.indexOf('.');
+  if (dot <= 0 || dot > 800) return null;
+  try {
+    const parsed = refSchema.safeParse(JSON.parse(Buffer.from(token.slice(0, dot), 'base64url').toString('utf8')));
+    if (!parsed.success) return null;
+    const [runId, iteration, rolloutId, attempt] = parsed.data;
+    return { runId, iteration, rolloutId, attempt };
+  } catch {
+    return null;
   }
 }
 

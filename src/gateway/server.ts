@@ -22,6 +22,10 @@ export async function runGateway(env: Readonly<VoltEnv> = loadInstallationEnv())
     walSyncIntervalMs: env.VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS,
     uploadDeferBytes: env.VOLT_GATEWAY_UPLOAD_DEFER_MB * 1024 * 1024,
     publicUrl: url.origin,
+    replicaId: env.VOLT_GATEWAY_REPLICA_ID,
+    closeWaitMs: env.VOLT_GATEWAY_CLOSE_WAIT_MS,
+    // Beyond loopback, whoever reaches the port could read the metrics: they need a key there.
+    metricsKey: env.VOLT_GATEWAY_METRICS_KEY ?? (isLoopback(env.VOLT_GATEWAY_LISTEN_HOST) ? null : env.VOLT_GATEWAY_ADMIN_KEY),
     logger: { level: process.env.LOG_LEVEL ?? 'warn' },
   });
   // Streams of a slow CPU model can run for minutes: no request timeout, but idle sockets are reaped.
@@ -47,6 +51,10 @@ export async function runGateway(env: Readonly<VoltEnv> = loadInstallationEnv())
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
   return app;
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -8,6 +8,8 @@ import { compactResponse } from '../storage/span-codec.js';
 export interface CallContext {
   rollout: Rollout;
   seq: number;
+  /** Replicas: the seq being claimed in the object store while the call runs upstream; recording waits for it. */
+  seqClaim?: Promise<number>;
   endpoint: Span['endpoint'];
   /** The API the agent spoke; `dialect` answers it when that is not the engine's own (endpoint). */
   api: NonNullable<Span['api']>;

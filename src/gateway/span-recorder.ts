@@ -17,6 +17,7 @@ export class SpanRecorder {
   ) {}
 
   async record(ctx: CallContext, outcome: CallOutcome): Promise<Span> {
+    if (ctx.seqClaim) ctx.seq = await ctx.seqClaim;
     const span = buildSpan(ctx, outcome);
     const key = keys.span(ctx.rollout.ref, span.seq);
     // Serialised now, so the caller may strip fields from the response it hands the agent afterwards.
@@ -30,6 +31,7 @@ export class SpanRecorder {
     }
     const { metrics } = this.deps;
     metrics.spans.inc({ status: span.status });
+    metrics.spanBytes.inc(json.length);
     if (span.usage) {
       metrics.tokensIn.inc(span.usage.prompt_tokens || 0);
       metrics.tokensOut.inc(span.usage.completion_tokens || 0);

@@ -11,7 +11,9 @@ export interface GatewayStore {
   /** null when the key does not exist; other failures throw. */
   getJsonOrNull(key: string): Promise<unknown>;
   /** Objects under a prefix, in key order. */
-  list(prefix: string): AsyncIterable<{ key: string }>;
+  list(prefix: string, startAfter?: string): AsyncIterable<{ key: string }>;
+  /** Withdraws a lost seq claim (seq-claims.ts); removing a missing key is not an error. */
+  remove(key: string): Promise<void>;
 }
 
 export async function listKeys(store: GatewayStore, prefix: string): Promise<string[]> {

@@ -41,6 +41,8 @@ export interface UploaderOptions {
   /** gzip level for segment objects (readSpans recognises gzip by its magic bytes); 0 = store them as plain JSONL. */
   gzipLevel?: number;
   log?: (msg: string, err: unknown) => void;
+  /** After each put: the object's bytes and, per span in it, seconds since it was queued (metrics). */
+  onUploaded?: (bytes: number, lagsS: number[]) => void;
 }
 
 // On libuv's thread pool, so compressing a segment does not hold up the calls on the event loop.
@@ -188,6 +190,8 @@ export class SpanUploader {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
         await this.store.putBytes(key, body, body.length, body === text ? (first.group ? 'application/x-ndjson' : 'application/json') : 'application/gzip');
+        const now = performance.now();
+        this.opts.onUploaded?.(body.length, jobs.map((j) => (now - j.queuedAt) / 1000));
         for (const j of jobs) {
           await this.wal.markUploaded(j.entry);
           this.pending.delete(j);

@@ -74,6 +74,14 @@ export const keys = {
   /** Spans first..last of one attempt as JSON Lines, one span per line; read both layouts with src/storage/spans.ts. */
   spanSegment: (r: RolloutRef, firstSeq: number, lastSeq: number) => `${keys.spans(r)}${spanSegmentName(firstSeq, lastSeq)}`,
   agentRewards: (r: RolloutRef) => `${keys.rollout(r)}agent-rewards.json`,
+  /** The attempt's gateway registration, shared by every gateway replica (src/gateway/shared-rollouts.ts). */
+  gatewayRollout: (r: RolloutRef) => `${keys.rollout(r)}gateway/rollout.json`,
+  /** What one gateway replica counted for the attempt (model-side failures, budget refusal); summed at close. */
+  gatewayReplicas: (r: RolloutRef) => `${keys.rollout(r)}gateway/replicas/`,
+  gatewayReplica: (r: RolloutRef, replicaId: string) => `${keys.gatewayReplicas(r)}${assertId('replica', replicaId)}.json`,
+  /** Claims of span seq numbers by gateway replicas (src/gateway/seq-claims.ts); names sort by seq. */
+  seqClaims: (r: RolloutRef) => `${keys.rollout(r)}gateway/seq-claims/`,
+  seqClaim: (r: RolloutRef, seq: number, claimId: string) => `${keys.seqClaims(r)}${pad(assertIndex('seq', seq), 8)}.${assertId('claim', claimId)}`,
   rewards: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}rewards.json`,
   /** The iteration's training samples as one safetensors file (src/batches/batch-file.ts, schemas/sample.schema.json). */
   batch: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}batch/samples.safetensors`,

@@ -186,11 +186,11 @@ export class ObjectStore {
     }
   }
 
-  /** Every object under a prefix, in key order. */
-  async *list(prefix: string): AsyncGenerator<{ key: string; size: number }> {
+  /** Every object under a prefix, in key order; with `startAfter`, only the keys after it. */
+  async *list(prefix: string, startAfter?: string): AsyncGenerator<{ key: string; size: number }> {
     assertKey(prefix, { prefix: true });
     try {
-      for await (const o of this.client.listObjectsV2(this.bucket, prefix, true)) {
+      for await (const o of this.client.listObjectsV2(this.bucket, prefix, true, startAfter)) {
         const item = o as { name?: string; size?: number };
         if (item.name !== undefined) yield { key: item.name, size: item.size ?? 0 };
       }

@@ -13,9 +13,9 @@ import { checkPresentedKey } from './translated-call.js';
  * `POST /v1/messages/count_tokens`: the prompt as the engine renders it (its chat template and tokenizer, the rollout's
  * overlay applied), counted by asking the engine for one token. Not recorded: no text reaches the agent.
  */
-export function countTokensRoute(core: GatewayCore, openRollout: (token: string) => Rollout) {
+export function countTokensRoute(core: GatewayCore, openRollout: (token: string) => Promise<Rollout>) {
   return async (request: FastifyRequest<{ Params: { token: string } }>, reply: FastifyReply) => {
-    const rollout = openRollout(request.params.token);
+    const rollout = await openRollout(request.params.token);
     checkPresentedKey(request.headers, request.params.token);
     const body = request.body !== null && typeof request.body === 'object' && !Array.isArray(request.body) ? { ...request.body, max_tokens: 1, stream: false } : request.body;
     const chat = messagesToChat(parseMessagesRequest(body)) as unknown as Record<string, unknown>;
