@@ -49,6 +49,8 @@ def make_task(task_id: str, family: int, k: int, module: str, bang: str) -> dict
     files = {f"{module}.py": source, f"tests/test_{module}.py": visible_test, "tests/__init__.py": ""}
     return {
         "id": task_id,
+        # The bug family: evaluations are also reported per kind.
+        "kind": name.replace("_{k}", "").replace("_of", ""),
         "input": {"instructions": instructions},
         "reference": {"fixed": fill(fix), "file": f"{module}.py"},
         "setup": {"command": ["python3", "examples/coding/write-files.py", json.dumps(files, sort_keys=True)]},
