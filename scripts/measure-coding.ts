@@ -3,7 +3,8 @@
  * computeRewards with examples/coding/run.json's reward) on held-out tasks against Volt's model server (SmolLM2-135M
  * on CPU), greedy like an evaluation. Prints per-task results, the solve rate and the guard flags seen.
  *
- *   node --import tsx scripts/measure-coding.ts [-n 24] [--concurrency 2] [--temperature 0] [--tasks examples/coding/tasks/eval.jsonl]
+ *   node --import tsx scripts/measure-coding.ts [-n 24] [--concurrency 2] [--temperature 0] [--timeout-sec 240]
+ *     [--tasks examples/coding/tasks/eval.jsonl]
  *
  * It borrows the test helpers that start a private S3 server, model server and gateway on free loopback ports.
  */
@@ -29,7 +30,7 @@ import { startTestServices } from '../test/helpers/services.js';
 
 const { values } = parseArgs({ options: {
   n: { type: 'string', short: 'n', default: '24' }, concurrency: { type: 'string', default: '2' },
-  temperature: { type: 'string', default: '0' }, tasks: { type: 'string', default: 'examples/coding/tasks/eval.jsonl' },
+  temperature: { type: 'string', default: '0' }, 'timeout-sec': { type: 'string', default: '240' }, tasks: { type: 'string', default: 'examples/coding/tasks/eval.jsonl' },
 } });
 const env = () => new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
 
@@ -41,7 +42,9 @@ try {
   await store.ensureBucket();
   const gateway = await startGateway(store, dir, model.url);
   const base = JSON.parse(readFileSync('examples/coding/run.json', 'utf8')) as Record<string, unknown>;
-  const config = parseRunConfig({ ...base, runId: 'measure-coding', rollouts: { ...(base.rollouts as object), concurrency: Number(values.concurrency) } });
+  const config = parseRunConfig({
+    ...base, runId: 'measure-coding', agent: { ...(base.agent as object), timeoutSec: Number(values['timeout-sec']) }, rollouts: { ...(base.rollouts as object), concurrency: Number(values.concurrency) },
+  });
   const deps = {
     store, gateway: gateway.admin, taskSets: new PinnedTaskSets(store, process.cwd()), python: path.resolve('.venv/bin/python'), env: {},
     runner: new LocalRunner({ root: path.join(dir, 'rollouts'), logs: objectStoreLogSink(store), hide: [dir], concurrency: Number(values.concurrency) }),

@@ -20,13 +20,12 @@ SYSTEM_PROMPT = "\n".join([
     "```bash\nsed -i 's/old text/new text/' file.py\n```",
     f"When the bug is fixed, submit with:\n```bash\necho {SUBMIT}\n```",
 ])
-# One worked example: small models copy a demonstrated pattern far better than they follow instructions.
+# One worked example, ending on the fix: small models copy the demonstrated next turn, so a demo that ended on the
+# submission made the base model submit at once (greedy: 7 of the first 9 held-out transcripts).
 EXAMPLE = [
     {"role": "user", "content": "Fix the bug in shapes.py so the tests pass.\nshapes.py:\n```python\n"
                                 "def perimeter(w, h):\n    return w + h\n```\nThe test says: assert perimeter(2, 3) == 10"},
     {"role": "assistant", "content": "```bash\nsed -i 's/return w + h/return 2 * (w + h)/' shapes.py\n```"},
-    {"role": "user", "content": "exit code: 0\noutput:\n"},
-    {"role": "assistant", "content": f"```bash\necho {SUBMIT}\n```"},
 ]
 FORMAT_ERROR = "Please always provide EXACTLY ONE action in triple backticks: ```bash\n<command>\n```"
 BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)(?:```|$)", re.DOTALL)
