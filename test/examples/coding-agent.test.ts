@@ -62,7 +62,7 @@ void describe('coding agent: hidden tests in the sandbox, reward-hacking guards'
         store, gateway: gateway.admin, taskSets: new PinnedTaskSets(store, process.cwd()), python: path.resolve('.venv/bin/python'), env: {},
         runner: new LocalRunner({ root: path.join(dir, 'rollouts'), logs: objectStoreLogSink(store), hide: [dir] }),
       } as unknown as ActivityDeps;
-      const { sha256: taskSet } = await (deps.taskSets as PinnedTaskSets).pinFile(config.tasks.trainFile);
+      const { sha256: taskSet } = await (deps.taskSets as PinnedTaskSets).pinFile('examples/coding/tasks/train.jsonl');
       const policy = { name: 'base', checkpointKey: null, sha256: null, iteration: null };
       const tasks = [{ taskId: task.id, groupId: 'g0', rolloutIds: [rolloutId] }];
       const launch = createRolloutActivities(deps).launchRollouts;
