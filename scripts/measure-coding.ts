@@ -37,6 +37,10 @@ const env = () => new MockActivityEnvironment({}, { logger: new DefaultLogger('E
 const started = Date.now();
 const [services, model] = await Promise.all([startTestServices({ s3: true }), startModelServer()]);
 const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-measure-coding-'));
+// Interrupted, it still stops the servers it started (they would keep a CPU busy otherwise).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => void Promise.all([model.stop(), services.stop()]).finally(() => process.exit(130)));
+}
 try {
   const store = createObjectStore({ ...services.s3, bucket: 'volt-measure-coding' });
   await store.ensureBucket();
