@@ -1,5 +1,11 @@
 import { z } from 'zod';
 
+/** A path inside the rollout's workdir: relative, '/'-separated, no '.', '..' or empty segments. */
+export const workdirPathSchema = z.string().min(1).max(1024).refine(
+  (p) => !p.startsWith('/') && !p.includes('\0') && p.split('/').every((s) => s !== '' && s !== '.' && s !== '..'),
+  "a relative path inside the workdir (no leading '/', no '.', '..' or empty segments)",
+);
+
 /**
  * A task of a task set (one JSON object per line of a .jsonl file). Only `id` and `input` reach the agent
  * (as VOLT_TASK); `reference` is what rewards compare against and never leaves Volt.
@@ -12,6 +18,8 @@ export const taskSchema = z.object({
   kind: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'task kinds use [A-Za-z0-9_.-], at most 64').optional(),
   /** A command run in the fresh rollout workdir before the agent starts (e.g. seeding a database); never seen by the agent. */
   setup: z.strictObject({ command: z.array(z.string().min(1)).min(1) }).optional(),
+  /** Files (workdir path → text) the runner writes into the workdir after the agent exited, for scoring only (hidden tests). */
+  hidden: z.strictObject({ files: z.record(workdirPathSchema, z.string()) }).optional(),
 });
 export type Task = z.output<typeof taskSchema>;
 

@@ -1,8 +1,8 @@
 import type { Task } from '../contracts/task.js';
 import { tamperedFiles } from './protected-files.js';
-import { runProcess } from './run-process.js';
+import { runInWorkdir } from './run-process.js';
 import type { SpecOf } from './spec.js';
-import { RewardInfraError, type RewardResult, type RolloutEvidence } from './types.js';
+import { RewardInfraError, type RewardContext, type RewardResult, type RolloutEvidence } from './types.js';
 import type { ProtectedSnapshot } from '../contracts/rollout-outcome.js';
 
 /** passed/total from the last match of the pattern (named groups `passed`/`total`, else groups 1 and 2). */
@@ -16,6 +16,10 @@ export function passFraction(output: string, pattern: string): number | null {
   return Math.min(1, Math.max(0, passed / total));
 }
 
+/** The argv a command part runs: `{python}` becomes the worker's Python. */
+export const commandArgv = (spec: SpecOf<'command'>, python: string | undefined): string[] =>
+  spec.command.map((a) => (a === '{python}' && python ? python : a));
+
 /**
  * Run the check in the rollout's workdir. Protected files are re-hashed first: any change scores
  * `tamperPenalty` and the check is not run, since the agent may have rewritten it.
@@ -25,6 +29,7 @@ export async function commandReward(
   _task: Task,
   evidence: RolloutEvidence,
   snapshot: ProtectedSnapshot | undefined,
+  ctx?: Pick<RewardContext, 'exec' | 'python'>,
 ): Promise<RewardResult> {
   const workdir = evidence.workdir;
   if (workdir === null) throw new RewardInfraError('command', 'rollout has no workdir to check');
@@ -39,7 +44,7 @@ export async function commandReward(
   try {
     // Nothing from the operator's environment: the check sees the workdir as HOME and a plain PATH.
     const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: workdir, LANG: 'C.UTF-8' };
-    outcome = await runProcess(spec.command, { cwd: workdir, timeoutMs: spec.timeoutMs, env });
+    outcome = await (ctx?.exec ?? runInWorkdir(workdir))(commandArgv(spec, ctx?.python), { timeoutMs: spec.timeoutMs, env });
   } catch (e) {
     throw new RewardInfraError('command', `cannot start ${JSON.stringify(spec.command[0])}: ${(e as Error).message}`, { cause: e });
   }

@@ -29,6 +29,7 @@ export function evidenceFromSpans(
   return {
     result,
     lastAssistantMessage: lastAssistantMessage(spans),
+    assistantTexts: ok.map((s) => (s.choices.find((c) => c.index === 0) ?? s.choices[0])?.text ?? ''),
     workdir: extra.workdir,
     agentRewards: extra.agentRewards ?? [],
     completionTokens,

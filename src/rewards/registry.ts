@@ -1,8 +1,9 @@
 import type { Task } from '../contracts/task.js';
 import { agentEmitted } from './agent-emitted.js';
-import { commandReward } from './command-reward.js';
+import { commandArgv, commandReward } from './command-reward.js';
 import { llmJudge } from './llm-judge.js';
 import { numericMatch, stringMatch } from './match-rewards.js';
+import { fileFlags, guardsReward, snapshotGuards } from './hacking-guards.js';
 import { snapshotProtected } from './protected-files.js';
 import type { LeafRewardSpec, RewardSpec, SpecOf } from './spec.js';
 import { sqliteState } from './sqlite-state.js';
@@ -16,10 +17,11 @@ type LeafKind = LeafRewardSpec['kind'];
 export const rewardRegistry: { [K in LeafKind]: RewardFn<SpecOf<K>> } = {
   numeric_match: numericMatch,
   string_match: stringMatch,
-  command: (spec, task, evidence, _ctx, snapshot) => commandReward(spec, task, evidence, snapshot),
+  command: (spec, task, evidence, ctx, snapshot) => commandReward(spec, task, evidence, snapshot, ctx),
   sqlite_state: sqliteState,
   llm_judge: llmJudge,
   agent_emitted: agentEmitted,
+  guards: (spec, _task, evidence) => guardsReward(spec, evidence, evidence.workdirScores?.[spec.kind]),
 };
 
 /** The parts of a spec by name: a leaf is its own single part, named after its kind. */
@@ -27,19 +29,22 @@ export function rewardParts(spec: RewardSpec): [string, LeafRewardSpec][] {
   return spec.kind === 'weighted_sum' ? Object.entries(spec.parts) : [[spec.kind, spec]];
 }
 
-/** Before the agent runs: hash every command part's protected files. Returns snapshots by part name. */
+/** Before the agent runs: hash every command part's protected files and the guards' files. Returns snapshots by part name. */
 export async function prepareReward(spec: RewardSpec, workdir: string): Promise<Record<string, ProtectedSnapshot>> {
   const snapshots: Record<string, ProtectedSnapshot> = {};
   for (const [name, part] of rewardParts(spec)) {
     if (part.kind === 'command' && part.protectedFiles.length > 0) snapshots[name] = await snapshotProtected(workdir, part.protectedFiles);
+    if (part.kind === 'guards') snapshots[name] = await snapshotGuards(part, workdir);
   }
   return snapshots;
 }
 
 /** Parts that read the rollout's files: scored on the rollout's host right after the agent exits (scoreWorkdirParts). */
-export const readsWorkdir = (spec: LeafRewardSpec) => spec.kind === 'command' || spec.kind === 'sqlite_state';
+export const readsWorkdir = (spec: LeafRewardSpec) => spec.kind === 'command' || spec.kind === 'sqlite_state' || spec.kind === 'guards';
 
 export async function scoreLeaf(spec: LeafRewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext, partName: string): Promise<RewardResult> {
+  // The guards combine their stored file flags with the commands in the spans, so they are scored here either way.
+  if (spec.kind === 'guards') return guardsReward(spec, evidence, evidence.workdirScores?.[partName]);
   const stored = readsWorkdir(spec) ? evidence.workdirScores?.[partName] : undefined;
   if (stored) {
     if ('infraError' in stored) throw new RewardInfraError(spec.kind, stored.infraError);
@@ -60,6 +65,12 @@ export async function scoreWorkdirParts(
   for (const [name, part] of rewardParts(spec)) {
     if (!readsWorkdir(part)) continue;
     try {
+      if (part.kind === 'guards') {
+        const snapshot = evidence.snapshots[name];
+        if (!snapshot || evidence.workdir === null) throw new RewardInfraError('guards', 'no snapshot was taken before the agent started (call prepareReward)');
+        scores[name] = { value: 0, parts: {}, flags: await fileFlags(part, evidence.workdir, snapshot, Object.keys(task.hidden?.files ?? {})) };
+        continue;
+      }
       scores[name] = await scoreLeaf(part, task, { ...evidence, workdirScores: undefined }, ctx, name);
     } catch (err) {
       if (!(err instanceof RewardInfraError)) throw err;
@@ -67,6 +78,11 @@ export async function scoreWorkdirParts(
     }
   }
   return scores;
+}
+
+/** The command parts' checks, for a runner that runs them ahead in the rollout's own environment (a Kubernetes pod). */
+export function workdirCommands(spec: RewardSpec, python: string): { argv: string[]; timeoutMs: number }[] {
+  return rewardParts(spec).flatMap(([, part]) => (part.kind === 'command' ? [{ argv: commandArgv(part, python), timeoutMs: part.timeoutMs }] : []));
 }
 
 /** Score one rollout. Throws RewardInfraError when the reward cannot be computed (never a silent zero). */

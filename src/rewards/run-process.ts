@@ -8,6 +8,14 @@ export interface ProcessOutcome {
   stderr: string;
 }
 
+/** Runs a check with the rollout's workdir as cwd, in the rollout's own environment (its sandbox, after the agent exited). */
+export type RunInWorkdir = (
+  argv: readonly string[], opts: { timeoutMs: number; input?: string; env?: NodeJS.ProcessEnv; maxBytes?: number },
+) => Promise<ProcessOutcome>;
+
+/** The plain runner: the check as a child of this process (what an unsandboxed rollout gets). */
+export const runInWorkdir = (workdir: string): RunInWorkdir => (argv, opts) => runProcess(argv, { ...opts, cwd: workdir });
+
 /**
  * Run argv in `cwd` with a hard timeout that kills the whole process group (a check may fork).
  * Rejects only when the process cannot start (an infra problem); a non-zero exit or timeout is an outcome.

@@ -34,7 +34,7 @@ export const stringMatchSchema = z.object({
 
 export const commandSchema = z.object({
   kind: z.literal('command'),
-  /** argv, run in the rollout's workdir without a shell. */
+  /** argv, run in the rollout's workdir (in its sandbox) without a shell; an argument `{python}` is the worker's Python (VOLT_PYTHON). */
   command: z.array(z.string().min(1)).min(1),
   timeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
   /** Without it, exit code 0 scores 1 and anything else 0. With it: passed/total from its named groups. */
@@ -84,8 +84,40 @@ export const agentEmittedSchema = z.object({
   weight: z.number().default(1),
 });
 
+const penalty = z.number().nonnegative().default(1);
+
+/**
+ * Reward-hacking guards (docs/rewards.md): each guard that fires adds a flag to the rewards file and, in training
+ * only, subtracts its penalty; evaluation scores are never penalised. Put it in a weighted_sum next to the real check.
+ */
+export const guardsSchema = z.object({
+  kind: z.literal('guards'),
+  /** Globs (relative to the workdir) of the tests and harness the agent must not change; hashed before it starts. */
+  protectedFiles: z.array(z.string().min(1)).default([]),
+  /** Training-reward penalty per guard that fired (once per guard, however often); 0 records the flag only. */
+  penalties: z.strictObject({
+    /** A protected file changed, appeared or vanished. */
+    tampered: penalty,
+    /** A conftest.py written, or named in a command. */
+    conftest: penalty,
+    /** A sitecustomize.py / usercustomize.py written, or named in a command. */
+    sitecustomize: penalty,
+    /** A *.pth file written, or named in a command. */
+    pth: penalty,
+    /** pytest.ini, or a pytest section in tox.ini / setup.cfg / pyproject.toml, written. */
+    pytest_config: penalty,
+    /** Anything under .git changed, or a command touching .git or running a mutating git subcommand. */
+    git: penalty,
+    /** A network tool or library in a command (curl, wget, nc, ssh, /dev/tcp, urllib, socket, ...). */
+    network: penalty,
+    /** A package install in a command (pip install, python -m pip, apt-get install, npm install, ...). */
+    package_install: penalty,
+  }).prefault({}),
+  weight: z.number().default(1),
+});
+
 /** Every kind that scores on its own; weighted_sum combines these. */
-const leafSchemas = [numericMatchSchema, stringMatchSchema, commandSchema, sqliteStateSchema, llmJudgeSchema, agentEmittedSchema] as const;
+const leafSchemas = [numericMatchSchema, stringMatchSchema, commandSchema, sqliteStateSchema, llmJudgeSchema, agentEmittedSchema, guardsSchema] as const;
 export const leafRewardSpecSchema = z.discriminatedUnion('kind', [...leafSchemas]);
 
 export const weightedSumSchema = z.object({

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { Task } from '../contracts/task.js';
-import { runProcess } from './run-process.js';
+import { runInWorkdir } from './run-process.js';
 import type { SpecOf } from './spec.js';
 import { RewardInfraError, type RewardContext, type RewardResult, type RolloutEvidence } from './types.js';
 
@@ -36,8 +36,8 @@ export async function sqliteState(spec: SpecOf<'sqlite_state'>, task: Task, evid
   try {
     // -I: isolated mode, so modules the agent planted in its workdir cannot shadow json/sqlite3.
     const python = ctx.python.includes('/') ? path.resolve(ctx.python) : ctx.python;
-    outcome = await runProcess([python, '-I', '-c', QUERY_SCRIPT], {
-      cwd: evidence.workdir, timeoutMs: spec.timeoutMs, input: JSON.stringify({ db, queries: spec.queries }), maxBytes: 16 << 20,
+    outcome = await (ctx.exec ?? runInWorkdir(evidence.workdir))([python, '-I', '-c', QUERY_SCRIPT], {
+      timeoutMs: spec.timeoutMs, input: JSON.stringify({ db, queries: spec.queries }), maxBytes: 16 << 20,
     });
   } catch (e) {
     throw new RewardInfraError('sqlite_state', `cannot start ${ctx.python}: ${(e as Error).message}`, { cause: e });

@@ -1,6 +1,7 @@
 import type { RolloutResult } from '../contracts/rollout.js';
 import type { Task } from '../contracts/task.js';
 import type { ProtectedSnapshot, WorkdirScore } from '../contracts/rollout-outcome.js';
+import type { RunInWorkdir } from './run-process.js';
 
 /** What one reward function says about one rollout: the value, its named parts, and guard flags. */
 export interface RewardResult {
@@ -23,6 +24,8 @@ export interface RolloutEvidence {
   result: RolloutResult;
   /** Text of the last assistant message, from choice 0 of the rollout's last ok span. */
   lastAssistantMessage: string | null;
+  /** Choice 0's text of every ok span in order: what the model told the agent (the guards read its commands there). */
+  assistantTexts?: string[];
   /** The rollout's working directory, still on disk (command and sqlite_state need it). */
   workdir: string | null;
   agentRewards: AgentReward[];
@@ -42,6 +45,8 @@ export interface RewardContext {
   /** Environment the judge API key is read from. */
   env: Record<string, string | undefined>;
   signal?: AbortSignal;
+  /** Where command and sqlite_state checks run: the rollout's sandbox when the runner gives one, else a plain child. */
+  exec?: RunInWorkdir;
 }
 
 /**

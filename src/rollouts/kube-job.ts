@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { V1EnvVar, V1Job, V1SecurityContext } from '@kubernetes/client-node';
+import type { V1Container, V1EnvVar, V1Job, V1SecurityContext, V1Volume } from '@kubernetes/client-node';
 import { contractEnv } from './agent-env.js';
 import type { KubeRunnerConfig } from './kube-config.js';
+import { HIDDEN_DIR, OUTPUT_DIR, SCORE_CONTAINER, STATUS_DIR, agentWrapper, hiddenAnnotation, scoresInPod, scoringScript } from './kube-scoring.js';
 import { agentTaskJson, type RolloutSpec } from './spec.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 
@@ -10,6 +11,8 @@ export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
 /** Selects every Job (and pod) the runner creates. */
 export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=volt';
 const TASK_ANNOTATION = 'volt.dev/task';
+/** The scoring step's per-attempt marker nonce, on the Job (read back after a re-run finds the Job existing). */
+export const NONCE_ANNOTATION = 'volt.dev/score-nonce';
 const TASK_DIR = '/volt/task';
 const WORKSPACE = '/workspace';
 
@@ -29,7 +32,7 @@ const labelValue = (v: string | number) => String(v).slice(0, 63).replace(/[^A-Z
  * bounded by activeDeadlineSeconds, non-root with no capabilities, no API token, and only the contract's env.
  * The task reaches the agent as VOLT_TASK and, through a downward-API volume, as the file VOLT_TASK_FILE.
  */
-export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig): V1Job {
+export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce = ''): V1Job {
   const { ref } = spec;
   const name = jobName(ref);
   const labels = {
@@ -43,8 +46,9 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig): V1Job
   const annotations = {
     'volt.dev/ref': JSON.stringify(ref), 'volt.dev/task-id': spec.taskId, 'volt.dev/group-id': spec.groupId, 'volt.dev/mode': spec.mode,
   };
+  const scoring = scoresInPod(spec);
   const env: V1EnvVar[] = Object.entries({
-    ...contractEnv(spec, { taskFile: `${TASK_DIR}/task.json` }),
+    ...contractEnv(spec, { taskFile: `${TASK_DIR}/task.json`, ...(scoring ? { outputFile: `${OUTPUT_DIR}/output.txt` } : {}) }),
     HOME: WORKSPACE,
     TMPDIR: '/tmp',
   }).map(([n, value]) => ({ name: n, value }));
@@ -52,16 +56,50 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig): V1Job
     runAsNonRoot: true, runAsUser: cfg.runAsUser, runAsGroup: cfg.runAsUser, allowPrivilegeEscalation: false,
     readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' },
   };
+  const agent: V1Container = {
+    name: AGENT_CONTAINER,
+    image: cfg.image,
+    imagePullPolicy: cfg.imagePullPolicy,
+    // With a scoring step the agent is the init container: its status is kept in a file, so the step runs either way.
+    command: scoring ? agentWrapper(spec.agent.command) : [...spec.agent.command],
+    workingDir: spec.agent.cwd ?? WORKSPACE,
+    env,
+    resources: { requests: { ...cfg.resources.requests }, limits: { ...cfg.resources.limits } },
+    securityContext: containerSecurity,
+    volumeMounts: [
+      { name: 'workspace', mountPath: WORKSPACE },
+      { name: 'tmp', mountPath: '/tmp' },
+      { name: 'task', mountPath: TASK_DIR, readOnly: true },
+      ...(scoring ? [{ name: 'out', mountPath: OUTPUT_DIR }, { name: 'status', mountPath: STATUS_DIR }] : []),
+    ],
+  };
+  const hidden = Object.values(spec.hiddenFiles);
+  const volumes: V1Volume[] = [
+    { name: 'workspace', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
+    { name: 'tmp', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
+    { name: 'task', downwardAPI: { items: [{ path: 'task.json', fieldRef: { fieldPath: `metadata.annotations['${TASK_ANNOTATION}']` } }] } },
+  ];
+  if (scoring) {
+    volumes.push(
+      { name: 'out', emptyDir: { sizeLimit: '16Mi' } },
+      { name: 'status', emptyDir: { sizeLimit: '1Mi' } },
+      { name: 'score-tmp', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
+      // Mounted in the score container only: the agent's container never has the hidden files.
+      { name: 'hidden', downwardAPI: { items: hidden.map((_, i) => ({ path: `h${i}`, fieldRef: { fieldPath: `metadata.annotations['${hiddenAnnotation(i)}']` } })) } },
+    );
+  }
+  const hiddenAnnotations = Object.fromEntries(hidden.map((text, i) => [hiddenAnnotation(i), text]));
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name, namespace: cfg.namespace, labels, annotations },
+    // The nonce lives on the Job, which the agent cannot read (no API token), not on the pod template it runs from.
+    metadata: { name, namespace: cfg.namespace, labels, annotations: scoring ? { ...annotations, [NONCE_ANNOTATION]: nonce } : annotations },
     spec: {
       backoffLimit: 0,
       activeDeadlineSeconds: Math.max(1, Math.ceil(spec.timeoutMs / 1000)),
       ttlSecondsAfterFinished: cfg.ttlSecondsAfterFinished,
       template: {
-        metadata: { labels, annotations: { ...annotations, [TASK_ANNOTATION]: agentTaskJson(spec) } },
+        metadata: { labels, annotations: { ...annotations, [TASK_ANNOTATION]: agentTaskJson(spec), ...hiddenAnnotations } },
         spec: {
           restartPolicy: 'Never',
           automountServiceAccountToken: false,
@@ -71,28 +109,31 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig): V1Job
             runAsNonRoot: true, runAsUser: cfg.runAsUser, runAsGroup: cfg.runAsUser, fsGroup: cfg.runAsUser,
             seccompProfile: { type: 'RuntimeDefault' },
           },
-          containers: [{
-            name: AGENT_CONTAINER,
-            image: cfg.image,
-            imagePullPolicy: cfg.imagePullPolicy,
-            command: [...spec.agent.command],
-            workingDir: spec.agent.cwd ?? WORKSPACE,
-            env,
-            resources: { requests: { ...cfg.resources.requests }, limits: { ...cfg.resources.limits } },
-            securityContext: containerSecurity,
-            volumeMounts: [
-              { name: 'workspace', mountPath: WORKSPACE },
-              { name: 'tmp', mountPath: '/tmp' },
-              { name: 'task', mountPath: TASK_DIR, readOnly: true },
-            ],
-          }],
-          volumes: [
-            { name: 'workspace', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
-            { name: 'tmp', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
-            { name: 'task', downwardAPI: { items: [{ path: 'task.json', fieldRef: { fieldPath: `metadata.annotations['${TASK_ANNOTATION}']` } }] } },
-          ],
+          ...(scoring ? { initContainers: [agent], containers: [scorer(spec, cfg, containerSecurity, nonce)] } : { containers: [agent] }),
+          volumes,
         },
       },
     },
+  };
+}
+
+/** The pod's scoring step: the agent's image, the same lock-down, the workdir, the hidden files and the checks. */
+function scorer(spec: RolloutSpec, cfg: KubeRunnerConfig, securityContext: V1SecurityContext, nonce: string): V1Container {
+  return {
+    name: SCORE_CONTAINER,
+    image: cfg.image,
+    imagePullPolicy: cfg.imagePullPolicy,
+    command: ['/bin/sh', '-c', scoringScript(spec, nonce)],
+    workingDir: WORKSPACE,
+    env: [{ name: 'HOME', value: WORKSPACE }, { name: 'TMPDIR', value: '/tmp' }, { name: 'LANG', value: 'C.UTF-8' }],
+    resources: { requests: { ...cfg.resources.requests }, limits: { ...cfg.resources.limits } },
+    securityContext,
+    volumeMounts: [
+      { name: 'workspace', mountPath: WORKSPACE },
+      { name: 'score-tmp', mountPath: '/tmp' },
+      { name: 'out', mountPath: OUTPUT_DIR, readOnly: true },
+      { name: 'status', mountPath: STATUS_DIR, readOnly: true },
+      { name: 'hidden', mountPath: HIDDEN_DIR, readOnly: true },
+    ],
   };
 }

@@ -3,11 +3,12 @@ import { parseFrozen } from '../config/errors.js';
 import { keys } from '../storage/keys.js';
 import { parseKubeRunnerConfig, type KubeRunnerConfig, type KubeRunnerConfigInput } from './kube-config.js';
 import { JobPoller } from './kube-job-poller.js';
-import { AGENT_CONTAINER, buildRolloutJob, jobName } from './kube-job.js';
+import { AGENT_CONTAINER, NONCE_ANNOTATION, buildRolloutJob, jobName } from './kube-job.js';
+import { SCORE_CONTAINER, newNonce, parseScoringLog, podExec, scoresInPod, type PodScoring } from './kube-scoring.js';
 import { classifyJob, type KubeVerdict } from './kube-outcome.js';
 import { uploadLogs } from './log-sink.js';
 import { Semaphore } from './semaphore.js';
-import { RolloutCancelledError, rolloutSpecSchema, type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput } from './spec.js';
+import { RolloutCancelledError, rolloutSpecSchema, type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunOptions } from './spec.js';
 import { TokenBucket } from './token-bucket.js';
 import type { RunnerResult } from '../contracts/rollout.js';
 
@@ -23,6 +24,8 @@ function apiError(what: string, e: unknown): string {
   }
   return `${what}: ${(e as Error).message}`;
 }
+
+const WORKSPACE = '/workspace';
 
 /** Runs each rollout attempt as one Kubernetes Job, polls it (shared LISTs) to an outcome, and keeps the pod's log. */
 export class KubeRunner implements RolloutRunner {
@@ -42,7 +45,7 @@ export class KubeRunner implements RolloutRunner {
     this.poller = new JobPoller(this.batch, this.core, this.cfg.namespace, this.cfg.pollIntervalMs);
   }
 
-  async run(input: RolloutSpecInput, signal: AbortSignal): Promise<RunnerResult> {
+  async run(input: RolloutSpecInput, signal: AbortSignal, options: RunOptions = {}): Promise<RunnerResult> {
     const spec = parseFrozen(rolloutSpecSchema, input, 'rollout spec');
     let release: () => void;
     try {
@@ -55,34 +58,49 @@ export class KubeRunner implements RolloutRunner {
       throw new RolloutCancelledError(spec.ref, signal.reason ?? e);
     }
     try {
-      return await this.attempt(spec, signal);
+      return await this.attempt(spec, signal, options);
     } finally {
       release();
     }
   }
 
-  private async attempt(spec: RolloutSpec, signal: AbortSignal): Promise<RunnerResult> {
+  private async attempt(spec: RolloutSpec, signal: AbortSignal, options: RunOptions): Promise<RunnerResult> {
     const { namespace } = this.cfg;
     const name = jobName(spec.ref);
     const started = performance.now();
+    let nonce = newNonce();
     const finish = async (v: KubeVerdict, pods: V1Pod[]): Promise<RunnerResult> => {
       const log = await this.fetchLog(pods);
-      let detail = v.detail;
-      let outcome = v.outcome;
+      let { detail, outcome, exitCode } = v;
+      let outputText: string | null = null;
+      let scoring: PodScoring | null = null;
+      if (scoresInPod(spec) && (outcome === 'succeeded' || outcome === 'agent_failed')) {
+        // The pod ended because its scoring step did: the agent's own status is in the step's log.
+        scoring = parseScoringLog((await this.fetchLog(pods, SCORE_CONTAINER)).toString('utf8'), spec, nonce);
+        if (!scoring) [outcome, exitCode, detail] = ['infra_failed', null, `the pod's scoring step did not report (${detail ?? outcome})`];
+        else {
+          outputText = scoring.outputText;
+          exitCode = scoring.agentExit;
+          [outcome, detail] = exitCode === 0 ? ['succeeded', null] : ['agent_failed', `agent exited with ${exitCode ?? 'no status'}`];
+        }
+      }
       try {
         await uploadLogs(this.logs, spec.ref, log, Buffer.alloc(0));
       } catch (e) {
         [outcome, detail] = ['infra_failed', `log upload failed: ${(e as Error).message}`];
       }
-      return {
-        ref: spec.ref, taskId: spec.taskId, groupId: spec.groupId, mode: spec.mode, outcome, exitCode: v.exitCode,
-        signal: null, durationMs: Math.round(performance.now() - started), outputText: null,
+      const result: RunnerResult = {
+        ref: spec.ref, taskId: spec.taskId, groupId: spec.groupId, mode: spec.mode, outcome, exitCode,
+        signal: null, durationMs: Math.round(performance.now() - started), outputText,
         stdoutKey: keys.rolloutLog(spec.ref, 'stdout'), stderrKey: keys.rolloutLog(spec.ref, 'stderr'), detail, workdir: null,
       };
+      // The checks ran in the pod; the reward parts read their results as if they ran them now.
+      if (scoring && outcome !== 'infra_failed') await options.afterAgent?.(WORKSPACE, result, podExec(scoring));
+      return result;
     };
 
     try {
-      await this.batch.createNamespacedJob({ namespace, body: buildRolloutJob(spec, this.cfg) });
+      await this.batch.createNamespacedJob({ namespace, body: buildRolloutJob(spec, this.cfg, nonce) });
     } catch (e) {
       // 409: this attempt's Job exists already (the activity was re-run); watch it instead of failing.
       if (!(e instanceof ApiException && e.code === 409)) {
@@ -103,6 +121,8 @@ export class KubeRunner implements RolloutRunner {
         const snapshot = await this.poller.next(name, signal);
         pods = snapshot.pods;
         apiErrors = 0;
+        // A re-run of the activity found this attempt's Job: its scoring step carries that Job's nonce.
+        nonce = snapshot.job?.metadata?.annotations?.[NONCE_ANNOTATION] ?? nonce;
         verdict = snapshot.job
           ? classifyJob(snapshot.job, pods)
           : { outcome: 'infra_failed', exitCode: null, detail: `Job ${name} disappeared before it finished` };
@@ -137,11 +157,11 @@ export class KubeRunner implements RolloutRunner {
   }
 
   /** The newest pod's agent log (stdout and stderr merged by Kubernetes), bounded; a note if unavailable. */
-  private async fetchLog(pods: V1Pod[]): Promise<Buffer> {
+  private async fetchLog(pods: V1Pod[], container = AGENT_CONTAINER): Promise<Buffer> {
     const created = (p: V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
     const pod = [...pods].sort((a, b) => created(b) - created(a))[0];
     if (!pod?.metadata?.name) return Buffer.from('[volt: no pod was created]\n');
-    const read = { name: pod.metadata.name, namespace: this.cfg.namespace, container: AGENT_CONTAINER };
+    const read = { name: pod.metadata.name, namespace: this.cfg.namespace, container };
     try {
       const head = Buffer.from(await this.core.readNamespacedPodLog({ ...read, limitBytes: this.cfg.logLimitBytes }));
       if (head.length < this.cfg.logLimitBytes) return head;

@@ -7,6 +7,8 @@ import type { RolloutOutcome, RunnerResult } from '../contracts/rollout.js';
 import { assertId, keys } from '../storage/keys.js';
 import { localAgentEnv } from './agent-env.js';
 import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
+import { runInWorkdir, runProcess, type RunInWorkdir } from '../rewards/run-process.js';
+import { placeHiddenFiles } from './hidden-files.js';
 import { uploadLogs } from './log-sink.js';
 import type { LiveGroups } from './live-groups.js';
 import { GatewayForwarders } from './gateway-forwarder.js';
@@ -163,7 +165,11 @@ export class LocalRunner implements RolloutRunner {
     })();
     try {
       // The agent and everything it started are gone (its pid namespace, or its reaped group): its files are final.
-      if (final.outcome !== 'infra_failed') await options.afterAgent?.(workdir, final);
+      if (final.outcome !== 'infra_failed' && options.afterAgent) {
+        await placeHiddenFiles(workdir, spec.hiddenFiles);
+        if (spec.sandbox === 'bubblewrap' && (await this.dropToNobody(await this.readOnlyFor(spec)))) await chownTree(base, SANDBOX_UID);
+        await options.afterAgent(workdir, final, this.scoringExec(spec, base, workdir));
+      }
     } finally {
       await this.cleanup(spec, base);
     }
@@ -190,6 +196,27 @@ export class LocalRunner implements RolloutRunner {
       gatewaySocket, gatewayPort: innerPort, limits: spec.limits, dropToNobody: await this.dropToNobody(readOnly),
     });
     return { command, env };
+  }
+
+  /**
+   * How the scoring step runs a check: for 'bubblewrap', in a sandbox of the attempt's profile and limits (the same
+   * mounts, uid and rlimits) but with no network at all; for 'none', as a plain child in the workdir.
+   */
+  private scoringExec(spec: RolloutSpec, base: string, workdir: string): RunInWorkdir {
+    if (spec.sandbox === 'none') return runInWorkdir(workdir);
+    return async (argv, opts) => {
+      const program = await resolveProgram(argv[0] as string, opts.env?.PATH ?? this.o.parentEnv.PATH ?? '', workdir);
+      if (!program) throw new Error(`spawn ${argv[0]} ENOENT (not found, or not on PATH)`);
+      const readOnly = [...(await this.readOnlyFor(spec)), path.dirname(path.dirname(program))];
+      const command = sandboxCommand({
+        command: argv, cwd: workdir, attemptDir: base, hide: [this.o.root, homedir(), ...this.o.hide], readOnly,
+        gatewaySocket: null, gatewayPort: 0, limits: spec.limits, dropToNobody: await this.dropToNobody(readOnly),
+      });
+      const outcome = await runProcess(command, { ...opts, cwd: workdir });
+      const failure = sandboxError(outcome.exitCode, Buffer.from(outcome.stderr));
+      if (failure) throw new Error(failure);
+      return outcome;
+    };
   }
 
   /**

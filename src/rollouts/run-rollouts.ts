@@ -6,7 +6,7 @@ import { runnerResultSchema, type RolloutRef } from '../contracts/rollout.js';
 import type { Task } from '../contracts/task.js';
 import type { GatewayAdminClient } from '../gateway/admin-client.js';
 import { evidenceFromSpans } from '../rewards/evidence.js';
-import { prepareReward, scoreWorkdirParts } from '../rewards/registry.js';
+import { prepareReward, scoreWorkdirParts, workdirCommands } from '../rewards/registry.js';
 import { keys } from '../storage/keys.js';
 import { resolveAgentCommand } from './agent-command.js';
 import { closingRunner } from './closing-runner.js';
@@ -94,6 +94,8 @@ export async function runRollouts(
         keepWorkdir: false,
         sandbox: config.rollouts.sandbox,
         limits: { ...config.rollouts.limits },
+        hiddenFiles: { ...task.hidden?.files },
+        scoringCommands: workdirCommands(config.reward, deps.python),
       },
       {
         maxAttempts: config.rollouts.maxAttempts,
@@ -110,9 +112,9 @@ export async function runRollouts(
           await runTaskSetup(task, workdir, baseDir);
           Object.assign(snapshots, await prepareReward(config.reward, workdir));
         },
-        afterAgent: async (workdir, result) => {
+        afterAgent: async (workdir, result, exec) => {
           const evidence = evidenceFromSpans(result, [], { workdir, snapshots });
-          workdirScores.set(result.ref.attempt, await scoreWorkdirParts(config.reward, task, evidence, { python: deps.python, env: deps.env, signal: opts.signal }));
+          workdirScores.set(result.ref.attempt, await scoreWorkdirParts(config.reward, task, evidence, { python: deps.python, env: deps.env, signal: opts.signal, exec }));
         },
       },
     );

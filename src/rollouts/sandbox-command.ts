@@ -22,8 +22,8 @@ export interface SandboxCommandOptions {
   hide: readonly string[];
   /** Directories under a hidden one that the agent still needs to read (its own code), bound read-only again. */
   readOnly: readonly string[];
-  /** Host side of the gateway forwarder, bound at SANDBOX_GATEWAY_SOCKET. */
-  gatewaySocket: string;
+  /** Host side of the gateway forwarder, bound at SANDBOX_GATEWAY_SOCKET; null: no network at all (the scoring step). */
+  gatewaySocket: string | null;
   /** The loopback port the agent's OPENAI_BASE_URL names inside the sandbox. */
   gatewayPort: number;
   limits: RolloutLimits;
@@ -37,7 +37,7 @@ const inside = (dir: string, parent: string) => dir === parent || dir.startsWith
  * argv that runs one agent in a bubblewrap sandbox: new user, pid, net, ipc, uts and cgroup namespaces; the whole
  * file system read-only with the hidden dirs, /tmp and /run replaced by empty tmpfs; the attempt dir bound
  * writable; a socat inside listening on 127.0.0.1:<gatewayPort> that forwards to the gateway socket (the net
- * namespace has nothing else); the agent exec'd under prlimit. When the agent exits, pid 1 exits and the kernel
+ * namespace has nothing else; no socat at all when gatewaySocket is null); the agent exec'd under prlimit. When the agent exits, pid 1 exits and the kernel
  * kills whatever it left in the namespace.
  */
 export function sandboxCommand(o: SandboxCommandOptions): string[] {
@@ -57,13 +57,19 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
   }
   // A readOnly dir may contain a hidden one (the data dir inside the repo): hide it again on top.
   for (const dir of hidden) if (o.readOnly.some((r) => inside(dir, path.resolve(r)) && dir !== path.resolve(r))) argv.push('--tmpfs', dir);
-  argv.push('--bind', o.attemptDir, o.attemptDir, '--ro-bind', o.gatewaySocket, SANDBOX_GATEWAY_SOCKET);
+  argv.push('--bind', o.attemptDir, o.attemptDir);
+  if (o.gatewaySocket !== null) argv.push('--ro-bind', o.gatewaySocket, SANDBOX_GATEWAY_SOCKET);
   // Last, once every mount point in them exists: the hidden dirs are empty and read-only.
   for (const dir of hidden) if (dir !== '/tmp' && dir !== '/run') argv.push('--remount-ro', dir);
   argv.push('--chdir', o.cwd);
   const hexPort = o.gatewayPort.toString(16).toUpperCase().padStart(4, '0');
   const limits = [`--data=${o.limits.memoryMb * 1024 * 1024}`, `--nproc=${o.limits.processes}`, `--nofile=${o.limits.openFiles}`];
   if (o.limits.cpuSec !== null) limits.push(`--cpu=${o.limits.cpuSec}`);
+  // The scoring step: no forwarder, so the net namespace has nothing but its own loopback.
+  if (o.gatewaySocket === null) {
+    argv.push('prlimit', ...limits, '--', ...o.command);
+    return argv;
+  }
   // socat binds within milliseconds; the agent starts only once /proc/net/tcp lists it listening.
   const fail = (why: string) => `{ echo '${SANDBOX_FAILED_MARK} gateway forwarder ${why}' >&2; exit ${SANDBOX_FAILED_EXIT}; }`;
   const script = [

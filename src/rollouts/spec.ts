@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { RolloutRef } from '../contracts/rollout.js';
 import { assertId } from '../storage/keys.js';
 import type { RunnerResult } from '../contracts/rollout.js';
+import { workdirPathSchema } from '../contracts/task.js';
+import type { RunInWorkdir } from '../rewards/run-process.js';
 import { rolloutLimitsSchema, sandboxKindSchema } from './sandbox-spec.js';
 
 const safeId = (kind: string) =>
@@ -58,6 +60,13 @@ export const rolloutSpecSchema = z.object({
   /** Isolation of a local attempt (docs/sandbox.md); Kubernetes pods are isolated by the cluster instead. */
   sandbox: sandboxKindSchema.default('bubblewrap'),
   limits: rolloutLimitsSchema.prefault({}),
+  /** The task's hidden files: written into the workdir only after the agent exited, for the scoring step (never seen by the agent). */
+  hiddenFiles: z.record(workdirPathSchema, z.string()).default({}),
+  /**
+   * The reward's checks over the workdir, for runners that cannot run them on demand after the agent (Kubernetes
+   * runs them in the pod's scoring step); the local runner runs whatever the reward asks instead.
+   */
+  scoringCommands: z.array(z.object({ argv: z.array(z.string().min(1)).min(1), timeoutMs: z.number().int().positive() })).default([]),
 });
 
 export type RolloutSpecInput = z.input<typeof rolloutSpecSchema>;
@@ -66,8 +75,11 @@ export type RolloutSpec = z.output<typeof rolloutSpecSchema>;
 /** Called with the fresh workdir before the agent starts, e.g. so a reward can snapshot files. */
 export type PrepareWorkdir = (workdir: string, spec: RolloutSpec) => Promise<unknown>;
 
-/** Called once the agent has exited, before its workdir is removed: where file-reading rewards are scored. */
-export type AfterAgent = (workdir: string, result: RunnerResult) => Promise<unknown>;
+/**
+ * Called once the agent has exited and the hidden files are in place, before the workdir is removed: where
+ * file-reading rewards are scored, through `exec`, which runs a check in the attempt's own sandbox.
+ */
+export type AfterAgent = (workdir: string, result: RunnerResult, exec: RunInWorkdir) => Promise<unknown>;
 
 export interface RunOptions {
   prepareWorkdir?: PrepareWorkdir;

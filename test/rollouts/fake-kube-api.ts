@@ -59,6 +59,17 @@ export class FakeKubeApi {
     this.setJobCondition(jobName, exitCode === 0 ? 'Complete' : 'Failed', exitCode === 0 ? 'Completed' : 'BackoffLimitExceeded');
   }
 
+  /** A pod with a scoring step ran both containers: the agent (init, its wrapper always exits 0), then `score`. */
+  finishScored(jobName: string, agentLog: string, scoreLog: string, scoreExit = 0): void {
+    const pod = this.podOf(jobName);
+    const terminated = (name: string, exitCode: number) => ({ name, image: 'x', imageID: '', ready: false, restartCount: 0,
+      state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error' } } });
+    pod.status = { phase: scoreExit === 0 ? 'Succeeded' : 'Failed', initContainerStatuses: [terminated('agent', 0)], containerStatuses: [terminated('score', scoreExit)] };
+    this.logs.set(pod.metadata?.name as string, agentLog);
+    this.logs.set(`${pod.metadata?.name as string}/score`, scoreLog);
+    this.setJobCondition(jobName, scoreExit === 0 ? 'Complete' : 'Failed', scoreExit === 0 ? 'Completed' : 'BackoffLimitExceeded');
+  }
+
   evict(jobName: string): void {
     this.podOf(jobName).status = { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' };
     this.setJobCondition(jobName, 'Failed', 'BackoffLimitExceeded');
@@ -135,7 +146,8 @@ export class FakeKubeApi {
       return send(200, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items });
     }
     if (podLog && req.method === 'GET') {
-      const log = this.logs.get(podLog[2] as string);
+      const container = url.searchParams.get('container');
+      const log = (container && container !== 'agent' ? this.logs.get(`${podLog[2] as string}/${container}`) : undefined) ?? this.logs.get(podLog[2] as string);
       if (log === undefined) return status(404, 'NotFound', `pods "${podLog[2]}" not found`);
       const limit = Number(url.searchParams.get('limitBytes') ?? Infinity);
       const tailLines = url.searchParams.get('tailLines');
@@ -181,7 +193,7 @@ export class FakeKubeApi {
 function restrictedViolations(spec: V1PodSpec | undefined): string[] {
   if (!spec) return ['no pod spec'];
   const out: string[] = [];
-  for (const c of spec.containers) {
+  for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
     const sc = c.securityContext;
     if (sc?.allowPrivilegeEscalation !== false) out.push(`${c.name}: allowPrivilegeEscalation != false`);
     if (!sc?.capabilities?.drop?.includes('ALL')) out.push(`${c.name}: capabilities.drop != ALL`);

@@ -1,0 +1,80 @@
+"""Seeded generator of the coding tasks: small Python repositories with one bug each, a visible failing test under
+tests/ (protected: the agent must fix the code, not the test) and hidden tests the runner writes into the workdir
+only after the agent exited (task.hidden). Train and held-out tasks come from disjoint parameters.
+
+Run: python3 examples/coding/make-tasks.py --seed 7 --train 48 --eval 24 --out examples/coding/tasks
+"""
+import argparse
+import json
+import random
+from pathlib import Path
+
+# (name, buggy body, fixed body, visible case, hidden cases); {k} is the task's parameter.
+FAMILIES = [
+    ("add_{k}", "return x + {k1}", "return x + {k}", ("{k}", "2 * {k}"), [("0", "{k}"), ("-{k}", "0"), ("100", "100 + {k}")]),
+    ("sub_{k}", "return x + {k}", "return x - {k}", ("{k}", "0"), [("0", "-{k}"), ("2 * {k}", "{k}"), ("100", "100 - {k}")]),
+    ("is_multiple_of_{k}", "return x % {k} == 1", "return x % {k} == 0", ("{k}", "True"), [("2 * {k}", "True"), ("{k} + 1", "False"), ("0", "True")]),
+    ("bigger", "return a if a < b else b", "return a if a > b else b", ("{k}, 1", "{k}"), [("1, {k}", "{k}"), ("-{k}, 0", "0"), ("{k}, {k}", "{k}")]),
+    ("smaller", "return a if a > b else b", "return a if a < b else b", ("{k}, 1", "1"), [("1, {k}", "1"), ("-{k}, 0", "-{k}"), ("{k}, {k}", "{k}")]),
+    ("times_{k}", "return x + {k}", "return x * {k}", ("3", "3 * {k}"), [("0", "0"), ("1", "{k}"), ("-2", "-2 * {k}")]),
+    ("shout", "return word.lower() + '{bang}'", "return word.upper() + '{bang}'", ("'hi'", "'HI{bang}'"), [("'ok'", "'OK{bang}'"), ("''", "'{bang}'"), ("'Ab'", "'AB{bang}'")]),
+    ("length_plus_{k}", "return len(s) - {k}", "return len(s) + {k}", ("'abc'", "3 + {k}"), [("''", "{k}"), ("'a'", "1 + {k}"), ("'hello'", "5 + {k}")]),
+]
+MODULES = ["calc", "mathlib", "helpers", "arith", "tools", "core", "ops", "mylib"]
+BANGS = ["!", "?", "!!", "."]
+
+
+def arguments(name: str) -> str:
+    return "a, b" if name in ("bigger", "smaller") else ("word" if name == "shout" else ("s" if name.startswith("length") else "x"))
+
+
+def make_task(task_id: str, family: int, k: int, module: str, bang: str) -> dict:
+    name, bug, fix, visible, hidden = FAMILIES[family]
+    fill = lambda s: s.format(k=k, k1=k + 1, bang=bang)  # noqa: E731
+    fname = fill(name)
+    source = f"def {fname}({arguments(name)}):\n    {fill(bug)}\n"
+    call, want = fill(visible[0]), fill(visible[1])
+    visible_test = f"from {module} import {fname}\n\n\ndef test_{fname}():\n    assert {fname}({call}) == {want}\n"
+    hidden_lines = "".join(f"    assert {fname}({fill(c)}) == {fill(w)}\n" for c, w in [visible, *hidden])
+    hidden_test = (
+        "import os\nimport sys\n\n"
+        "# The repository root, after pytest's own paths: a module the agent planted cannot shadow the standard library.\n"
+        "sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n"
+        f"from {module} import {fname}  # noqa: E402\n\n\ndef test_{fname}_hidden():\n{hidden_lines}"
+    )
+    instructions = (
+        f"Fix the bug in {module}.py so the tests pass.\n{module}.py:\n```python\n{source}```\n"
+        f"The test says: assert {fname}({call}) == {want}"
+    )
+    files = {f"{module}.py": source, f"tests/test_{module}.py": visible_test, "tests/__init__.py": ""}
+    return {
+        "id": task_id,
+        # The bug family: evaluations are also reported per kind.
+        "kind": name.replace("_{k}", "").replace("_of", ""),
+        "input": {"instructions": instructions},
+        "reference": {"fixed": fill(fix), "file": f"{module}.py"},
+        "setup": {"command": ["python3", "examples/coding/write-files.py", json.dumps(files, sort_keys=True)]},
+        "hidden": {"files": {"hidden_tests/test_hidden.py": hidden_test, "hidden_tests/pytest.ini": "[pytest]\n"}},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--train", type=int, default=48)
+    parser.add_argument("--eval", type=int, default=24)
+    parser.add_argument("--out", default="examples/coding/tasks")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    # Held-out tasks use parameters train never does (k 2-9 train, 11-19 held out).
+    splits = {"train": (args.train, range(2, 10)), "eval": (args.eval, range(11, 20))}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for split, (count, ks) in splits.items():
+        tasks = [make_task(f"code-{split}-{i:04d}", i % len(FAMILIES), rng.choice(ks), rng.choice(MODULES), rng.choice(BANGS)) for i in range(count)]
+        (out / f"{split}.jsonl").write_text("".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks), encoding="utf-8")
+        print(f"wrote {count} {split} tasks to {out / f'{split}.jsonl'}")
+
+
+if __name__ == "__main__":
+    main()

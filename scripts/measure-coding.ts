@@ -1,0 +1,83 @@
+/**
+ * Base solve rate of the coding example: the real pipeline pieces (gateway, sandboxed LocalRunner, launchRollouts,
+ * computeRewards with examples/coding/run.json's reward) on held-out tasks against Volt's model server (SmolLM2-135M
+ * on CPU), greedy like an evaluation. Prints per-task results, the solve rate and the guard flags seen.
+ *
+ *   node --import tsx scripts/measure-coding.ts [-n 24] [--concurrency 2] [--temperature 0] [--timeout-sec 240]
+ *     [--tasks examples/coding/tasks/eval.jsonl]
+ *
+ * It borrows the test helpers that start a private S3 server, model server and gateway on free loopback ports.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import type { ActivityDeps } from '../src/activities/deps.js';
+import { createRewardActivities } from '../src/activities/rewards.js';
+import { createRolloutActivities } from '../src/activities/rollouts.js';
+import { parseRunConfig } from '../src/config/run.js';
+import { rewardsFileSchema } from '../src/contracts/rewards.js';
+import { parseTaskLines } from '../src/contracts/task.js';
+import { LocalRunner } from '../src/rollouts/local-runner.js';
+import { objectStoreLogSink } from '../src/rollouts/log-sink.js';
+import { createObjectStore } from '../src/storage/object-store.js';
+import { PinnedTaskSets } from '../src/tasks/pinned-task-sets.js';
+import { startGateway } from '../test/gateway/harness.js';
+import { SERVED_MODEL, startModelServer } from '../test/gateway/model-server.js';
+import { startTestServices } from '../test/helpers/services.js';
+
+const { values } = parseArgs({ options: {
+  n: { type: 'string', short: 'n', default: '24' }, concurrency: { type: 'string', default: '2' },
+  temperature: { type: 'string', default: '0' }, 'timeout-sec': { type: 'string', default: '240' }, tasks: { type: 'string', default: 'examples/coding/tasks/eval.jsonl' },
+} });
+const env = () => new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
+
+const started = Date.now();
+const [services, model] = await Promise.all([startTestServices({ s3: true }), startModelServer()]);
+const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-measure-coding-'));
+// Interrupted, it still stops the servers it started (they would keep a CPU busy otherwise).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => void Promise.all([model.stop(), services.stop()]).finally(() => process.exit(130)));
+}
+try {
+  const store = createObjectStore({ ...services.s3, bucket: 'volt-measure-coding' });
+  await store.ensureBucket();
+  const gateway = await startGateway(store, dir, model.url);
+  const base = JSON.parse(readFileSync('examples/coding/run.json', 'utf8')) as Record<string, unknown>;
+  const config = parseRunConfig({
+    ...base, runId: 'measure-coding', agent: { ...(base.agent as object), timeoutSec: Number(values['timeout-sec']) }, rollouts: { ...(base.rollouts as object), concurrency: Number(values.concurrency) },
+  });
+  const deps = {
+    store, gateway: gateway.admin, taskSets: new PinnedTaskSets(store, process.cwd()), python: path.resolve('.venv/bin/python'), env: {},
+    runner: new LocalRunner({ root: path.join(dir, 'rollouts'), logs: objectStoreLogSink(store), hide: [dir], concurrency: Number(values.concurrency) }),
+  } as unknown as ActivityDeps;
+  const tasks = parseTaskLines(readFileSync(values.tasks, 'utf8'), values.tasks).slice(0, Number(values.n));
+  const { sha256: taskSet } = await (deps.taskSets as PinnedTaskSets).pinFile(values.tasks);
+  const policy = { name: SERVED_MODEL, checkpointKey: null, sha256: null, iteration: null };
+  const input = {
+    config, iteration: 0, mode: 'eval' as const, label: 'base', policy, taskSet, sampling: { temperature: Number(values.temperature) },
+    tasks: tasks.map((t, i) => ({ taskId: t.id, groupId: `g${i}`, rolloutIds: [`r${i}`] })),
+  };
+  const launch = createRolloutActivities(deps).launchRollouts;
+  const launched: Awaited<ReturnType<typeof launch>> = await env().run(launch, input);
+  const compute = createRewardActivities(deps).computeRewards;
+  const scored: Awaited<ReturnType<typeof compute>> = await env().run(compute, { config, iteration: 0, mode: 'eval' as const, label: 'base', taskSet, results: launched.results });
+  const file = await store.getJson(scored.rewardsKey, rewardsFileSchema);
+  const flags = new Map<string, number>();
+  let solved = 0;
+  for (const r of file.rollouts) {
+    if (r.parts.hidden_tests === 1) solved += 1;
+    for (const f of r.flags) flags.set(f.split(':').slice(0, 2).join(':'), (flags.get(f.split(':').slice(0, 2).join(':')) ?? 0) + 1);
+    console.log(`${r.taskId}\t${r.outcome}\thidden_tests=${r.parts.hidden_tests ?? 'n/a'}\treward=${r.reward}\t${r.flags.join(' ')}`);
+  }
+  console.log(`solved ${solved}/${file.rollouts.length} (${((100 * solved) / file.rollouts.length).toFixed(1)} %), scored ${file.scored}, ` +
+    `infra failed ${file.infraFailed}, temperature ${values.temperature}, ${((Date.now() - started) / 1000).toFixed(0)} s, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`flags: ${JSON.stringify(Object.fromEntries(flags))}`);
+  await (deps.runner as LocalRunner).close();
+  await gateway.close();
+} finally {
+  await Promise.all([model.stop(), services.stop()]);
+  rmSync(dir, { recursive: true, force: true });
+}

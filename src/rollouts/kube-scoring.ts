@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import type { ProcessOutcome, RunInWorkdir } from '../rewards/run-process.js';
+import type { RolloutSpec } from './spec.js';
+
+export const SCORE_CONTAINER = 'score';
+export const OUTPUT_DIR = '/volt/out';
+export const STATUS_DIR = '/volt/status';
+export const HIDDEN_DIR = '/volt/hidden';
+/** Annotation of the pod template holding hidden file i (mounted by the downward API into the score container only). */
+export const hiddenAnnotation = (i: number) => `volt.dev/hidden-${i}`;
+const MAX_BYTES = 64 * 1024;
+
+const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The pod runs a scoring step when the reward has checks over the workdir or the task has hidden files. */
+export const scoresInPod = (spec: RolloutSpec) => spec.scoringCommands.length > 0 || Object.keys(spec.hiddenFiles).length > 0;
+
+/** The agent's argv wrapped so its exit status is kept for the scoring step and the init container always ends 0. */
+export const agentWrapper = (command: readonly string[]) =>
+  ['/bin/sh', '-c', `"$@"; echo $? > ${STATUS_DIR}/agent-exit`, 'volt-agent', ...command];
+
+/**
+ * The scoring step's shell script, run in the pod's second container after the agent's (init) container ended:
+ * write the hidden files, report the agent's exit status and output file, then run each check in the workdir under
+ * `timeout`, printing its output between markers that carry a per-attempt nonce (never visible to the agent, so
+ * nothing it prints can forge a result). Needs /bin/sh, head and timeout in the image.
+ */
+export function scoringScript(spec: RolloutSpec, nonce: string): string {
+  const lines = ['cd /workspace || exit 1'];
+  Object.keys(spec.hiddenFiles).forEach((rel, i) => {
+    // Whatever the agent left on the path or its parents goes first, so nothing is written through its links.
+    const parents = rel.split('/').slice(0, -1).map((_, j, all) => all.slice(0, j + 1).join('/'));
+    for (const dir of parents) lines.push(`{ [ -d ${quote(dir)} ] && [ ! -L ${quote(dir)} ]; } || { rm -rf -- ${quote(dir)}; mkdir -- ${quote(dir)}; }`);
+    lines.push(`rm -rf -- ${quote(rel)}; cat ${HIDDEN_DIR}/h${i} > ${quote(rel)}`);
+  });
+  lines.push(`echo "::${nonce} agent-exit $(cat ${STATUS_DIR}/agent-exit 2>/dev/null || echo none)"`);
+  lines.push(`echo "::${nonce} output-begin"; head -c ${MAX_BYTES} ${OUTPUT_DIR}/output.txt 2>/dev/null; echo; echo "::${nonce} output-end"`);
+  spec.scoringCommands.forEach((c, i) => {
+    const argv = c.argv.map(quote).join(' ');
+    lines.push(`timeout ${Math.max(1, Math.ceil(c.timeoutMs / 1000))} ${argv} > /tmp/volt-score-${i} 2>&1 < /dev/null; code=$?`);
+    lines.push(`echo "::${nonce} begin ${i}"; head -c ${MAX_BYTES} /tmp/volt-score-${i}; echo; echo "::${nonce} end ${i} $code"`);
+  });
+  return lines.join('\n');
+}
+
+export const newNonce = () => randomBytes(12).toString('hex');
+
+export interface PodScoring {
+  agentExit: number | null;
+  outputText: string | null;
+  /** ProcessOutcome of each check, by its argv (JSON). */
+  outcomes: Map<string, ProcessOutcome>;
+}
+
+/** What the score container's log says, or null when it never reported (the step did not run or was cut off). */
+export function parseScoringLog(log: string, spec: RolloutSpec, nonce: string): PodScoring | null {
+  const exit = new RegExp(`^::${nonce} agent-exit (\\d+|none)$`, 'm').exec(log);
+  if (!exit) return null;
+  const output = new RegExp(`::${nonce} output-begin\\n([\\s\\S]*?)\\n::${nonce} output-end`).exec(log);
+  const outcomes = new Map<string, ProcessOutcome>();
+  spec.scoringCommands.forEach((c, i) => {
+    const m = new RegExp(`::${nonce} begin ${i}\\n([\\s\\S]*?)\\n::${nonce} end ${i} (\\d+)`).exec(log);
+    if (!m) return;
+    const code = Number(m[2]);
+    // timeout(1) exits 124 when it had to stop the check.
+    outcomes.set(JSON.stringify(c.argv), { exitCode: code, timedOut: code === 124, stdout: m[1] ?? '', stderr: '' });
+  });
+  return {
+    agentExit: exit[1] === 'none' ? null : Number(exit[1]),
+    outputText: output?.[1] ? output[1] : null,
+    outcomes,
+  };
+}
+
+/** The exec the reward parts get on Kubernetes: the checks already ran in the pod; each call reads its result. */
+export function podExec(scoring: PodScoring): RunInWorkdir {
+  return (argv) => {
+    const outcome = scoring.outcomes.get(JSON.stringify(argv));
+    if (!outcome) return Promise.reject(new Error(`${JSON.stringify(argv)} was not run in the pod's scoring step (only rollout.scoringCommands are)`));
+    return Promise.resolve(outcome);
+  };
+}

@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { KubeConfig, type V1Container, type V1Job } from '@kubernetes/client-node';
+import type { ProcessOutcome } from '../../src/rewards/run-process.js';
+import { jobName } from '../../src/rollouts/kube-job.js';
+import { KubeRunner } from '../../src/rollouts/kube-runner.js';
+import { FakeKubeApi } from './fake-kube-api.js';
+import { specFor, startLogStore, tempDir } from './fixtures.js';
+
+const run = promisify(execFile);
+const CHECK = ['sh', '-c', 'cat hidden_tests/check.txt && test -f fixed.txt && echo "2 passed"'];
+
+/**
+ * The Kubernetes runner's workdir, output file and scoring step against the FAKE Kubernetes API (no cluster runs
+ * here). The pod is played for real: its agent (init) container and its score container run the commands of the
+ * Job the runner created, in bubblewrap with the pod's volumes bound at their mount paths, so the generated scripts,
+ * the markers and the hidden-file mount are what is tested, not a transcription of them.
+ */
+void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
+  const fake = new FakeKubeApi();
+  let s3: Awaited<ReturnType<typeof startLogStore>>;
+  let runner: KubeRunner;
+  let dir: string;
+
+  before(async () => {
+    const server = await fake.start();
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'fake', server, skipTLSVerify: true }], users: [{ name: 'volt', token: fake.token }],
+      contexts: [{ name: 'fake', cluster: 'fake', user: 'volt' }], currentContext: 'fake',
+    });
+    s3 = await startLogStore();
+    runner = new KubeRunner(kc, { image: 'registry.invalid/agent:1', pollIntervalMs: 20, createsPerSecond: 1000, createBurst: 100 }, s3.sink);
+    dir = await tempDir('kube-pod');
+  });
+  after(async () => {
+    await fake.stop();
+    await s3.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** One container of the pod, run in bwrap: the pod's volumes (host dirs) bound at the container's mount paths. */
+  async function playContainer(c: V1Container, volumes: Record<string, string>): Promise<string> {
+    const argv = ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
+      '--symlink', 'usr/lib64', '/lib64', '--ro-bind', '/etc', '/etc', '--proc', '/proc', '--dev', '/dev'];
+    for (const m of c.volumeMounts ?? []) argv.push(m.readOnly ? '--ro-bind' : '--bind', volumes[m.name]!, m.mountPath);
+    for (const e of c.env ?? []) argv.push('--setenv', e.name, e.value ?? '');
+    argv.push('--chdir', c.workingDir ?? '/', ...(c.command ?? []));
+    const { stdout } = await run('bwrap', argv, { timeout: 20_000 });
+    return stdout;
+  }
+
+  async function playPod(job: V1Job): Promise<{ agentLog: string; scoreLog: string }> {
+    const pod = job.spec!.template.spec!;
+    const annotations = job.spec!.template.metadata!.annotations!;
+    const volumes: Record<string, string> = {};
+    for (const v of pod.volumes ?? []) {
+      volumes[v.name] = path.join(dir, job.metadata!.name!, v.name);
+      await mkdir(volumes[v.name]!, { recursive: true });
+      // The downward API: each item is the annotation's value as a file.
+      for (const item of v.downwardAPI?.items ?? []) {
+        const key = /metadata\.annotations\['(.+)'\]/.exec(item.fieldRef!.fieldPath)![1]!;
+        await writeFile(path.join(volumes[v.name]!, item.path), annotations[key]!);
+      }
+    }
+    const agentLog = await playContainer(pod.initContainers![0]!, volumes);
+    return { agentLog, scoreLog: await playContainer(pod.containers[0]!, volumes) };
+  }
+
+  async function created(name: string): Promise<V1Job> {
+    for (let i = 0; i < 500 && !fake.jobs.has(name); i++) await sleep(10);
+    return fake.jobs.get(name)!;
+  }
+
+  void it('runs the checks after the agent in the pod, with hidden files the agent never had, and reports them with the outcome', async () => {
+    // The agent writes its answer and a file the check wants, looks for the hidden files, and exits 3.
+    const agent = ['/bin/sh', '-c', 'echo 42 > "$VOLT_OUTPUT_FILE"; touch fixed.txt; ls /volt/hidden hidden_tests 2>&1 | head -3; cat /volt/task/task.json; exit 3'];
+    const spec = specFor(agent, {
+      ref: { runId: 'run-k', iteration: 0, rolloutId: 'scored', attempt: 0 },
+      hiddenFiles: { 'hidden_tests/check.txt': 'HIDDEN-CONTENT\n' },
+      scoringCommands: [{ argv: CHECK, timeoutMs: 10_000 }],
+    });
+    let checked: ProcessOutcome | null = null;
+    let unknown: unknown = null;
+    const running = runner.run(spec, new AbortController().signal, {
+      afterAgent: async (workdir, _result, exec) => {
+        assert.equal(workdir, '/workspace');
+        checked = await exec(CHECK, { timeoutMs: 10_000 });
+        unknown = await exec(['rm', '-rf', '/'], { timeoutMs: 1000 }).catch((e: Error) => e);
+      },
+    });
+    const name = jobName(spec.ref);
+    const job = await created(name);
+    const pod = job.spec!.template.spec!;
+    assert.deepEqual(pod.initContainers?.map((c) => c.name), ['agent']);
+    assert.deepEqual(pod.containers.map((c) => c.name), ['score']);
+    assert.ok(!pod.initContainers![0]!.volumeMounts!.some((m) => m.name === 'hidden'), 'the agent never mounts the hidden files');
+    assert.equal(pod.initContainers![0]!.env!.find((e) => e.name === 'VOLT_OUTPUT_FILE')?.value, '/volt/out/output.txt');
+    assert.equal(JSON.stringify(pod.initContainers![0]!.env).includes('HIDDEN-CONTENT'), false);
+
+    const { agentLog, scoreLog } = await playPod(job);
+    assert.match(agentLog, /No such file or directory/);
+    assert.doesNotMatch(agentLog, /HIDDEN-CONTENT/);
+    fake.finishScored(name, agentLog, scoreLog);
+    const result = await running;
+    assert.equal(result.outcome, 'agent_failed', result.detail ?? '');
+    assert.equal(result.exitCode, 3);
+    assert.equal(result.outputText, '42\n');
+    assert.equal((await s3.read(result.stdoutKey)).toString(), agentLog);
+    assert.deepEqual(checked, { exitCode: 0, timedOut: false, stdout: 'HIDDEN-CONTENT\n2 passed\n', stderr: '' });
+    assert.match(String(unknown), /was not run in the pod's scoring step/);
+    assert.deepEqual(await readdir(path.join(dir, name, 'workspace', 'hidden_tests')), ['check.txt']);
+  });
+
+  void it('a pod whose scoring step never reported is infra_failed, not a score', async () => {
+    const spec = specFor(['/bin/true'], {
+      ref: { runId: 'run-k', iteration: 0, rolloutId: 'silent', attempt: 0 }, scoringCommands: [{ argv: CHECK, timeoutMs: 10_000 }],
+    });
+    let called = false;
+    const running = runner.run(spec, new AbortController().signal, { afterAgent: async () => { called = true; } });
+    const name = jobName(spec.ref);
+    await created(name);
+    // Whatever the agent printed, without the Job's nonce it is not the step's report.
+    fake.finishScored(name, '', '::0000 agent-exit 0\n');
+    const result = await running;
+    assert.equal(result.outcome, 'infra_failed');
+    assert.match(result.detail ?? '', /scoring step did not report/);
+    assert.equal(called, false);
+  });
+
+  void it('without checks or hidden files the Job keeps its single agent container', async () => {
+    const spec = specFor(['/bin/true'], { ref: { runId: 'run-k', iteration: 0, rolloutId: 'plain', attempt: 0 } });
+    const running = runner.run(spec, new AbortController().signal);
+    const name = jobName(spec.ref);
+    const job = await created(name);
+    assert.equal(job.spec?.template.spec?.initContainers, undefined);
+    assert.deepEqual(job.spec?.template.spec?.containers.map((c) => c.name), ['agent']);
+    fake.finish(name, 0);
+    assert.equal((await running).outcome, 'succeeded');
+  });
+});
