@@ -9,7 +9,9 @@ import { temporalAnswers } from '../../src/stack/readiness.js';
 import { devServerArgs } from '../../src/stack/temporal-config.js';
 import { TEMPORAL_BIN, temporalDbFile } from '../../src/stack/temporal.js';
 import { MODEL_ADMIN_KEY, startModelServer } from '../gateway/model-server.js';
-import { killHard } from '../helpers/processes.js';
+import { readRecord } from '../../src/stack/processes.js';
+import { startS3Server } from '../../src/stack/s3.js';
+import { alive, killHard, until } from '../helpers/processes.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
 export const root = path.resolve(import.meta.dirname, '../..');
@@ -26,8 +28,10 @@ export interface PipelineStack {
   startTemporal(): Promise<ChildProcess>;
   /** (Re)start the model server on the same port (the gateway and workers keep its URL). */
   startModel(): Promise<void>;
-  /** SIGKILL the latest gateway, Temporal server or model server process and wait until it is gone. */
-  kill(what: 'gateway' | 'temporal' | 'model'): Promise<void>;
+  /** Restart a killed S3 server on the same port and data (what `volt up` runs). */
+  startS3(): Promise<void>;
+  /** SIGKILL the latest gateway, Temporal, model or S3 server process and wait until it is gone. */
+  kill(what: 'gateway' | 'temporal' | 'model' | 's3'): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -72,6 +76,7 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
   };
   const env = loadEnv(vars, root);
   const children: ChildProcess[] = [];
+  const restartedS3: number[] = [];
   const latest: Partial<Record<'gateway' | 'temporal' | 'model', ChildProcess>> = { model: model.child };
   const volt = path.join(root, 'bin/volt.mjs');
   const startTemporal = async () => {
@@ -114,13 +119,25 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
       model = await startModelServer({ port: modelPort });
       latest.model = model.child;
     },
+    async startS3() {
+      const { s3 } = services;
+      const record = await startS3Server({ dataDir: services.dataDir, host: '127.0.0.1', port: Number(new URL(s3.endpoint).port), ...s3, detached: false });
+      restartedS3.push(record.pid);
+    },
     async kill(what) {
+      if (what === 's3') {
+        // started by the test services (src/stack, as `volt up` does): known by its PID record
+        const pid = readRecord(services.dataDir, 's3')!.pid;
+        process.kill(pid, 'SIGKILL');
+        return until('the S3 server to die', () => !alive(pid), 30_000, 50);
+      }
       const child = latest[what];
       if (!child) throw new Error(`no running ${what} to kill`);
       await killHard(child, what);
     },
     async stop() {
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      for (const pid of restartedS3) if (alive(pid)) process.kill(pid, 'SIGKILL');
       await model.stop();
       await services.stop();
     },
