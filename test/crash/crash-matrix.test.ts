@@ -103,18 +103,20 @@ describe('crash matrix: a part killed mid-work loses and duplicates nothing', { 
   });
 
   it('gateway killed mid-stream: the WAL replays its spans, the agent retries the broken call, nothing is lost', async () => {
-    let broken: string[] = [];
+    const broken: string[] = [];
     const pending: string[] = [];
     const { report } = await cell('gateway', async ({ runId, ledger }) => {
-      // A stream is open and the gateway has spans of this run it has not uploaded yet.
-      for (let kills = 0; kills < 3 && broken.length === 0; kills++) {
-        await until('a stream mid-way', async () => (await trainRolloutsStarted(runId)) && openStreams(ledger()).size > 0, 600_000, 20);
+      // Right after a call was answered (its span is in the WAL, its upload deferred while calls are in flight) and
+      // while another stream is open; again if a kill found no stream or no pending span to break.
+      const justAnswered = () => ledger().some((l) => l.event === 'answered' && l.at > Date.now() - 300);
+      for (let kills = 0; kills < 3 && (broken.length === 0 || pending.length === 0); kills++) {
+        await until('a stream mid-way just after an answer', async () => (await trainRolloutsStarted(runId)) && openStreams(ledger()).size > 0 && justAnswered(), 600_000, 20);
         const open = openStreams(ledger());
         await stack.kill('gateway');
         for (const key of walSpanKeys(stack.env.dataDir)) if (key.includes(`/${runId}/`) && !(await spanStored(store, key))) pending.push(key);
         await stack.startGateway();
         await until('the agents to notice', () => [...open].every((r) => ledger().some((l) => l.request === r && (l.event === 'broken' || l.event === 'answered'))), 120_000);
-        broken = [...open].filter((r) => ledger().some((l) => l.request === r && l.event === 'broken'));
+        broken.push(...[...open].filter((r) => ledger().some((l) => l.request === r && l.event === 'broken')));
       }
     });
     assert.ok(broken.length > 0, 'a kill broke a stream mid-way');
