@@ -6,9 +6,12 @@ export const SERVED_MODEL = 'smollm2-135m-instruct';
 /** The admin key the test model server's control endpoints (adapter load/unload) want. */
 export const MODEL_ADMIN_KEY = 'test-model-admin-key';
 
-/** Volt's real Python model server (SmolLM2-135M on CPU) on a free loopback port, ready once /v1/models answers. */
-export async function startModelServer(): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort('127.0.0.1');
+/**
+ * Volt's real Python model server (SmolLM2-135M on CPU) on a loopback port (a free one unless given, e.g. to restart
+ * a killed server where the gateway expects it), ready once /v1/models answers.
+ */
+export async function startModelServer(opts: { port?: number } = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+  const port = opts.port ?? (await freePort('127.0.0.1'));
   const child: ChildProcess = spawn('.venv/bin/python', ['-m', 'volt_trainer.serve', '--model', SERVED_MODEL, '--host', '127.0.0.1', '--port', String(port)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PYTHONPATH: 'trainer', VOLT_MODEL_SERVER_ADMIN_KEY: MODEL_ADMIN_KEY },
@@ -25,7 +28,7 @@ export async function startModelServer(): Promise<{ url: string; stop(): Promise
   };
   for (const started = Date.now(); Date.now() - started < 120_000; await sleep(250)) {
     if (child.exitCode !== null) throw new Error(`model server exited ${child.exitCode}: ${output.slice(-2000)}`);
-    if (await fetch(`${url}/v1/models`).then((r) => r.ok, () => false)) return { url, stop };
+    if (await fetch(`${url}/v1/models`).then((r) => r.ok, () => false)) return { url, child, stop };
   }
   await stop();
   throw new Error(`model server not ready in 120 s: ${output.slice(-2000)}`);

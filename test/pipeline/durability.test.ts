@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,6 +13,8 @@ import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { TEMPORAL_BIN } from '../../src/stack/temporal.js';
 import type { RunStatus } from '../../src/workflows/types.js';
+import { trainerProgress } from '../crash/kill-points.js';
+import { killHard, until } from '../helpers/processes.js';
 import { recordHistories, replayAll } from '../replay/histories.js';
 import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
 import type { RolloutOutcomeRecord } from '../../src/contracts/rollout-outcome.js';
@@ -22,11 +24,6 @@ const run = promisify(execFile);
 const RUN = 'crash-run';
 const GROUP = 3;
 const TASKS = 2;
-
-async function until(what: string, check: () => Promise<boolean>, ms = 600_000): Promise<void> {
-  for (const t0 = Date.now(); Date.now() - t0 < ms; await sleep(250)) if (await check()) return;
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 async function count(store: ObjectStore, prefix: string, suffix: string): Promise<number> {
   let n = 0;
@@ -71,6 +68,8 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
       agent: { command: [process.execPath, path.join(root, 'test/pipeline/agents/one-call.mjs')], envAllowList: ['PATH', 'HOME'], timeoutSec: 120 },
       // A per-token penalty gives every group reward variance, so both iterations train.
       rollouts: { groupSize: GROUP, tasksPerIteration: TASKS, concurrency: 2 },
+      // One sample per optimizer step, so the gpu worker's kill can land between two steps.
+      trainer: { lr: 1e-3, minibatchSize: 1, microBatchSize: 1 },
       eval: { tasks: 2, everyIterations: 2, promoteMargin: 0 },
       continueAsNewEvery: 1000,
       timeouts: { heartbeatSec: 15, rolloutsSec: 900, updateSec: 900 },
@@ -83,13 +82,13 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
 
     const it0 = keys.iteration(RUN, 0);
     await until('a first training rollout of iteration 0', async () => (await count(store, `${it0}rollouts/g`, 'outcome.json')) >= 1);
-    cpu.kill('SIGKILL');
+    await killHard(cpu, 'cpu worker');
     cpu = await stack.startWorker('cpu');
 
-    // An iteration whose groups all scored alike has nothing to train on, so wait for whichever update comes first.
-    const trainerDir = path.join(stack.env.dataDir, 'trainer', RUN);
-    await until('an update to start', async () => existsSync(trainerDir) && readdirSync(trainerDir).some((i) => existsSync(path.join(trainerDir, i, 'out'))));
-    gpu.kill('SIGKILL');
+    // An iteration whose groups all scored alike has nothing to train on, so wait for whichever update comes first;
+    // the kill lands once its trainer saved a step (test/crash/crash-matrix.test.ts proves the resume from it).
+    await until('a trainer step', async () => [0, 1].some((i) => trainerProgress(stack.env.dataDir, RUN, i).stepped), 600_000, 100);
+    await killHard(gpu, 'gpu worker');
     gpu = await stack.startWorker('gpu');
 
     const it1 = keys.iteration(RUN, 1);

@@ -9,6 +9,9 @@ import { temporalAnswers } from '../../src/stack/readiness.js';
 import { devServerArgs } from '../../src/stack/temporal-config.js';
 import { TEMPORAL_BIN, temporalDbFile } from '../../src/stack/temporal.js';
 import { MODEL_ADMIN_KEY, startModelServer } from '../gateway/model-server.js';
+import { readRecord } from '../../src/stack/processes.js';
+import { startS3Server } from '../../src/stack/s3.js';
+import { alive, killHard, until } from '../helpers/processes.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
 export const root = path.resolve(import.meta.dirname, '../..');
@@ -23,8 +26,12 @@ export interface PipelineStack {
   startWorker(queue: 'cpu' | 'gpu' | 'all'): Promise<ChildProcess>;
   /** Only with `ownTemporal`: (re)start the dev server on the same port and SQLite file. */
   startTemporal(): Promise<ChildProcess>;
-  /** SIGKILL the latest gateway or Temporal server process and wait until it is gone. */
-  kill(what: 'gateway' | 'temporal'): Promise<void>;
+  /** (Re)start the model server on the same port (the gateway and workers keep its URL). */
+  startModel(): Promise<void>;
+  /** Restart a killed S3 server on the same port and data (what `volt up` runs). */
+  startS3(): Promise<void>;
+  /** SIGKILL the latest gateway, Temporal, model or S3 server process and wait until it is gone. */
+  kill(what: 'gateway' | 'temporal' | 'model' | 's3'): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -54,7 +61,8 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
   const services = await startTestServices({ temporal: !options.ownTemporal, s3: true });
   const temporalPort = options.ownTemporal ? await freePort('127.0.0.1') : 0;
   const temporalAddress = options.ownTemporal ? `127.0.0.1:${temporalPort}` : services.temporalAddress;
-  const model = await startModelServer();
+  let model = await startModelServer();
+  const modelPort = Number(new URL(model.url).port);
   const gatewayPort = await freePort('127.0.0.1');
   const vars: Record<string, string> = {
     ...services.env,
@@ -68,7 +76,8 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
   };
   const env = loadEnv(vars, root);
   const children: ChildProcess[] = [];
-  const latest: Partial<Record<'gateway' | 'temporal', ChildProcess>> = {};
+  const restartedS3: number[] = [];
+  const latest: Partial<Record<'gateway' | 'temporal' | 'model', ChildProcess>> = { model: model.child };
   const volt = path.join(root, 'bin/volt.mjs');
   const startTemporal = async () => {
     const dbFile = temporalDbFile(services.dataDir);
@@ -106,15 +115,29 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
       return child;
     },
     startTemporal,
+    async startModel() {
+      model = await startModelServer({ port: modelPort });
+      latest.model = model.child;
+    },
+    async startS3() {
+      const { s3 } = services;
+      const record = await startS3Server({ dataDir: services.dataDir, host: '127.0.0.1', port: Number(new URL(s3.endpoint).port), ...s3, detached: false });
+      restartedS3.push(record.pid);
+    },
     async kill(what) {
+      if (what === 's3') {
+        // started by the test services (src/stack, as `volt up` does): known by its PID record
+        const pid = readRecord(services.dataDir, 's3')!.pid;
+        process.kill(pid, 'SIGKILL');
+        return until('the S3 server to die', () => !alive(pid), 30_000, 50);
+      }
       const child = latest[what];
-      if (!child || child.exitCode !== null || child.signalCode !== null) throw new Error(`no running ${what} to kill`);
-      const gone = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL');
-      await gone;
+      if (!child) throw new Error(`no running ${what} to kill`);
+      await killHard(child, what);
     },
     async stop() {
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      for (const pid of restartedS3) if (alive(pid)) process.kill(pid, 'SIGKILL');
       await model.stop();
       await services.stop();
     },

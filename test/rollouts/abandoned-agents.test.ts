@@ -15,24 +15,10 @@ import { keys } from '../../src/storage/keys.js';
 import { createObjectStore } from '../../src/storage/object-store.js';
 import { CPU_QUEUE } from '../../src/workflows/proxies.js';
 import type { EvalResult } from '../../src/workflows/types.js';
+import { alive, killHard, until } from '../helpers/processes.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
-
-/** Alive and not a zombie (a killed orphan may linger as one until init reaps it). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 120_000): Promise<void> {
-  for (const t0 = Date.now(); Date.now() - t0 < ms; await sleep(200)) if (await check()) return;
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 // Real Temporal, S3, gateway and worker processes; the worker is SIGKILLed while its agent (and the agent's child)
 // run. The agents it left behind must be killed and their gateway token closed by the restarted worker.
@@ -57,7 +43,7 @@ describe('abandoned attempts are cleaned up', { timeout: 600_000 }, () => {
     children.push(child);
     let ready = false;
     child.stdout!.on('data', (d: Buffer) => (ready ||= d.toString().includes('volt worker polling')));
-    await until('the worker', () => ready);
+    await until('the worker', () => ready, 120_000);
     return child;
   };
   const tokenStatus = async (token: string) => {
@@ -104,8 +90,7 @@ describe('abandoned attempts are cleaned up', { timeout: 600_000 }, () => {
       assert.deepEqual(live.map((r) => [r.token, r.pgid]), [[hung.token, hung.agent]], 'the running attempt is recorded with its group');
       assert.equal(await tokenStatus(hung.token), 'open');
 
-      worker.kill('SIGKILL');
-      await new Promise((r) => worker.once('exit', r));
+      await killHard(worker, 'worker');
       await sleep(500);
       // The kill landed mid-work: the agent and its child outlived their worker.
       assert.ok(alive(hung.agent) && alive(hung.child), 'the agent group survived the worker (detached)');

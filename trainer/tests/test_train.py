@@ -90,6 +90,7 @@ def test_cli_stopped_after_two_steps_then_resumed_equals_uninterrupted(full_run,
     assert rc == 0, err
     assert [e["event"] for e in events] == ["step", "step", "done"] and events[0]["step"] == 3
     assert events[-1]["adapter_sha256"] == done["adapter_sha256"]
+    assert events[-1]["metrics"]["resumed_from_step"] == 2 and done["metrics"]["resumed_from_step"] == 0
 
 
 def test_cli_rejects_bad_config_and_resume_of_another_run(tmp_path, data_dir):

@@ -167,6 +167,7 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
                                               everyone if with_ref else [], fast)
         start, history = 0, []
 
+    resumed_from = start
     model.train()
     for step in range(start, len(plan)):
         t0 = time.perf_counter()
@@ -218,7 +219,9 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
         adapter_dir, sha = save_adapter(model, out)
     n = max(len(history), 1)
     metrics = {"steps": len(history), "loss": sum(h["loss"] for h in history) / n,
-               "clip_frac": sum(h["clip_frac"] for h in history) / n, "tokens": sum(h["tokens"] for h in history), "samples": len(samples)}
+               "clip_frac": sum(h["clip_frac"] for h in history) / n, "tokens": sum(h["tokens"] for h in history), "samples": len(samples),
+               # > 0 when this process continued a killed update from its saved state, so the operator can see it did
+               "resumed_from_step": resumed_from}
     if history and "kl" in history[-1]:
         metrics["kl"] = history[-1]["kl"]
     done = {"event": "done", "adapter_dir": str(adapter_dir), "adapter_sha256": sha, "metrics": metrics,

@@ -1,0 +1,203 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { connectClient } from '../../src/client/connect.js';
+import { startTrainingRun } from '../../src/client/runs.js';
+import { parseRunConfig } from '../../src/config/run.js';
+import { keys } from '../../src/storage/keys.js';
+import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
+import { readSpans } from '../../src/storage/spans.js';
+import type { RunStatus } from '../../src/workflows/types.js';
+import { killHard, until } from '../helpers/processes.js';
+import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from '../pipeline/harness.js';
+import { liveAgents, openStreams, spanStored, trainerProgress, walSpanKeys } from './kill-points.js';
+import { assertNothingLost, readLedger, type LedgerReport, type RunPlan } from './ledger.js';
+
+// The crash matrix: one tiny training run per cell (real Temporal, S3, SmolLM2 model server, gateway, workers,
+// trainer and agents), one part SIGKILLed mid-work, then the ledger check: nothing lost, nothing duplicated.
+// VOLT_CRASH_MATRIX=full runs every cell; the default runs the fast subset (CI).
+const FULL = process.env.VOLT_CRASH_MATRIX === 'full';
+const AGENT = path.join(root, 'test/crash/agents/recording-agent.mjs');
+const CALLS = 2;
+const shape = { groupSize: 2, tasksPerIteration: 2, evalTasks: 2, iterations: 1, calls: CALLS };
+
+describe('crash matrix: a part killed mid-work loses and duplicates nothing', { timeout: 3_600_000 }, () => {
+  let stack: PipelineStack;
+  let store: ObjectStore;
+  const workers: { cpu?: ChildProcess; gpu?: ChildProcess } = {};
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-crash-'));
+
+  before(async () => {
+    stack = await startPipelineStack({ ownTemporal: {} });
+    store = createObjectStore(stack.env);
+    await stack.startGateway();
+    workers.gpu = await stack.startWorker('gpu');
+    workers.cpu = await stack.startWorker('cpu');
+  });
+  after(async () => {
+    await stack?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const restart = async (queue: 'cpu' | 'gpu') => {
+    await killHard(workers[queue]!, `${queue} worker`);
+    workers[queue] = await stack.startWorker(queue);
+  };
+
+  /** Starts the cell's run, lets `kill` strike mid-work, waits for the run and checks the ledger. */
+  async function cell(name: string, kill: (ctx: { runId: string; ledger: () => ReturnType<typeof readLedger> }) => Promise<void>): Promise<{ report: LedgerReport; status: RunStatus; runId: string }> {
+    const runId = `crash-${name}`;
+    const ledgerFile = path.join(dir, `${runId}.jsonl`);
+    const config = parseRunConfig(tinyRunConfig(runId, {
+      iterations: shape.iterations,
+      agent: { command: [process.execPath, AGENT, ledgerFile, String(CALLS)], envAllowList: ['PATH', 'HOME'], timeoutSec: 300 },
+      // Unsandboxed so the agent can write its ledger outside its workdir; the sandbox is not what is under test.
+      rollouts: { groupSize: shape.groupSize, tasksPerIteration: shape.tasksPerIteration, concurrency: 2, sandbox: 'none' },
+      // One sample per optimizer step: the update takes several steps, so a kill can land between two of them.
+      trainer: { lr: 1e-3, minibatchSize: 1, microBatchSize: 1 },
+      eval: { tasks: shape.evalTasks, everyIterations: 1, promoteMargin: 0 },
+      timeouts: { heartbeatSec: 10, rolloutsSec: 900, updateSec: 900 },
+    }));
+    const { client, close } = await connectClient(stack.env);
+    await startTrainingRun(client, config).finally(close);
+    await kill({ runId, ledger: () => readLedger(ledgerFile) });
+    // A fresh connection: the cell may have restarted the Temporal server under the first one.
+    const again = await connectClient(stack.env);
+    const status: RunStatus = await again.client.workflow.getHandle(runId).result().finally(again.close);
+    const plan: RunPlan = { runId, ...shape };
+    return { report: await assertNothingLost(store, plan, status, readLedger(ledgerFile)), status, runId };
+  }
+
+  const rolloutsStarted = async (runId: string, prefix: string) => {
+    for await (const o of store.list(`${keys.iteration(runId, 0)}rollouts/${prefix}`)) if (o.key.endsWith('started.json')) return true;
+    return false;
+  };
+  const trainRolloutsStarted = (runId: string) => rolloutsStarted(runId, 'g');
+
+  it('cpu worker killed mid-rollouts: cut-off rollouts run again as new attempts', { skip: !FULL && 'VOLT_CRASH_MATRIX=full' }, async () => {
+    let cutOff = new Set<string>();
+    const { report } = await cell('cpu-worker', async ({ runId, ledger }) => {
+      await until('a training agent mid-rollout', async () => (await trainRolloutsStarted(runId)) && liveAgents(ledger()).size > 0 && ledger().some((l) => l.event === 'answered'), 600_000, 100);
+      cutOff = liveAgents(ledger());
+      await restart('cpu');
+    });
+    assert.ok(cutOff.size > 0);
+    assert.ok(report.retriedRollouts >= 1, 'an attempt >= 1 exists: the kill cut off a rollout');
+  });
+
+  it('gpu worker killed mid-update after a trainer step: the retried update resumes from the saved step', async () => {
+    let landed = false;
+    const { status } = await cell('gpu-worker', async ({ runId }) => {
+      await until('the trainer to finish a step', () => trainerProgress(stack.env.dataDir, runId, 0).stepped, 900_000, 100);
+      await restart('gpu');
+      landed = !trainerProgress(stack.env.dataDir, runId, 0).finished;
+    });
+    assert.ok(landed, 'the kill landed before the trainer wrote its adapter');
+    const metrics = status.history[0]!.trainMetrics!;
+    assert.ok(metrics.resumed_from_step! >= 1, `the retried trainer resumed from a saved step: ${JSON.stringify(metrics)}`);
+    assert.ok(metrics.steps! > metrics.resumed_from_step!, 'and ran the steps after it');
+  });
+
+  it('gateway killed mid-stream: the WAL replays its spans, the agent retries the broken call, nothing is lost', async () => {
+    const broken: string[] = [];
+    const pending: string[] = [];
+    const { report } = await cell('gateway', async ({ runId, ledger }) => {
+      // Right after a call was answered (its span is in the WAL, its upload deferred while calls are in flight) and
+      // while another stream is open; again if a kill found no stream or no pending span to break.
+      const justAnswered = () => ledger().some((l) => l.event === 'answered' && l.at > Date.now() - 300);
+      for (let kills = 0; kills < 3 && (broken.length === 0 || pending.length === 0); kills++) {
+        await until('a stream mid-way just after an answer', async () => (await trainRolloutsStarted(runId)) && openStreams(ledger()).size > 0 && justAnswered(), 600_000, 20);
+        const open = openStreams(ledger());
+        await stack.kill('gateway');
+        for (const key of walSpanKeys(stack.env.dataDir)) if (key.includes(`/${runId}/`) && !(await spanStored(store, key))) pending.push(key);
+        await stack.startGateway();
+        await until('the agents to notice', () => [...open].every((r) => ledger().some((l) => l.request === r && (l.event === 'broken' || l.event === 'answered'))), 120_000);
+        broken.push(...[...open].filter((r) => ledger().some((l) => l.request === r && l.event === 'broken')));
+      }
+    });
+    assert.ok(broken.length > 0, 'a kill broke a stream mid-way');
+    assert.ok(report.brokenThenAnswered >= 1, 'a final attempt retried a broken call and finished');
+    assert.ok(pending.length > 0, 'the gateway died holding spans not yet in S3');
+    for (const key of pending) assert.ok(await spanStored(store, key), `${key} reached S3 by the WAL replay`);
+  });
+
+  it('model server killed mid-rollout: attempts become infra_failed, are retried once it is back, on the adapter again', { skip: !FULL && 'VOLT_CRASH_MATRIX=full' }, async () => {
+    let open = 0;
+    const { report, status } = await cell('model-server', async ({ runId, ledger }) => {
+      // During the candidate's evaluation: it samples from the trained adapter, which a restarted server has lost.
+      await until('a candidate evaluation mid-stream', async () => (await rolloutsStarted(runId, 'eval-candidate-')) && openStreams(ledger()).size > 0, 900_000, 20);
+      open = openStreams(ledger()).size;
+      await stack.kill('model');
+      await sleep(1000);
+      await stack.startModel();
+    });
+    assert.ok(open > 0, 'a call was streaming when the model server died');
+    const candidate = report.outcomes.filter((o) => o.rolloutId.startsWith('eval-candidate-'));
+    assert.ok(candidate.some((o) => o.attempts.some((a) => a.outcome === 'infra_failed')), 'the kill made an attempt infra_failed');
+    for (const o of report.outcomes) for (const a of o.attempts) assert.ok(a.outcome === 'succeeded' || a.outcome === 'infra_failed', `${o.rolloutId}/${a.attempt}: ${a.outcome} ${a.detail}`);
+    const summary = status.history[0]!;
+    assert.equal(summary.evalError ?? null, null, 'the evaluation counted');
+    assert.equal(summary.eval?.scored, shape.evalTasks);
+    for (const o of candidate) for await (const span of readSpans(store, o.final.ref)) assert.equal(span.servedBy.model, summary.candidate!.name, 'served by the candidate adapter');
+  });
+
+  it('S3 server killed mid-upload: calls go on with spans in the WAL, which reach S3 once it is back', { skip: !FULL && 'VOLT_CRASH_MATRIX=full' }, async () => {
+    let during: string[] = [];
+    let live = 0;
+    const { report } = await cell('s3', async ({ runId, ledger }) => {
+      await until('a training agent mid-rollout', async () => (await trainRolloutsStarted(runId)) && liveAgents(ledger()).size > 0 && ledger().some((l) => l.event === 'answered'), 600_000, 100);
+      live = liveAgents(ledger()).size;
+      const down = Date.now();
+      await stack.kill('s3');
+      await sleep(8000);
+      const up = Date.now();
+      await stack.startS3();
+      during = ledger().filter((l) => l.event === 'answered' && l.at > down && l.at < up).map((l) => l.request!);
+    });
+    assert.ok(live > 0, 'agents were running when S3 died');
+    assert.ok(during.length > 0, 'calls were answered while S3 was down');
+    const stored = during.filter((r) => report.storedRequests.has(r));
+    assert.ok(stored.length > 0, 'spans recorded while S3 was down are in S3, in final attempts');
+  });
+
+  it('everything at once (every process of the stack and its agents SIGKILLed mid-iteration), then restarted: the run finishes', { skip: !FULL && 'VOLT_CRASH_MATRIX=full' }, async () => {
+    let live = 0;
+    const { report } = await cell('power-cut', async ({ runId, ledger }) => {
+      await until('training agents mid-rollout', async () => (await trainRolloutsStarted(runId)) && liveAgents(ledger()).size > 0 && ledger().some((l) => l.event === 'answered'), 600_000, 100);
+      const agents = liveAgents(ledger());
+      live = agents.size;
+      const pids = ledger().filter((l) => l.event === 'start' && agents.has(l.token)).map((l) => l.pid);
+      await Promise.all([
+        killHard(workers.cpu!, 'cpu worker'), killHard(workers.gpu!, 'gpu worker'),
+        stack.kill('gateway'), stack.kill('model'), stack.kill('s3'), stack.kill('temporal'),
+        // each agent leads its own process group
+        ...pids.map(async (pid) => { try { process.kill(-pid, 'SIGKILL'); } catch { /* already gone */ } }),
+      ]);
+      // In `volt up`'s order.
+      await stack.startTemporal();
+      await stack.startS3();
+      await stack.startModel();
+      await stack.startGateway();
+      workers.gpu = await stack.startWorker('gpu');
+      workers.cpu = await stack.startWorker('cpu');
+    });
+    assert.ok(live > 0, 'agents were running at the power cut');
+    assert.ok(report.retriedRollouts >= 1, 'cut-off rollouts ran again as new attempts');
+  });
+
+  it('Temporal dev server killed mid-iteration: workers reconnect and the run continues', { skip: !FULL && 'VOLT_CRASH_MATRIX=full' }, async () => {
+    let live = 0;
+    await cell('temporal', async ({ runId, ledger }) => {
+      await until('a training agent mid-rollout', async () => (await trainRolloutsStarted(runId)) && liveAgents(ledger()).size > 0, 600_000, 100);
+      live = liveAgents(ledger()).size;
+      await stack.kill('temporal');
+      await sleep(1000);
+      await stack.startTemporal();
+    });
+    assert.ok(live > 0, 'agents were running when Temporal died');
+  });
+});
