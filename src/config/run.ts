@@ -28,7 +28,7 @@ const envName = z.string()
   .refine((n) => !n.startsWith('VOLT_'), 'VOLT_* variables hold operator secrets and are never passed to agents');
 
 /** An object-store prefix of task files (tasks.trainPrefix, `volt tasks add --prefix`). */
-export const taskPrefixSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.\/-]{0,511}\/$/, "a key prefix: [A-Za-z0-9_./-], ending in '/'")
+export const taskPrefixSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_./-]{0,511}\/$/, "a key prefix: [A-Za-z0-9_./-], ending in '/'")
   .refine((p) => p.split('/').slice(0, -1).every((seg) => seg !== '' && seg !== '.' && seg !== '..'), "no empty, '.' or '..' segments");
 
 /** A run's configuration. Unknown keys are errors, so a typo never silently falls back to a default. */

@@ -119,7 +119,7 @@ void describe('run config', () => {
     assert.deepEqual(parseRunConfig({ ...minimal(), model: { startFrom: { run: 'calc-night-1' } } }).model.startFrom, { run: 'calc-night-1' });
     assert.deepEqual(badPaths({ ...minimal(), tasks: { evalFile: 'eval.jsonl' } }), ['tasks.trainFile']);
     assert.deepEqual(badPaths({ ...source, tasks: { ...source.tasks, trainFile: 'train.jsonl' } }), ['tasks.trainPrefix']);
-    assert.deepEqual(badPaths({ ...source, tasks: { ...source.tasks, trainPrefix: '../up/' } }), ['tasks.trainPrefix']);
+    assert.deepEqual(badPaths({ ...source, tasks: { ...source.tasks, trainPrefix: 'a/../up/' } }), ['tasks.trainPrefix']);
     assert.deepEqual(badPaths({ ...source, tasks: { ...source.tasks, trainPrefix: 'no-slash' } }), ['tasks.trainPrefix']);
     assert.deepEqual(badPaths({ ...source, deploy: { alias: 'calc-prod' } }), ['deploy']);
     assert.deepEqual(badPaths({ ...source, lineage: '../x' }), ['lineage']);
