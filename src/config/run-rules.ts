@@ -31,7 +31,7 @@ export const numberRules = {
   'trainer.klCoef': { min: 0, trainer: 'kl_coef' },
   'trainer.maxGradNorm': { gt: 0, trainer: 'max_grad_norm' },
   'trainer.weightDecay': { min: 0, trainer: 'weight_decay' },
-  'eval.promoteMargin': { min: 0 },
+  'eval.promoteMargin': { min: -1, max: 1 },
 } as const satisfies Record<string, NumberRule>;
 
 export type RuledPath = keyof typeof numberRules;

@@ -166,7 +166,7 @@ export const runConfigSchema = z.strictObject({
     tasks: int(1).max(100_000).default(8),
     /** Temperature the gateway imposes on evaluation calls: 0 (greedy) makes scores comparable across checkpoints; null keeps the agent's own sampling. */
     temperature: z.number().min(0).max(2).nullable().default(0),
-    /** A checkpoint is promoted when its eval score beats the best so far by more than this. */
+    /** A checkpoint is promoted when its eval score beats the best so far by more than this (negative: a non-inferiority margin, promoting a candidate at most that much worse). */
     promoteMargin: ruled('eval.promoteMargin').default(0),
     /** An evaluation counts only when at least this fraction of its tasks got a score; otherwise it fails and nothing is promoted. */
     minScoredFraction: z.number().gt(0).max(1).default(0.95),
