@@ -74,7 +74,7 @@ void describe('run config', () => {
   void it('takes a task set by file or by the hash of a pinned set, and needs one of them for each', () => {
     const hash = 'a'.repeat(64);
     const pinnedOnly = parseRunConfig({ ...minimal(), tasks: { trainSet: hash, evalSet: hash } });
-    assert.deepEqual(pinnedOnly.tasks, { trainSet: hash, evalSet: hash });
+    assert.deepEqual(pinnedOnly.tasks, { trainSet: hash, evalSet: hash, replayShare: 0.25 });
     assert.deepEqual(badPaths({ ...minimal(), tasks: { evalSet: hash } }), ['tasks.trainFile']);
     assert.deepEqual(badPaths({ ...minimal(), tasks: { trainFile: 't.jsonl' } }), ['tasks.evalFile']);
     assert.deepEqual(badPaths({ ...minimal(), tasks: { trainFile: 't.jsonl', evalFile: 'e.jsonl', trainSet: 'abc' } }), ['tasks.trainSet']);
