@@ -1,6 +1,7 @@
 import { createBatchActivities } from './batches.js';
 import { createConfigActivities } from './config.js';
 import type { ActivityDeps } from './deps.js';
+import { createLineageActivities } from './lineage.js';
 import { createPromptOptimizationActivities } from './prompt-optimization.js';
 import { createPromptProposalActivities } from './prompt-proposals.js';
 import { createRewardActivities } from './rewards.js';
@@ -11,6 +12,7 @@ import { createUpdateActivities } from './update.js';
 /** Activities of the `volt-cpu` queue: validation, rollouts, rewards, batches. */
 export const createCpuActivities = (deps: ActivityDeps) => ({
   ...createConfigActivities(deps),
+  ...createLineageActivities(deps),
   ...createRolloutActivities(deps),
   ...createRewardActivities(deps),
   ...createBatchActivities(deps),

@@ -9,6 +9,8 @@ import type { ObjectStore } from '../storage/object-store.js';
 import type { ActivityDeps } from './deps.js';
 import type { PolicyRef } from '../contracts/policy.js';
 import { modelAliasSchema, type AliasEntry, type ModelAlias } from '../contracts/policy.js';
+import { listDeployAliases, moveDeployAlias } from '../lineage/deploy-alias.js';
+import { setLineageCurrent } from '../lineage/lineage-record.js';
 
 export const bestAliasName = (runId: string) => `${runId}-best`;
 
@@ -58,6 +60,25 @@ export async function writeAlias(store: ObjectStore, runId: string, entry: Alias
   return alias;
 }
 
+/**
+ * A lineage's promotion or rollback: its record's current policy moves, then its deploy alias (record first, so a
+ * restarted model server loads what was decided), then the model server repoints the alias in one step.
+ */
+async function moveLineage(deps: ActivityDeps, config: RunConfig, policy: PolicyRef, score: number): Promise<void> {
+  if (!config.lineage) return;
+  await setLineageCurrent(deps.store, config.lineage, { policy, score, runId: config.runId });
+  if (!config.deploy) return;
+  await moveDeployAlias(deps.store, config.deploy.alias, config.lineage, policy, config.runId);
+  await loadAdapter(deps, policy, config.deploy.alias);
+}
+
+/** Load every stored deploy alias into the model server (`volt serve` at start): a restarted server serves them again. */
+export async function syncDeployAliases(deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>): Promise<string[]> {
+  const aliases = await listDeployAliases(deps.store);
+  for (const a of aliases) if (a.current.policy.sha256) await loadAdapter(deps, a.current.policy, a.alias);
+  return aliases.map((a) => `${a.alias} → ${a.current.policy.name}`);
+}
+
 export const createServingActivities = (deps: ActivityDeps) => ({
   /** Load the policy rollouts will sample from into the model server. */
   async servePolicy(input: { policy: PolicyRef }): Promise<void> {
@@ -74,6 +95,7 @@ export const createServingActivities = (deps: ActivityDeps) => ({
       await writeAlias(deps.store, config.runId, { policy, score, iteration, at: new Date().toISOString() });
     }
     await loadAdapter(deps, policy, bestAliasName(config.runId));
+    await moveLineage(deps, config, policy, score);
   },
 
   /**
@@ -88,5 +110,7 @@ export const createServingActivities = (deps: ActivityDeps) => ({
     }
     if (to.policy.sha256) await loadAdapter(deps, to.policy, bestAliasName(config.runId));
     else await unloadAdapter(deps, bestAliasName(config.runId));
+    // The run's validator refuses a rollback to the bare base model when a deploy alias would have nothing to serve.
+    await moveLineage(deps, config, to.policy, to.score);
   },
 });

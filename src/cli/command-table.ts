@@ -9,6 +9,7 @@ import { scheduleCommand } from './commands/schedule.js';
 import { serveCommand } from './commands/serve.js';
 import { smokeCommand } from './commands/smoke.js';
 import { statusCommand } from './commands/status.js';
+import { tasksCommand } from './commands/tasks.js';
 import { trainCommand } from './commands/train.js';
 import { upCommand } from './commands/up.js';
 import { workerCommand } from './commands/worker.js';
@@ -29,6 +30,7 @@ export const commands: readonly Command[] = [
   cancelCommand,
   tuneCommand,
   scheduleCommand,
+  tasksCommand,
   rollbackCommand,
   reportCommand,
   smokeCommand,

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Client, ScheduleHandle, WorkflowHandle } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { VoltEnv } from '../config/env.js';
 import { parseRunConfig, type RunConfig } from '../config/run.js';
 import { createObjectStore } from '../storage/object-store.js';
@@ -11,15 +11,15 @@ import {
 import { CPU_QUEUE } from '../workflows/proxies.js';
 import type { RunStatus } from '../workflows/types.js';
 
-/** Read and validate a run config file at the edge: errors name the file and every bad field's path. */
-export async function readRunConfig(file: string): Promise<RunConfig> {
+/** Read and validate a run config file at the edge (with top-level `overrides` applied first): errors name the file and every bad field's path. */
+export async function readRunConfig(file: string, overrides: Record<string, unknown> = {}): Promise<RunConfig> {
   let raw: unknown;
   try {
     raw = JSON.parse(await readFile(file, 'utf8'));
   } catch (err) {
     throw new Error(`${file}: ${(err as Error).message}`);
   }
-  return parseRunConfig(raw);
+  return parseRunConfig(raw && typeof raw === 'object' ? { ...raw, ...overrides } : raw);
 }
 
 /**
@@ -80,11 +80,24 @@ export async function rollbackRun(client: Client, runId: string, request: Rollba
   }
 }
 
-/** A Temporal Schedule that starts the run on a cron; each start gets its own run id (schedule id + time). */
-export async function createSchedule(client: Client, scheduleId: string, cron: string, config: RunConfig): Promise<ScheduleHandle> {
+/**
+ * A Temporal Schedule that starts the run on a cron; each start gets its own run id (schedule id + time). Overlap is
+ * SKIP (a night still running makes the next start a no-op, so one lineage never trains twice at once); after downtime
+ * missed starts within `catchupWindow` are taken (with SKIP: at most one).
+ */
+export async function createSchedule(
+  client: Client, scheduleId: string, cron: string, config: RunConfig, options: { catchupWindow?: string } = {},
+): Promise<ScheduleHandle> {
   return client.schedule.create({
     scheduleId,
     spec: { cronExpressions: [cron] },
-    action: { type: 'startWorkflow', workflowType: 'trainingRun', taskQueue: CPU_QUEUE, workflowId: scheduleId, args: [config] },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: options.catchupWindow ?? '1 day' },
+    action: {
+      type: 'startWorkflow', workflowType: 'trainingRun', taskQueue: CPU_QUEUE, workflowId: config.lineage ?? scheduleId, args: [config],
+      staticSummary: config.lineage ? `nightly run of lineage ${config.lineage}` : `scheduled run of ${scheduleId}`,
+    },
   });
 }
+
+/** Start the schedule's action now under its own overlap policy (the SDK's default for trigger is ALLOW_ALL). */
+export const triggerSchedule = (client: Client, scheduleId: string) => client.schedule.getHandle(scheduleId).trigger(ScheduleOverlapPolicy.SKIP);

@@ -31,7 +31,7 @@ export const numberRules = {
   'trainer.klCoef': { min: 0, trainer: 'kl_coef' },
   'trainer.maxGradNorm': { gt: 0, trainer: 'max_grad_norm' },
   'trainer.weightDecay': { min: 0, trainer: 'weight_decay' },
-  'eval.promoteMargin': { min: 0 },
+  'eval.promoteMargin': { min: -1, max: 1 },
 } as const satisfies Record<string, NumberRule>;
 
 export type RuledPath = keyof typeof numberRules;
@@ -66,6 +66,9 @@ export interface CrossFieldView {
   trainer: { minibatchSize: number; microBatchSize: number };
   apo?: { strategies: readonly string[]; optimizer?: unknown } | undefined;
   timeouts: { rolloutsSec: number };
+  tasks: { trainFile?: string | undefined; trainPrefix?: string | undefined };
+  lineage?: string | undefined;
+  deploy?: unknown;
 }
 
 /** Rules across fields, checked once every field is valid on its own; each problem names the field to change. */
@@ -82,6 +85,8 @@ export function crossFieldProblems(c: CrossFieldView): { path: string[]; message
   if (c.apo?.strategies.includes('textual_gradient') && !c.apo.optimizer) {
     fail(['apo', 'optimizer'], "required when apo.strategies includes 'textual_gradient'");
   }
+  if (c.tasks.trainFile && c.tasks.trainPrefix) fail(['tasks', 'trainPrefix'], 'give tasks.trainFile or tasks.trainPrefix, not both');
+  if (c.deploy && !c.lineage) fail(['deploy'], 'a deploy alias serves a lineage\'s current policy: set `lineage` too');
   if (c.timeouts.rolloutsSec < c.agent.timeoutSec) fail(['timeouts', 'rolloutsSec'], `must be >= agent.timeoutSec (${c.agent.timeoutSec})`);
   return problems;
 }

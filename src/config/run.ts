@@ -27,6 +27,10 @@ const envName = z.string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')
   .refine((n) => !n.startsWith('VOLT_'), 'VOLT_* variables hold operator secrets and are never passed to agents');
 
+/** An object-store prefix of task files (tasks.trainPrefix, `volt tasks add --prefix`). */
+export const taskPrefixSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_./-]{0,511}\/$/, "a key prefix: [A-Za-z0-9_./-], ending in '/'")
+  .refine((p) => p.split('/').slice(0, -1).every((seg) => seg !== '' && seg !== '.' && seg !== '..'), "no empty, '.' or '..' segments");
+
 /** A run's configuration. Unknown keys are errors, so a typo never silently falls back to a default. */
 export const runConfigSchema = z.strictObject({
   /** Names the run everywhere (object-store prefix, workflow id): 1-128 of [A-Za-z0-9_.-], no '/' or '..'. */
@@ -45,7 +49,25 @@ export const runConfigSchema = z.strictObject({
       /** Module names (as in the model's state dict) that get adapters. */
       targetModules: z.array(z.string().min(1)).min(1).default(['q_proj', 'v_proj']),
     }).prefault({}),
+    /**
+     * Start from a stored policy instead of a fresh adapter: a run's promoted policy, a lineage's current policy or a
+     * checkpoint (sha256 of keys.checkpoint). With `lineage` set and this absent, the run starts from the lineage's current policy.
+     */
+    startFrom: z.union([
+      z.strictObject({ run: z.string().refine(isSafeId, 'unsafe run id') }),
+      z.strictObject({ lineage: z.string().refine(isSafeId, 'unsafe lineage name') }),
+      z.strictObject({ checkpoint: z.string().regex(/^[0-9a-f]{64}$/, 'a checkpoint is 64 lowercase hex digits (sha256)') }),
+    ]).optional(),
   }).prefault({}),
+  /**
+   * The lineage this run belongs to (runs of one schedule): it starts from the lineage's current policy, trains on the
+   * tasks added since the lineage's previous run, and its candidates must beat that policy (the incumbent) to replace it.
+   */
+  lineage: z.string().refine(isSafeId, "unsafe lineage name: use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'").optional(),
+  /** Where production finds the lineage's current policy: the model server serves it as `model: "<alias>"` (needs `lineage`). */
+  deploy: z.strictObject({
+    alias: z.string().refine(isSafeId, "unsafe alias: use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'"),
+  }).optional(),
   /** The unmodified agent: how to start it. It only sees OPENAI_BASE_URL/OPENAI_API_KEY, ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY, VOLT_TASK* and the allow-list. */
   agent: z.strictObject({
     /** argv of the agent process, run without a shell, e.g. ["node", "examples/agent.mjs"]. */
@@ -74,8 +96,15 @@ export const runConfigSchema = z.strictObject({
    * every activity reads the pinned tasks by hash, so workers need no task files and editing one never changes a run.
    */
   tasks: z.strictObject({
-    /** JSONL file of training tasks, relative to where the run is started; may be left out when trainSet is given. */
+    /** JSONL file of training tasks, relative to where the run is started; may be left out when trainSet or trainPrefix is given. */
     trainFile: z.string().min(1).optional(),
+    /**
+     * An object-store prefix of JSONL task files (`volt tasks add`): a run takes the files its lineage has not
+     * trained on yet, plus `replayShare` older tasks per new one; with nothing new it ends at once ("no new tasks").
+     */
+    trainPrefix: taskPrefixSchema.optional(),
+    /** Older tasks (from files earlier runs of the lineage took) replayed per new task: round(replayShare × new), at most all of them. */
+    replayShare: z.number().min(0).max(10).default(0.25),
     /** Held-out tasks for evaluation and promotion; should not overlap the train file. May be left out when evalSet is given. */
     evalFile: z.string().min(1).optional(),
     /** sha256 of the pinned train set (keys.taskSet); filled in when the run is started, or given to reuse a pinned set (it then wins over trainFile). */
@@ -83,7 +112,7 @@ export const runConfigSchema = z.strictObject({
     /** sha256 of the pinned eval set; like trainSet. */
     evalSet: taskSetHashSchema.optional(),
   })
-    .refine((t) => t.trainFile !== undefined || t.trainSet !== undefined, { message: 'required: a task file, unless trainSet names a pinned set', path: ['trainFile'] })
+    .refine((t) => t.trainFile !== undefined || t.trainSet !== undefined || t.trainPrefix !== undefined, { message: 'required: a task file, unless trainSet names a pinned set or trainPrefix a task source', path: ['trainFile'] })
     .refine((t) => t.evalFile !== undefined || t.evalSet !== undefined, { message: 'required: a task file, unless evalSet names a pinned set', path: ['evalFile'] }),
   /** Training iterations in total (each: rollouts → rewards → batch → update → maybe eval). */
   iterations: int(1).max(100_000).default(3),
@@ -137,7 +166,7 @@ export const runConfigSchema = z.strictObject({
     tasks: int(1).max(100_000).default(8),
     /** Temperature the gateway imposes on evaluation calls: 0 (greedy) makes scores comparable across checkpoints; null keeps the agent's own sampling. */
     temperature: z.number().min(0).max(2).nullable().default(0),
-    /** A checkpoint is promoted when its eval score beats the best so far by more than this. */
+    /** A checkpoint is promoted when its eval score beats the best so far by more than this (negative: a non-inferiority margin, promoting a candidate at most that much worse). */
     promoteMargin: ruled('eval.promoteMargin').default(0),
     /** An evaluation counts only when at least this fraction of its tasks got a score; otherwise it fails and nothing is promoted. */
     minScoredFraction: z.number().gt(0).max(1).default(0.95),

@@ -29,8 +29,23 @@ function summary(data: ReportData): string {
     ['wall time', `${formatDuration(wallSeconds(data))}${data.timing.closedAt ? '' : ' so far'}`],
     ['started / closed', `${data.timing.startedAt} / ${data.timing.closedAt ?? '-'}`],
     ['total rollouts', rollouts],
+    ...lineageRows(status),
   ];
   return `<table>${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('\n')}</table>`;
+}
+
+/** Run → started from → promoted, for runs with model.startFrom, a lineage or a task source. */
+function lineageRows(status: ReportData['status']): [string, unknown][] {
+  const l = status.lineage;
+  if (!l) return [];
+  const promoted = status.best && status.best.policy.sha256 !== l.incumbent.sha256 ? status.best.policy.name : 'nothing (the incumbent stays)';
+  return [
+    ['lineage', `${l.name ?? '-'}${l.alias ? ` (served as ${l.alias})` : ''}`],
+    ['started from', `${l.startedFrom.name}${l.startedFrom.sha256 ? ` (${l.startedFrom.sha256})` : ''}`],
+    ['incumbent (held-out, this run)', `${l.incumbent.name}: ${fmt(l.incumbentScore)}`],
+    ['promoted', promoted],
+    ['tasks taken', status.outcome === 'no-new-tasks' ? 'no new tasks: nothing trained' : `${l.newTasks.length} new, ${l.replayTasks.length} replayed (${l.taskFiles.length} new files)`],
+  ];
 }
 
 function iterationTable(data: ReportData): string {

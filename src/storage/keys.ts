@@ -98,6 +98,13 @@ export const keys = {
   /** Overlay versions are zero-padded, so a prefix listing is in version order. */
   promptOverlays: (runId: string) => `${keys.run(runId)}overlays/`,
   promptOverlay: (runId: string, version: number) => `${keys.run(runId)}overlays/${pad(assertIndex('overlay version', version))}.json`,
+  /** A lineage (runs of one schedule): its current policy and run history (src/contracts/lineage.ts). */
+  lineage: (name: string) => `lineages/${assertId('lineage', name)}/lineage.json`,
+  /** A task file under a task source prefix (tasks.trainPrefix); names sort in arrival order. */
+  taskSourceFile: (prefix: string, name: string) => `${assertKey(prefix, { prefix: true })}${assertId('task file', name)}`,
+  /** Stable serving names (`deploy.alias`); `volt serve` loads every one of them at start. */
+  deployAliases: () => 'deploy-aliases/',
+  deployAlias: (alias: string) => `deploy-aliases/${assertId('alias', alias)}.json`,
   /** The run's active prompt (which overlay version its rollouts use) with its promotion history. */
   activePrompt: (runId: string) => `${keys.run(runId)}active-prompt.json`,
 } as const;

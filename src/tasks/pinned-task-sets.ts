@@ -44,14 +44,15 @@ export class PinnedTaskSets {
 }
 
 export type RunTasks = RunConfig['tasks'];
-export type PinnedRunTasks = RunTasks & { trainSet: string; evalSet: string };
+/** trainSet is undefined only for a tasks.trainPrefix run: it pins its train set when it takes the new tasks (planRun). */
+export type PinnedRunTasks = RunTasks & { trainSet: string | undefined; evalSet: string };
 
 /**
  * A run's task sets by hash: a set the config names by hash must be in the object store (checked now), a file is
  * validated and pinned now. A TaskSetError names the config field (`tasks.trainFile: …`, `tasks.evalSet: …`).
  */
 export async function pinRunTasks(taskSets: PinnedTaskSets, tasks: RunTasks): Promise<PinnedRunTasks> {
-  const trainSet = await pinOne(taskSets, tasks.trainSet, tasks.trainFile, 'train');
+  const trainSet = tasks.trainPrefix && !tasks.trainSet ? undefined : await pinOne(taskSets, tasks.trainSet, tasks.trainFile, 'train');
   const evalSet = await pinOne(taskSets, tasks.evalSet, tasks.evalFile, 'eval');
   return { ...tasks, trainSet, evalSet };
 }

@@ -38,3 +38,4 @@ export const RunIdKey = defineSearchAttributeKey('VoltRunId', SearchAttributeTyp
 export const IterationKey = defineSearchAttributeKey('VoltIteration', SearchAttributeType.INT);
 export const PhaseKey = defineSearchAttributeKey('VoltPhase', SearchAttributeType.KEYWORD);
 export const BestScoreKey = defineSearchAttributeKey('VoltBestScore', SearchAttributeType.DOUBLE);
+export const LineageKey = defineSearchAttributeKey('VoltLineage', SearchAttributeType.KEYWORD);

@@ -47,6 +47,8 @@ export function activitiesFor(config: RunConfig) {
   });
   return {
     listTaskIds: quick.listTaskIds,
+    planRun: quick.planRun,
+    recordLineageRun: quick.recordLineageRun,
     computeRewards: long.computeRewards,
     buildBatch: long.buildBatch,
     launchRollouts: long.launchRollouts,

@@ -12,6 +12,7 @@ import type { RunConfig } from '../config/run.js';
 import {
   BestScoreKey,
   IterationKey,
+  LineageKey,
   pauseSignal,
   phaseSignal,
   PhaseKey,
@@ -26,7 +27,7 @@ import { applyHyperParameters, validateHyperParameters } from './hyper-parameter
 import { beatsBest, rollbackTarget, validateRollback } from './promotion.js';
 import { activitiesFor, validation } from './proxies.js';
 import { trainingIteration } from './training-iteration.js';
-import type { Phase, Promotion, RunState, RunStatus, TrainingIterationResult } from './types.js';
+import type { Phase, Promotion, RunLineage, RunState, RunStatus, TrainingIterationResult } from './types.js';
 import { runIdFromWorkflowId } from './run-id.js';
 
 /**
@@ -52,6 +53,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
     }
   };
   let validated = false;
+  let outcome: RunStatus['outcome'] = 'trained';
 
   const status = (): RunStatus => ({
     runId: config.runId,
@@ -66,6 +68,8 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
     evalScores: state?.history.map((h) => h.evalScore) ?? [],
     history: state?.history ?? [],
     sandbox: config.rollouts.sandbox,
+    ...(state?.lineage && { lineage: state.lineage }),
+    ...(outcome === 'no-new-tasks' && { outcome }),
   });
   setHandler(statusQuery, status);
   setHandler(pauseSignal, () => void (paused = true));
@@ -98,7 +102,14 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       setCurrentDetails(`rolled back: best is ${target.policy.name} (${target.iteration === null ? 'base model' : `iteration ${target.iteration}`}, score ${target.score.toFixed(3)})`);
       return { best: s.best, iteration: target.iteration };
     }),
-    { validator: (request) => validateRollback(request, state?.promotions, state?.bestIteration) },
+    {
+      validator: (request) => {
+        validateRollback(request, state?.promotions, state?.bestIteration);
+        if (config.deploy && rollbackTarget(request, state!.promotions!, state!.bestIteration ?? null).policy.sha256 === null) {
+          throw new Error(`rollback: deploy alias ${config.deploy.alias} cannot serve the bare base model; roll back to a promoted checkpoint`);
+        }
+      },
+    },
   );
 
   // The first activity re-validates: a raw start from the CLI/UI fails here, non-retryably, naming the bad fields.
@@ -111,23 +122,50 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
 
   if (!state) {
     const basePolicy = { name: config.model.base, checkpointKey: null, sha256: null, iteration: null };
+    let lineage: RunLineage | undefined;
+    // Runs that start from a stored policy, belong to a lineage or take tasks from a source plan that first.
+    if ((config.lineage || config.model.startFrom || config.tasks.trainPrefix) && patched('lineage-start')) {
+      setCurrentDetails(config.tasks.trainPrefix ? `taking new tasks from ${config.tasks.trainPrefix}` : 'resolving the start policy');
+      const plan = await activitiesFor(config).planRun({ config });
+      config = plan.config;
+      if (config.lineage) upsertSearchAttributes([{ key: LineageKey, value: config.lineage }]);
+      lineage = {
+        name: config.lineage ?? null, startedFrom: plan.startFrom, incumbent: plan.incumbent, incumbentScore: null,
+        alias: config.deploy?.alias ?? null, ...(plan.intake ?? { newTasks: [], replayTasks: [], taskFiles: [] }),
+      };
+      if (plan.noNewTasks) {
+        // Not a failure: the night had nothing to learn from, and the lineage keeps its policy.
+        outcome = 'no-new-tasks';
+        state = { iteration: config.iterations, policy: plan.startFrom, best: { policy: plan.incumbent, score: 0 }, history: [], promotions: [], bestIteration: null, lineage };
+        if (config.lineage) {
+          await activitiesFor(config).recordLineageRun({ lineage: config.lineage, run: lineageRun(config.runId, lineage, null, 'no-new-tasks', null) });
+        }
+        phase = 'done';
+        setCurrentDetails(`no new tasks under ${config.tasks.trainPrefix} since the lineage's previous run; nothing trained`);
+        upsertSearchAttributes([{ key: PhaseKey, value: 'done' }]);
+        return status();
+      }
+    }
+    const incumbent = lineage?.incumbent ?? basePolicy;
+    const label = incumbent.sha256 ? 'incumbent' : 'base';
     let baseScore = 0; // with evaluation off nothing is ever promoted, so the base's score is never compared
     let baseEval: RunState['baseEval'] = null;
     if (config.eval.everyIterations > 0) {
       phase = 'evaluating-base';
-      setCurrentDetails(`evaluating the base policy ${config.model.base}`);
+      setCurrentDetails(`evaluating the ${label} policy ${incumbent.name}`);
       const base = await executeChild(evaluation, {
-        workflowId: `${config.runId}-eval-base`,
-        args: [{ config, iteration: 0, label: 'base', policy: basePolicy }],
-        staticSummary: 'held-out evaluation of the base policy',
+        workflowId: `${config.runId}-eval-${label}`,
+        args: [{ config, iteration: 0, label, policy: incumbent }],
+        staticSummary: `held-out evaluation of the ${label} policy`,
       });
       baseScore = base.score;
       // Absent in histories recorded before evaluations stored their numerator and denominator.
       if (base.tasks !== undefined) baseEval = { score: base.score, rewardSum: base.rewardSum, scored: base.scored, tasks: base.tasks, ...(base.byKind ? { byKind: base.byKind } : {}) };
     }
     state = {
-      iteration: 0, policy: basePolicy, best: { policy: basePolicy, score: baseScore }, baseEval, history: [],
-      promotions: [{ policy: basePolicy, score: baseScore, iteration: null }], bestIteration: null,
+      iteration: 0, policy: lineage?.startedFrom ?? basePolicy, best: { policy: incumbent, score: baseScore }, baseEval, history: [],
+      promotions: [{ policy: incumbent, score: baseScore, iteration: null }], bestIteration: null,
+      ...(lineage && { lineage: { ...lineage, incumbentScore: config.eval.everyIterations > 0 ? baseScore : null } }),
     };
     upsertSearchAttributes([{ key: BestScoreKey, value: baseScore }]);
   }
@@ -174,7 +212,19 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       await continueAsNew<typeof trainingRun>(config, state);
     }
   }
+  if (state.lineage?.name) {
+    const l = state.lineage;
+    const promoted = state.best.policy.sha256 !== l.incumbent.sha256 ? state.best.policy : null;
+    await activitiesFor(config).recordLineageRun({ lineage: l.name!, run: lineageRun(config.runId, l, promoted, promoted ? 'promoted' : 'kept', config.tasks.trainSet ?? null) });
+  }
   phase = 'done';
   upsertSearchAttributes([{ key: PhaseKey, value: 'done' }]);
   return status();
+}
+
+function lineageRun(runId: string, l: RunLineage, promoted: RunLineage['startedFrom'] | null, outcome: 'promoted' | 'kept' | 'no-new-tasks', trainSet: string | null) {
+  return {
+    runId, startedFrom: l.startedFrom, incumbent: l.incumbent, incumbentScore: l.incumbentScore, promoted, outcome, trainSet,
+    newTasks: l.newTasks.length, replayTasks: l.replayTasks.length, taskFiles: l.taskFiles,
+  };
 }

@@ -42,6 +42,22 @@ export interface Promotion {
   iteration: number | null;
 }
 
+/** Where a run started and what it had to beat (model.startFrom / lineage), with what it took from a task source. */
+export interface RunLineage {
+  /** The lineage the run belongs to; null for a run that only set model.startFrom or tasks.trainPrefix. */
+  name: string | null;
+  startedFrom: PolicyRef;
+  /** The policy candidates were compared against (the lineage's current policy), evaluated in this run. */
+  incumbent: PolicyRef;
+  incumbentScore: number | null;
+  /** The deploy alias promotion moves (deploy.alias). */
+  alias: string | null;
+  /** For a tasks.trainPrefix run: task ids new to the lineage, ids replayed from older files, and the new files. */
+  newTasks: string[];
+  replayTasks: string[];
+  taskFiles: string[];
+}
+
 /** Small state carried across continue-as-new. */
 export interface RunState {
   /** Next iteration to run. */
@@ -57,6 +73,8 @@ export interface RunState {
   promotions?: Promotion[];
   /** Which of `promotions` is the best now. */
   bestIteration?: number | null;
+  /** Set when the run started from a stored policy or belongs to a lineage. */
+  lineage?: RunLineage;
 }
 
 export interface TrainingIterationInput {
@@ -108,4 +126,8 @@ export interface RunStatus {
   history: IterationSummary[];
   /** The run's rollouts.sandbox; 'none' means agents run unisolated (absent in results of older runs). */
   sandbox?: 'bubblewrap' | 'none';
+  /** Started from / compared against / tasks taken (runs with model.startFrom, lineage or tasks.trainPrefix). */
+  lineage?: RunLineage | null;
+  /** 'no-new-tasks': a tasks.trainPrefix run found nothing its lineage had not trained on and ended at once. */
+  outcome?: 'trained' | 'no-new-tasks';
 }

@@ -74,7 +74,7 @@ void describe('run config', () => {
   void it('takes a task set by file or by the hash of a pinned set, and needs one of them for each', () => {
     const hash = 'a'.repeat(64);
     const pinnedOnly = parseRunConfig({ ...minimal(), tasks: { trainSet: hash, evalSet: hash } });
-    assert.deepEqual(pinnedOnly.tasks, { trainSet: hash, evalSet: hash });
+    assert.deepEqual(pinnedOnly.tasks, { trainSet: hash, evalSet: hash, replayShare: 0.25 });
     assert.deepEqual(badPaths({ ...minimal(), tasks: { evalSet: hash } }), ['tasks.trainFile']);
     assert.deepEqual(badPaths({ ...minimal(), tasks: { trainFile: 't.jsonl' } }), ['tasks.evalFile']);
     assert.deepEqual(badPaths({ ...minimal(), tasks: { trainFile: 't.jsonl', evalFile: 'e.jsonl', trainSet: 'abc' } }), ['tasks.trainSet']);
@@ -109,5 +109,21 @@ void describe('run config', () => {
     assert.deepEqual(badPaths({ ...minimal(), apo: { strategies: ['textual_gradient'] } }), ['apo.optimizer']);
     assert.deepEqual(badPaths({ ...minimal(), apo: { strategies: ['textual_gradient'], optimizer: { baseUrl: 'not a url', model: 'm' } } }), ['apo.optimizer.baseUrl']);
     assert.deepEqual(badPaths({ ...minimal(), apo: { beamWidth: 0, seed: { mode: 'swap', template: 'x' } } }), ['apo.beamWidth', 'apo.seed.mode']);
+  });
+
+  void it('lineage fields: a task source or a file, a deploy alias only with a lineage, startFrom one of three kinds', () => {
+    const source = { ...minimal(), tasks: { trainPrefix: 'task-sources/calc/', evalFile: 'eval.jsonl' } };
+    const c = parseRunConfig({ ...source, lineage: 'calc', deploy: { alias: 'calc-prod' } });
+    assert.equal(c.tasks.replayShare, 0.25);
+    assert.equal(c.model.startFrom, undefined);
+    assert.deepEqual(parseRunConfig({ ...minimal(), model: { startFrom: { run: 'calc-night-1' } } }).model.startFrom, { run: 'calc-night-1' });
+    assert.deepEqual(badPaths({ ...minimal(), tasks: { evalFile: 'eval.jsonl' } }), ['tasks.trainFile']);
+    assert.deepEqual(badPaths({ ...source, tasks: { ...source.tasks, trainFile: 'train.jsonl' } }), ['tasks.trainPrefix']);
+    assert.deepEqual(badPaths({ ...source, tasks: { ...source.tasks, trainPrefix: 'a/../up/' } }), ['tasks.trainPrefix']);
+    assert.deepEqual(badPaths({ ...source, tasks: { ...source.tasks, trainPrefix: 'no-slash' } }), ['tasks.trainPrefix']);
+    assert.deepEqual(badPaths({ ...source, deploy: { alias: 'calc-prod' } }), ['deploy']);
+    assert.deepEqual(badPaths({ ...source, lineage: '../x' }), ['lineage']);
+    assert.deepEqual(badPaths({ ...minimal(), model: { startFrom: { checkpoint: 'abc' } } }), ['model.startFrom.checkpoint']);
+    assert.deepEqual(badPaths({ ...minimal(), model: { startFrom: { run: 'a', lineage: 'b' } } }), ['model.startFrom']);
   });
 });

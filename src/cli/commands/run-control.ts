@@ -56,6 +56,12 @@ export const runStatusCommand: Command = {
       ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
       if (s.baseEval) ctx.out(`base eval: ${evalLine(s.baseEval.score, s.baseEval)}`);
       if (s.baseEval?.byKind) ctx.out(`  by task kind: ${formatByKind(s.baseEval.byKind)}`);
+      if (s.lineage) {
+        const l = s.lineage;
+        ctx.out(`lineage: ${l.name ?? '-'}${l.alias ? ` (served as ${l.alias})` : ''}; started from ${l.startedFrom.name}${l.startedFrom.sha256 ? ` (${l.startedFrom.sha256.slice(0, 12)})` : ''}`);
+        ctx.out(`incumbent: ${l.incumbent.name} score ${l.incumbentScore?.toFixed(3) ?? '-'}; tasks: ${l.newTasks.length} new, ${l.replayTasks.length} replayed`);
+      }
+      if (s.outcome === 'no-new-tasks') ctx.out('outcome: no new tasks since the lineage\'s previous run; nothing trained');
       if (s.sandbox) ctx.out(`rollout sandbox: ${s.sandbox === 'none' ? 'NONE (rollouts.sandbox: "none": agents run unisolated)' : s.sandbox}`);
       for (const h of s.history) {
         const evalText = h.evalError ? `incomplete (${h.evalError})` : h.evalScore === null ? '-' : evalLine(h.evalScore, h.eval);

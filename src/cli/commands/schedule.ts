@@ -1,34 +1,59 @@
+import { readFile } from 'node:fs/promises';
 import { connectClient } from '../../client/connect.js';
-import { createSchedule, readRunConfig } from '../../client/runs.js';
+import { createSchedule, readRunConfig, triggerSchedule } from '../../client/runs.js';
 import { UsageError, type Command } from '../command.js';
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 export const scheduleCommand: Command = {
   name: 'schedule',
-  summary: 'nightly retraining with Temporal Schedules: create | trigger | delete | list',
+  summary: 'nightly retraining with Temporal Schedules: create | trigger | pause | unpause | delete | list',
   help: [
-    'usage: volt schedule create --id nightly --cron "0 2 * * *" --config run.json',
-    '       volt schedule trigger --id nightly      (start one run now)',
-    '       volt schedule delete --id nightly',
+    'usage: volt schedule create --lineage calculator --cron "0 2 * * *" --config run.json [--catchup "1 day"] [--id ID]',
+    '       volt schedule trigger --id calculator   (start one run now, unless one is running: overlap SKIP)',
+    '       volt schedule pause --id calculator [--note why] | unpause --id calculator',
+    '       volt schedule delete --id calculator',
     '       volt schedule list',
-    'Each scheduled start is a trainingRun whose run id is "<id>-<start time>", so nightly runs never share storage.',
-    'Temporal CLI equivalent: temporal schedule create --schedule-id nightly --cron "0 2 * * *" --workflow-id nightly',
-    '  --type trainingRun --task-queue volt-cpu --input-file run.json',
+    'The schedule id defaults to the lineage name. Each start is a trainingRun with run id "<lineage>-<start time>" that',
+    'starts from the lineage\'s current policy, takes the tasks added since the previous night (tasks.trainPrefix) and',
+    'must beat that policy to replace it. Overlap policy SKIP: never two nights of one lineage at once; after downtime the',
+    'missed start within --catchup (default 1 day) runs once. Without --lineage, every start begins from the base model.',
+    'Temporal CLI equivalent (with "lineage" set in run.json): temporal schedule create --schedule-id calculator',
+    '  --cron "0 2 * * *" --overlap-policy Skip --catchup-window 24h --workflow-id calculator --type trainingRun',
+    '  --task-queue volt-cpu --input-file run.json',
   ].join('\n'),
-  options: { id: { type: 'string' }, cron: { type: 'string' }, config: { type: 'string' } },
+  options: {
+    id: { type: 'string' }, lineage: { type: 'string' }, cron: { type: 'string' }, config: { type: 'string' },
+    catchup: { type: 'string' }, note: { type: 'string' },
+  },
   async run(ctx) {
     const action = ctx.positionals[0];
-    const id = typeof ctx.values.id === 'string' ? ctx.values.id : undefined;
-    if (action !== 'list' && !id) throw new UsageError('--id is required');
+    const lineage = str(ctx.values.lineage);
+    const id = str(ctx.values.id) ?? lineage;
+    if (action !== 'list' && !id) throw new UsageError('--id (or --lineage) is required');
+    let config;
+    if (action === 'create') {
+      const cron = str(ctx.values.cron);
+      const file = str(ctx.values.config);
+      if (!cron || !file) throw new UsageError('create needs --cron and --config');
+      const raw = JSON.parse(await readFile(file, 'utf8').catch((err: Error) => { throw new UsageError(`--config ${file}: ${err.message}`); })) as { lineage?: unknown };
+      if (lineage && raw.lineage !== undefined && raw.lineage !== lineage) throw new UsageError(`--lineage ${lineage} differs from the config's lineage ${String(raw.lineage)}`);
+      // Validated with the lineage in, so its cross-field rules (deploy.alias needs a lineage) see it.
+      config = await readRunConfig(file, lineage ? { lineage } : {});
+    }
     const { client, close } = await connectClient(ctx.env());
     try {
       if (action === 'create') {
-        if (typeof ctx.values.cron !== 'string' || typeof ctx.values.config !== 'string') throw new UsageError('create needs --cron and --config');
-        const config = await readRunConfig(ctx.values.config);
-        await createSchedule(client, id!, ctx.values.cron, config);
-        ctx.out(`schedule ${id} created: ${ctx.values.cron} → trainingRun (${config.iterations} iterations)`);
+        await createSchedule(client, id!, str(ctx.values.cron)!, config!, { catchupWindow: str(ctx.values.catchup) });
+        const what = config!.lineage ? `lineage ${config!.lineage}${config!.deploy ? `, served as ${config!.deploy.alias}` : ''}` : 'from the base model each time';
+        ctx.out(`schedule ${id} created: ${str(ctx.values.cron)} → trainingRun (${config!.iterations} iterations, ${what}), overlap SKIP`);
       } else if (action === 'trigger') {
-        await client.schedule.getHandle(id!).trigger();
-        ctx.out(`schedule ${id} triggered`);
+        await triggerSchedule(client, id!);
+        ctx.out(`schedule ${id} triggered (skipped if a run of it is still running)`);
+      } else if (action === 'pause' || action === 'unpause') {
+        const handle = client.schedule.getHandle(id!);
+        await (action === 'pause' ? handle.pause(str(ctx.values.note)) : handle.unpause(str(ctx.values.note)));
+        ctx.out(`schedule ${id} ${action}d`);
       } else if (action === 'delete') {
         await client.schedule.getHandle(id!).delete();
         ctx.out(`schedule ${id} deleted`);
