@@ -69,7 +69,8 @@ describe('setHyperParameters / volt tune', { timeout: 300_000 }, () => {
       assert.match(clip.out, /clipLow \(trainer\.clipLow\): expected a finite number > 0 and < 1, got 0/);
       // Below batch.minGroupSize every group would be dropped silently.
       await assert.rejects(setHyperParameters(client, runId, { groupSize: 2 }), /batch\.minGroupSize: must be <= rollouts\.groupSize \(2\)/);
-      await assert.rejects(setHyperParameters(client, runId, { promoteMargin: -0.1 }), /promoteMargin \(eval\.promoteMargin\): expected a finite number >= 0/);
+      // A negative margin is a non-inferiority margin, allowed down to -1.
+      await assert.rejects(setHyperParameters(client, runId, { promoteMargin: -1.5 }), /promoteMargin \(eval\.promoteMargin\): expected a finite number >= -1 and <= 1, got -1\.5/);
       const ok = await volt('tune', runId, '--set', 'clipLow=0.1', '--set', 'groupSize=3');
       assert.equal(ok.code, 0, ok.out);
       assert.match(ok.out, /applied from the next iteration: \{"clipLow":0.1,"groupSize":3\}/);
