@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { runAgent } from './run-agent.js';
+// The model is the FAKE scripted chat server (test/examples/scripted-openai-server.ts); the agents are real processes.
 import { startScriptedServer, type ScriptedReply } from './scripted-openai-server.js';
 
 const root = path.resolve(import.meta.dirname, '../..');

@@ -17,6 +17,7 @@ import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { startGateway } from '../gateway/harness.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
+// The model is the FAKE scripted chat server (its replies are the commands under test); agent, sandbox, S3 and gateway are real.
 import { startScriptedServer } from './scripted-openai-server.js';
 
 const env = () => new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 
 /**
- * A SCRIPTED OpenAI-compatible chat server for agent tests: it answers each /v1/chat/completions call with the
+ * FAKE model server: a SCRIPTED OpenAI-compatible chat server for agent tests: it answers each /v1/chat/completions call with the
  * next canned reply (cut at the request's stop strings, as a real server does), records every request, and
  * rejects malformed ones with OpenAI-style 400 bodies so an agent sending garbage fails the test.
  */

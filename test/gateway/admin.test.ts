@@ -6,6 +6,7 @@ import type { ObjectStore } from '../../src/storage/object-store.js';
 import { readSpans } from '../../src/storage/spans.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
+// The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
 import { startScriptedUpstream } from './scripted-upstream.js';
 import { agentRewardsFileSchema } from '../../src/contracts/rewards.js';
 

@@ -11,6 +11,7 @@ import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
+// The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
 import { startScriptedUpstream } from './scripted-upstream.js';
 
 let services: TestServices;

@@ -11,6 +11,7 @@ import type { ObjectStore } from '../../src/storage/object-store.js';
 import { freePort } from '../../src/stack/ports.js';
 import type { TestServices } from '../helpers/services.js';
 import { ADMIN_KEY, rolloutInput, startStore } from './harness.js';
+// The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
 import { startScriptedUpstream } from './scripted-upstream.js';
 
 let services: TestServices;

@@ -9,6 +9,7 @@ import { freePort } from '../../src/stack/ports.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
+// The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
 import { startScriptedUpstream } from './scripted-upstream.js';
 
 const METRICS_KEY = 'prometheus-scrape-key-0123';

@@ -23,7 +23,7 @@ let s3Proxy: Awaited<ReturnType<typeof startSpanHoldingProxy>>;
 const children: ChildProcess[] = [];
 
 /**
- * A pass-through HTTP proxy in front of the real S3 server that, while `hold` is set, never answers span PUTs (keys
+ * FAKE fault injector: a pass-through HTTP proxy in front of the real S3 server that, while `hold` is set, never answers span PUTs (keys
  * under `/spans/`), so a replica's acknowledged spans stay in its WAL only; while `failClaims` is set it answers seq-claim
  * PUTs with 503. Everything else passes.
  */

@@ -7,6 +7,7 @@ import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
+// The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
 import { COMPLETION, PROMPT_IDS, startScriptedUpstream } from './scripted-upstream.js';
 
 let services: TestServices;
