@@ -5,26 +5,14 @@ import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { readSpans } from '../../src/storage/spans.js';
 import type { TestServices } from '../helpers/services.js';
-import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
+import { rolloutInput, type RunningGateway } from './harness.js';
 // The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
-import { startScriptedUpstream } from './scripted-upstream.js';
+import { startScriptedGateway, stopScriptedGateway, type ScriptedUpstream } from './scripted-upstream.js';
 import { agentRewardsFileSchema } from '../../src/contracts/rewards.js';
 
-let services: TestServices;
-let store: ObjectStore;
-let upstream: Awaited<ReturnType<typeof startScriptedUpstream>>;
-let gw: RunningGateway;
-
-before(async () => {
-  ({ services, store } = await startStore());
-  upstream = await startScriptedUpstream();
-  gw = await startGateway(store, services.dataDir, upstream.url, { pauseWaitMs: 300, pauseRetryAfterS: 2 });
-});
-after(async () => {
-  await gw?.close();
-  await upstream?.close();
-  await services?.stop();
-});
+let services: TestServices, store: ObjectStore, upstream: ScriptedUpstream, gw: RunningGateway;
+before(async () => ({ services, store, upstream, gw } = await startScriptedGateway({ pauseWaitMs: 300, pauseRetryAfterS: 2 })));
+after(() => stopScriptedGateway({ services, upstream, gw }));
 
 const chatBody = JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
 const post = (url: string, body = chatBody) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });

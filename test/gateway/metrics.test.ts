@@ -6,11 +6,10 @@ import { after, before, describe, it } from 'node:test';
 import { loadEnv } from '../../src/config/env.js';
 import { runGateway } from '../../src/gateway/server.js';
 import { freePort } from '../../src/stack/ports.js';
-import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
-import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
+import { rolloutInput, type RunningGateway } from './harness.js';
 // The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
-import { startScriptedUpstream } from './scripted-upstream.js';
+import { startScriptedGateway, stopScriptedGateway, type ScriptedUpstream } from './scripted-upstream.js';
 
 const METRICS_KEY = 'prometheus-scrape-key-0123';
 const ADMIN = 'admin-key-for-metrics-test';
@@ -74,20 +73,9 @@ void describe('gateway /metrics key', () => {
 });
 
 void describe('gateway metrics of spans and uploads', () => {
-  let services: TestServices;
-  let store: ObjectStore;
-  let upstream: Awaited<ReturnType<typeof startScriptedUpstream>>;
-  let gw: RunningGateway;
-  before(async () => {
-    ({ services, store } = await startStore());
-    upstream = await startScriptedUpstream();
-    gw = await startGateway(store, services.dataDir, upstream.url, { metricsKey: METRICS_KEY });
-  });
-  after(async () => {
-    await gw?.close();
-    await upstream?.close();
-    await services?.stop();
-  });
+  let services: TestServices, upstream: ScriptedUpstream, gw: RunningGateway;
+  before(async () => ({ services, upstream, gw } = await startScriptedGateway({ metricsKey: METRICS_KEY })));
+  after(() => stopScriptedGateway({ services, upstream, gw }));
 
   const value = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 

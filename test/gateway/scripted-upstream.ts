@@ -1,5 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { GatewayDeps } from '../../src/gateway/app.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
+import type { TestServices } from '../helpers/services.js';
+import { startGateway, startStore, type RunningGateway } from './harness.js';
 
 // FAKE model server (an upstream scripted to fail on demand, which the real one cannot be made to do): answers in the
 // OpenAI chat-completions shape with the vLLM extension fields, one scripted step per request.
@@ -129,4 +133,26 @@ function streamChunks(model: string) {
     })),
     { ...head, choices: [], usage: { prompt_tokens: PROMPT_IDS.length, completion_tokens: COMPLETION.length, total_tokens: PROMPT_IDS.length + COMPLETION.length } },
   ];
+}
+
+export type ScriptedUpstream = Awaited<ReturnType<typeof startScriptedUpstream>>;
+
+/** A real S3 server and gateway in front of the FAKE scripted upstream: the set-up the gateway tests share. */
+export async function startScriptedGateway(extra: Partial<GatewayDeps> = {}): Promise<{ services: TestServices; store: ObjectStore; upstream: ScriptedUpstream; gw: RunningGateway }> {
+  const { services, store } = await startStore();
+  let upstream: ScriptedUpstream | undefined;
+  try {
+    upstream = await startScriptedUpstream();
+    return { services, store, upstream, gw: await startGateway(store, services.dataDir, upstream.url, extra) };
+  } catch (err) {
+    await stopScriptedGateway({ services, upstream });
+    throw err;
+  }
+}
+
+/** Stops what startScriptedGateway started (whatever of it did start). */
+export async function stopScriptedGateway(parts: { services?: TestServices; upstream?: ScriptedUpstream; gw?: RunningGateway }): Promise<void> {
+  await parts.gw?.close();
+  await parts.upstream?.close();
+  await parts.services?.stop();
 }

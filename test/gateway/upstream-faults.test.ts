@@ -6,25 +6,13 @@ import { freePort } from '../../src/stack/ports.js';
 import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
-import { rolloutInput, startGateway, startStore, type RunningGateway } from './harness.js';
+import { rolloutInput, startGateway, type RunningGateway } from './harness.js';
 // The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
-import { COMPLETION, PROMPT_IDS, startScriptedUpstream } from './scripted-upstream.js';
+import { COMPLETION, PROMPT_IDS, startScriptedGateway, stopScriptedGateway, type ScriptedUpstream } from './scripted-upstream.js';
 
-let services: TestServices;
-let store: ObjectStore;
-let upstream: Awaited<ReturnType<typeof startScriptedUpstream>>;
-let gw: RunningGateway;
-
-before(async () => {
-  ({ services, store } = await startStore());
-  upstream = await startScriptedUpstream();
-  gw = await startGateway(store, services.dataDir, upstream.url);
-});
-after(async () => {
-  await gw?.close();
-  await upstream?.close();
-  await services?.stop();
-});
+let services: TestServices, store: ObjectStore, upstream: ScriptedUpstream, gw: RunningGateway;
+before(async () => ({ services, store, upstream, gw } = await startScriptedGateway()));
+after(() => stopScriptedGateway({ services, upstream, gw }));
 
 const chat = (extra: Record<string, unknown> = {}) => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra });
 
