@@ -7,8 +7,7 @@ import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import { connectClient } from '../../src/client/connect.js';
 import { loadEnv } from '../../src/config/env.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
-import { runCli } from '../../src/cli/run-cli.js';
-import { ROOT } from './volt-cli.js';
+import { ROOT, voltInProcess } from './volt-cli.js';
 
 // A real Temporal dev server: what `volt schedule` creates is read back from Temporal itself (describe), not from the CLI.
 void describe('volt schedule: catch-up window and pause on a real Temporal Schedule', { timeout: 600_000 }, () => {
@@ -17,13 +16,7 @@ void describe('volt schedule: catch-up window and pause on a real Temporal Sched
   let close: () => Promise<void>;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-schedule-'));
   const config = path.join(dir, 'run.json');
-  // The real CLI dispatcher, in-process with captured output (a node + tsx start per call is slow on a loaded machine).
-  const cli = async (...args: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await runCli(['schedule', ...args], { out: (l) => out.push(l), err: (l) => err.push(l), env: { ...process.env, ...services.env } });
-    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-  };
+  const cli = (...args: string[]) => voltInProcess(['schedule', ...args], services.env);
   before(async () => {
     services = await startTestServices({ temporal: true });
     ({ client, close } = await connectClient(loadEnv(services.env, ROOT)));

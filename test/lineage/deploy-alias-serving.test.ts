@@ -21,7 +21,7 @@ import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
 import { WORKFLOWS_PATH } from '../../src/workers/workers.js';
 import { CPU_QUEUE, GPU_QUEUE } from '../../src/workflows/proxies.js';
 import type { RunStatus } from '../../src/workflows/types.js';
-import { volt } from '../cli/volt-cli.js';
+import { voltInProcess } from '../cli/volt-cli.js';
 import { MODEL_ADMIN_KEY, startModelServer } from '../gateway/model-server.js';
 import { makeCheckpoints } from '../helpers/lora-adapters.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
@@ -61,7 +61,7 @@ async function loadDirect(url: string, name: string, dir: string) {
 // Real Temporal, S3, the real trainingRun workflows, the real serving and lineage activities, the real model server
 // with real LoRA adapters; rollouts, rewards, batch and update are FAKE scripted activities (the trained checkpoints
 // are the real adapters made up front), since what is under test is where rollback moves the lineage and its alias.
-void describe('a lineage\'s deploy alias on a real model server', { timeout: 900_000 }, () => {
+void describe('a lineage\'s deploy alias on a real model server', { timeout: 1_800_000 }, () => {
   let services: TestServices;
   let store: ObjectStore;
   let env: Readonly<VoltEnv>;
@@ -72,7 +72,7 @@ void describe('a lineage\'s deploy alias on a real model server', { timeout: 900
 
   before(async () => {
     services = await startTestServices({ temporal: true, s3: true });
-    model = await startModelServer();
+    model = await startModelServer({ readyMs: 600_000 });
     env = loadEnv(vars(), root);
     store = createObjectStore(env);
     await store.ensureBucket();
@@ -126,10 +126,10 @@ void describe('a lineage\'s deploy alias on a real model server', { timeout: 900
       assert.equal((await store.getJson(keys.lineage(LINEAGE), lineageSchema)).current?.policy.sha256, b.sha256);
       assert.equal(await served(model.url, ALIAS), b.sha256);
 
-      const base = await volt(['rollback', config.runId, '--to', 'base'], vars());
+      const base = await voltInProcess(['rollback', config.runId, '--to', 'base'], vars());
       assert.notEqual(base.code, 0);
       assert.match(base.stderr, new RegExp(`deploy alias ${ALIAS} cannot serve the bare base model`));
-      const back = await volt(['rollback', config.runId, '--to', 'previous'], vars());
+      const back = await voltInProcess(['rollback', config.runId, '--to', 'previous'], vars());
       assert.equal(back.code, 0, back.stderr);
       assert.match(back.stdout, /best is now adapter-0 \(promoted at iteration 0, score 0\.500\)/);
 
@@ -161,17 +161,17 @@ void describe('a lineage\'s deploy alias on a real model server', { timeout: 900
   void it('a model server started directly (not by volt serve) serves the aliases again after volt deploy restore-aliases', async () => {
     const port = Number(new URL(model.url).port);
     await model.stop();
-    model = await startModelServer({ port }); // python -m volt_trainer.serve: knows no alias
+    model = await startModelServer({ port, readyMs: 600_000 }); // python -m volt_trainer.serve: knows no alias
     assert.equal(await served(model.url, ALIAS), null);
     const alias = await store.getJson(keys.deployAlias(ALIAS), deployAliasSchema);
     const sha = alias.current!.policy.sha256!;
 
     // A CLI on another machine: its own data dir, so it downloads the adapter from S3 (checked against the manifest).
     const cliDir = mkdtempSync(path.join(os.tmpdir(), 'volt-restore-cli-'));
-    const listed = await volt(['deploy', 'list'], { ...vars(), VOLT_DATA_DIR: cliDir });
+    const listed = await voltInProcess(['deploy', 'list'], { ...vars(), VOLT_DATA_DIR: cliDir });
     assert.equal(listed.code, 0, listed.stderr);
     assert.match(listed.stdout, new RegExp(`${ALIAS}  lineage ${LINEAGE}  → adapter-0 \\(${sha.slice(0, 12)}, run calc-serving-night-1\\)`));
-    const restored = await volt(['deploy', 'restore-aliases'], { ...vars(), VOLT_DATA_DIR: cliDir });
+    const restored = await voltInProcess(['deploy', 'restore-aliases'], { ...vars(), VOLT_DATA_DIR: cliDir });
     assert.equal(restored.code, 0, restored.stderr);
     assert.match(restored.stdout, new RegExp(`deploy aliases served by ${model.url}: ${ALIAS} → adapter-0`));
     assert.equal(await served(model.url, ALIAS), sha);
@@ -180,7 +180,7 @@ void describe('a lineage\'s deploy alias on a real model server', { timeout: 900
     assert.deepEqual(await logprobs(model.url, ALIAS), await logprobs(model.url, 'direct-current'));
     assert.notDeepEqual(await logprobs(model.url, ALIAS), await logprobs(model.url, 'smollm2-135m-instruct'));
     // Idempotent: again, the same adapter under the same name.
-    assert.equal((await volt(['deploy', 'restore-aliases'], { ...vars(), VOLT_DATA_DIR: cliDir })).code, 0);
+    assert.equal((await voltInProcess(['deploy', 'restore-aliases'], { ...vars(), VOLT_DATA_DIR: cliDir })).code, 0);
     assert.equal(await served(model.url, ALIAS), sha);
   });
 });
