@@ -113,7 +113,7 @@ describe('nightly retraining: a lineage continues from its promoted policy on ne
   before(async () => {
     stack = await startPipelineStack();
     await stack.startGateway();
-    worker = await stack.startWorker('all');
+    worker = await stack.startWorker('all', 600_000);
     store = createObjectStore(stack.env);
     await store.ensureBucket();
     watcher = watchAlias(store, stack.modelUrl);
@@ -187,7 +187,7 @@ describe('nightly retraining: a lineage continues from its promoted policy on ne
     const doneAtKill = (await outcomes(store, runId)).length;
     assert.ok(doneAtKill < planned && !(await store.stat(keys.rewards(runId, 0))), `the kill landed mid-rollouts (${doneAtKill}/${planned} done)`);
     console.log(`worker killed with ${doneAtKill}/${planned} training rollouts of ${runId} done`);
-    worker = await stack.startWorker('all');
+    worker = await stack.startWorker('all', 600_000); // a restart on a loaded machine can take minutes
     const status = (await client.workflow.getHandle(workflowId).result()) as RunStatus;
     assert.equal((await actions()).recentActions.length, count + 1, 'the killed night resumed: the schedule started no other run');
     const finals = await outcomes(store, runId);
