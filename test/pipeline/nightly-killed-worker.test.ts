@@ -75,6 +75,5 @@ describe('a killed worker during a scheduled night', { timeout: 3_000_000 }, () 
     console.log(`alias watcher: ${seen.polls} polls; record saw ${seen.record.size}, server served ${seen.served.size} checkpoint(s); promoted: ${h.promoted}`);
     assert.ok(seen.polls > 10);
     for (const sha of [...seen.record, ...seen.served]) assert.ok(promoted.includes(sha), `the alias pointed at ${sha}, which was never promoted`);
-    if (h.promoted) assert.ok(seen.record.has(promoted[0]!) || alias.current, 'the watcher saw the promotion');
   });
 });
