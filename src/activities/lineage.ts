@@ -4,6 +4,7 @@ import { FailureType } from '../contracts/failures.js';
 import type { LineageRun } from '../contracts/lineage.js';
 import type { PolicyRef } from '../contracts/policy.js';
 import { TaskSetError } from '../contracts/task.js';
+import { claimDeployAlias, DeployAliasError } from '../lineage/deploy-alias.js';
 import { consumedTaskFiles, readLineage, recordLineageRun } from '../lineage/lineage-record.js';
 import { basePolicy, lineagePolicy, resolveStartPolicy, StartPolicyError } from '../lineage/start-policy.js';
 import { takeTasks } from '../lineage/task-intake.js';
@@ -27,12 +28,14 @@ const failure = (type: string, err: Error) => ApplicationFailure.create({ type, 
 export const createLineageActivities = (deps: Pick<ActivityDeps, 'store'>) => ({
   /**
    * Resolve model.startFrom (or the lineage's current policy) and the incumbent; for a trainPrefix run, take the task
-   * files the lineage has not trained on plus the replay share and pin them. Read-only apart from the content-addressed pin,
-   * so a retry decides the same unless a task file arrived in between (then the retry takes it too).
+   * files the lineage has not trained on plus the replay share and pin them. Writes only the content-addressed pin and
+   * the deploy alias's claim (refused when another lineage owns it), so a retry decides the same unless a task file
+   * arrived in between (then the retry takes it too).
    */
   async planRun(input: { config: RunConfig }): Promise<RunPlan> {
     const { config } = input;
     try {
+      if (config.deploy && config.lineage) await claimDeployAlias(deps.store, config.deploy.alias, config.lineage);
       const startFrom = await resolveStartPolicy(deps.store, config);
       const incumbent = config.lineage ? await lineagePolicy(deps.store, config, config.lineage) : config.model.startFrom ? startFrom : basePolicy(config);
       const prefix = config.tasks.trainPrefix;
@@ -51,6 +54,7 @@ export const createLineageActivities = (deps: Pick<ActivityDeps, 'store'>) => ({
     } catch (err) {
       if (err instanceof StartPolicyError) throw failure(FailureType.CheckpointNotFound, err);
       if (err instanceof TaskSetError) throw failure(FailureType.InvalidTaskSet, err);
+      if (err instanceof DeployAliasError) throw failure(FailureType.InvalidConfig, err);
       throw err;
     }
   },

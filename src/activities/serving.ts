@@ -9,10 +9,12 @@ import type { ObjectStore } from '../storage/object-store.js';
 import type { ActivityDeps } from './deps.js';
 import type { PolicyRef } from '../contracts/policy.js';
 import { modelAliasSchema, type AliasEntry, type ModelAlias } from '../contracts/policy.js';
-import { listDeployAliases, moveDeployAlias } from '../lineage/deploy-alias.js';
+import { claimDeployAlias, DeployAliasError, listDeployAliases, moveDeployAlias } from '../lineage/deploy-alias.js';
 import { setLineageCurrent } from '../lineage/lineage-record.js';
 
 export const bestAliasName = (runId: string) => `${runId}-best`;
+
+type ServingDeps = Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>;
 
 /** Make the model server serve `policy` under `name` (vLLM's load_lora_adapter; in place, so it is idempotent). */
 export async function loadAdapter(deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>, policy: PolicyRef, name = policy.name): Promise<void> {
@@ -64,22 +66,30 @@ export async function writeAlias(store: ObjectStore, runId: string, entry: Alias
  * A lineage's promotion or rollback: its record's current policy moves, then its deploy alias (record first, so a
  * restarted model server loads what was decided), then the model server repoints the alias in one step.
  */
-async function moveLineage(deps: ActivityDeps, config: RunConfig, policy: PolicyRef, score: number): Promise<void> {
+async function moveLineage(deps: ServingDeps, config: RunConfig, policy: PolicyRef, score: number): Promise<void> {
   if (!config.lineage) return;
-  await setLineageCurrent(deps.store, config.lineage, { policy, score, runId: config.runId });
-  if (!config.deploy) return;
-  await moveDeployAlias(deps.store, config.deploy.alias, config.lineage, policy, config.runId);
-  await loadAdapter(deps, policy, config.deploy.alias);
+  const { deploy, lineage } = config;
+  try {
+    // Another lineage's alias is refused before anything moves (planRun claimed it; this catches a simultaneous claim).
+    if (deploy) await claimDeployAlias(deps.store, deploy.alias, lineage);
+    await setLineageCurrent(deps.store, lineage, { policy, score, runId: config.runId });
+    if (deploy) await moveDeployAlias(deps.store, deploy.alias, lineage, policy, config.runId);
+  } catch (err) {
+    if (err instanceof DeployAliasError) throw ApplicationFailure.create({ type: FailureType.InvalidConfig, message: err.message, nonRetryable: true });
+    throw err;
+  }
+  if (deploy) await loadAdapter(deps, policy, deploy.alias);
 }
 
 /** Load every stored deploy alias into the model server (`volt serve` at start): a restarted server serves them again. */
 export async function syncDeployAliases(deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>): Promise<string[]> {
   const aliases = await listDeployAliases(deps.store);
-  for (const a of aliases) if (a.current.policy.sha256) await loadAdapter(deps, a.current.policy, a.alias);
-  return aliases.map((a) => `${a.alias} → ${a.current.policy.name}`);
+  const served = aliases.flatMap((a) => (a.current?.policy.sha256 ? [{ alias: a.alias, policy: a.current.policy }] : []));
+  for (const a of served) await loadAdapter(deps, a.policy, a.alias);
+  return served.map((a) => `${a.alias} → ${a.policy.name}`);
 }
 
-export const createServingActivities = (deps: ActivityDeps) => ({
+export const createServingActivities = (deps: ServingDeps) => ({
   /** Load the policy rollouts will sample from into the model server. */
   async servePolicy(input: { policy: PolicyRef }): Promise<void> {
     await loadAdapter(deps, input.policy);

@@ -1,4 +1,5 @@
 import type { Command } from './command.js';
+import { deployCommand } from './commands/deploy.js';
 import { downCommand } from './commands/down.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { optimizePromptCommand } from './commands/optimize-prompt.js';
@@ -32,6 +33,7 @@ export const commands: readonly Command[] = [
   scheduleCommand,
   tasksCommand,
   rollbackCommand,
+  deployCommand,
   reportCommand,
   smokeCommand,
 ];

@@ -86,12 +86,12 @@ export async function rollbackRun(client: Client, runId: string, request: Rollba
  * missed starts within `catchupWindow` are taken (with SKIP: at most one).
  */
 export async function createSchedule(
-  client: Client, scheduleId: string, cron: string, config: RunConfig, options: { catchupWindow?: string } = {},
+  client: Client, scheduleId: string, cron: string, config: RunConfig, options: { catchupWindowMs?: number } = {},
 ): Promise<ScheduleHandle> {
   return client.schedule.create({
     scheduleId,
     spec: { cronExpressions: [cron] },
-    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: options.catchupWindow ?? '1 day' },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: options.catchupWindowMs ?? 86_400_000 },
     action: {
       type: 'startWorkflow', workflowType: 'trainingRun', taskQueue: CPU_QUEUE, workflowId: config.lineage ?? scheduleId, args: [config],
       staticSummary: config.lineage ? `nightly run of lineage ${config.lineage}` : `scheduled run of ${scheduleId}`,

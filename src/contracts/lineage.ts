@@ -30,11 +30,14 @@ export const lineageSchema = z.object({
 });
 export type Lineage = z.output<typeof lineageSchema>;
 
-/** keys.deployAlias(alias): which policy the model server serves under a stable name, with the entries it replaced. */
+/**
+ * keys.deployAlias(alias): which policy the model server serves under a stable name, with the entries it replaced. The
+ * lineage owns the alias from its first run on (current null: claimed, nothing promoted yet, nothing served).
+ */
 export const deployAliasSchema = z.object({
   alias: z.string().min(1),
   lineage: z.string().min(1),
-  current: z.object({ policy: policyRefSchema, runId: z.string().min(1), at: z.string().min(1) }),
+  current: z.object({ policy: policyRefSchema, runId: z.string().min(1), at: z.string().min(1) }).nullable(),
   history: z.array(z.object({ policy: policyRefSchema, runId: z.string().min(1), at: z.string().min(1) })),
 });
 export type DeployAlias = z.output<typeof deployAliasSchema>;

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { runCli } from '../../src/cli/run-cli.js';
 import { freePort } from '../../src/stack/ports.js';
 import { processGone } from '../../src/stack/processes.js';
 
@@ -16,6 +17,14 @@ export async function volt(args: string[], env: Record<string, string>, timeoutM
     const e = err as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
+}
+
+/** The real CLI dispatcher in-process with captured output: what `volt` runs, without a node + tsx start per call. */
+export async function voltInProcess(args: string[], env: Record<string, string>) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(args, { out: (l) => out.push(l), err: (l) => err.push(l), env: { ...process.env, ...env } });
+  return { code, stdout: out.join('\n'), stderr: err.join('\n') };
 }
 
 export const pidAlive = (pid: number) => !processGone(pid);

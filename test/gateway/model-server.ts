@@ -10,7 +10,8 @@ export const MODEL_ADMIN_KEY = 'test-model-admin-key';
  * Volt's real Python model server (SmolLM2-135M on CPU) on a loopback port (a free one unless given, e.g. to restart
  * a killed server where the gateway expects it), ready once /v1/models answers.
  */
-export async function startModelServer(opts: { port?: number } = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+export async function startModelServer(opts: { port?: number; readyMs?: number } = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+  const readyMs = opts.readyMs ?? 120_000;
   const port = opts.port ?? (await freePort('127.0.0.1'));
   const child: ChildProcess = spawn('.venv/bin/python', ['-m', 'volt_trainer.serve', '--model', SERVED_MODEL, '--host', '127.0.0.1', '--port', String(port)], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -26,10 +27,10 @@ export async function startModelServer(opts: { port?: number } = {}): Promise<{ 
     child.kill('SIGTERM');
     await Promise.race([exited, sleep(5_000).then(() => child.kill('SIGKILL'))]);
   };
-  for (const started = Date.now(); Date.now() - started < 120_000; await sleep(250)) {
+  for (const started = Date.now(); Date.now() - started < readyMs; await sleep(250)) {
     if (child.exitCode !== null) throw new Error(`model server exited ${child.exitCode}: ${output.slice(-2000)}`);
     if (await fetch(`${url}/v1/models`).then((r) => r.ok, () => false)) return { url, child, stop };
   }
   await stop();
-  throw new Error(`model server not ready in 120 s: ${output.slice(-2000)}`);
+  throw new Error(`model server not ready in ${readyMs / 1000} s: ${output.slice(-2000)}`);
 }

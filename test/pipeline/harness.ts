@@ -22,8 +22,8 @@ export interface PipelineStack {
   vars: Record<string, string>;
   modelUrl: string;
   startGateway(): Promise<ChildProcess>;
-  /** A `volt worker` process; kill it with SIGKILL to simulate a crash. */
-  startWorker(queue: 'cpu' | 'gpu' | 'all'): Promise<ChildProcess>;
+  /** A `volt worker` process; kill it with SIGKILL to simulate a crash. `readyMs`: how long it may take to poll. */
+  startWorker(queue: 'cpu' | 'gpu' | 'all', readyMs?: number): Promise<ChildProcess>;
   /** Only with `ownTemporal`: (re)start the dev server on the same port and SQLite file. */
   startTemporal(): Promise<ChildProcess>;
   /** (Re)start the model server on the same port (the gateway and workers keep its URL). */
@@ -61,7 +61,7 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
   const services = await startTestServices({ temporal: !options.ownTemporal, s3: true });
   const temporalPort = options.ownTemporal ? await freePort('127.0.0.1') : 0;
   const temporalAddress = options.ownTemporal ? `127.0.0.1:${temporalPort}` : services.temporalAddress;
-  let model = await startModelServer();
+  let model = await startModelServer({ readyMs: 600_000 }); // a loaded machine can take minutes
   const modelPort = Number(new URL(model.url).port);
   const gatewayPort = await freePort('127.0.0.1');
   const vars: Record<string, string> = {
@@ -106,12 +106,12 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
       await waitFor('gateway', () => fetch(`${vars.VOLT_GATEWAY_URL}/healthz`).then((r) => r.ok, () => false), child, log);
       return child;
     },
-    async startWorker(queue) {
+    async startWorker(queue, readyMs) {
       const { child, log } = spawnLogged([volt, 'worker', '--queue', queue], vars);
       children.push(child);
       let ready = false;
       child.stdout!.on('data', (d: Buffer) => (ready ||= d.toString().includes('volt worker polling')));
-      await waitFor(`worker ${queue}`, async () => ready, child, log);
+      await waitFor(`worker ${queue}`, async () => ready, child, log, readyMs);
       return child;
     },
     startTemporal,

@@ -1,43 +1,25 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from '@temporalio/client';
-import { connectClient } from '../../src/client/connect.js';
 import { deployAliasSchema, lineageSchema } from '../../src/contracts/lineage.js';
 import { rewardsFileSchema } from '../../src/contracts/rewards.js';
 import { freePort } from '../../src/stack/ports.js';
 import { sha256Dir } from '../../src/storage/hash.js';
 import { keys } from '../../src/storage/keys.js';
-import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
 import { getTaskSet } from '../../src/storage/task-sets.js';
 import type { RunStatus } from '../../src/workflows/types.js';
-import { volt } from '../cli/volt-cli.js';
-import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
+import { root, tinyRunConfig, type PipelineStack } from './harness.js';
+import { startNightlyStack, type NightlyStack } from './nightly-stack.js';
 
 const LINEAGE = 'calc-nightly';
 const ALIAS = 'calc-prod';
 const PREFIX = 'task-sources/calc-nightly/';
 const trainLines = readFileSync(path.join(root, 'examples/calculator/tasks/train.jsonl'), 'utf8').trim().split('\n');
-const idsOf = (lines: string[]) => lines.map((l) => (JSON.parse(l) as { id: string }).id);
-
-/** The workflow id of the schedule's start after the first `before` ones. */
-async function nightStarted(client: Client, before: number): Promise<string> {
-  for (let t0 = Date.now(); Date.now() - t0 < 60_000; await sleep(250)) {
-    const d = await client.schedule.getHandle(LINEAGE).describe();
-    if (d.info.recentActions.length > before) return d.info.recentActions.at(-1)!.action.workflow.workflowId;
-  }
-  throw new Error('the schedule started no run');
-}
-
-/** Wait for the schedule's newest start to close; returns its workflow id and result. */
-async function nightResult(client: Client, before: number): Promise<{ workflowId: string; status: RunStatus }> {
-  const workflowId = await nightStarted(client, before);
-  return { workflowId, status: (await client.workflow.getHandle(workflowId).result()) as RunStatus };
-}
 
 async function logprobs(url: string, model: string): Promise<number[]> {
   const r = await fetch(`${url}/v1/chat/completions`, {
@@ -61,34 +43,20 @@ async function loadDirect(url: string, adminKey: string, name: string, dir: stri
 
 // Nights of one lineage on a real Temporal Schedule, S3 task source, model server, trainer and agent processes.
 describe('nightly retraining: a lineage continues from its promoted policy on new tasks', { timeout: 3_000_000 }, () => {
+  let n: NightlyStack;
   let stack: PipelineStack;
   let store: ObjectStore;
   let client: Client;
-  let closeClient: () => Promise<void>;
-  const dir = mkdtempSync(path.join(tmpdir(), 'volt-nightly-'));
-  const cli = (args: string[]) => volt(args, stack.vars, 300_000);
-  const addTasks = async (name: string, lines: string[]) => {
-    const file = path.join(dir, `${name}.jsonl`);
-    writeFileSync(file, `${lines.join('\n')}\n`);
-    const r = await cli(['tasks', 'add', file, '--prefix', PREFIX]);
-    assert.equal(r.code, 0, r.stderr);
-    return idsOf(lines);
-  };
-  const trigger = async () => assert.equal((await cli(['schedule', 'trigger', '--id', LINEAGE])).code, 0);
-  const actions = async () => (await client.schedule.getHandle(LINEAGE).describe()).info;
+  const cli = (args: string[]) => n.cli(args);
+  const addTasks = (name: string, lines: string[]) => n.addTasks(name, lines);
+  const trigger = () => n.trigger();
+  const actions = () => n.actions();
 
   before(async () => {
-    stack = await startPipelineStack();
-    await stack.startGateway();
-    await stack.startWorker('all');
-    store = createObjectStore(stack.env);
-    await store.ensureBucket();
-    ({ client, close: closeClient } = await connectClient(stack.env));
+    n = await startNightlyStack(LINEAGE, PREFIX);
+    ({ stack, store, client } = n);
   });
-  after(async () => {
-    await closeClient?.();
-    await stack?.stop();
-  });
+  after(async () => n?.close());
 
   it('starts each night from the lineage policy, trains on new tasks + replay, promotes against the incumbent, moves the alias', async () => {
     const config = tinyRunConfig('unused', {
@@ -98,7 +66,7 @@ describe('nightly retraining: a lineage continues from its promoted policy on ne
       // strictly; this lets the first night promote (the rule under test is "compared with the incumbent", not the bar).
       eval: { tasks: 2, everyIterations: 1, promoteMargin: -0.5 },
     });
-    const configFile = path.join(dir, 'run.json');
+    const configFile = path.join(n.dir, 'run.json');
     writeFileSync(configFile, JSON.stringify(config));
     const created = await cli(['schedule', 'create', '--lineage', LINEAGE, '--cron', '0 2 29 2 *', '--config', configFile]);
     assert.equal(created.code, 0, created.stderr);
@@ -120,7 +88,7 @@ describe('nightly retraining: a lineage continues from its promoted policy on ne
         for (let t0 = Date.now(); (await actions()).runningActions.length === 0; await sleep(200)) assert.ok(Date.now() - t0 < 60_000, 'night 0 never ran');
         await trigger();
       }
-      const result = await nightResult(client, before);
+      const result = await n.nightResult(before);
       nights.push({ ...result, fresh });
       const l = result.status.lineage!;
       assert.equal(l.name, LINEAGE);
@@ -143,7 +111,7 @@ describe('nightly retraining: a lineage continues from its promoted policy on ne
     const fresh = await addTasks('after-promotion', trainLines.slice(file, file + 2));
     const count = (await actions()).recentActions.length;
     await trigger();
-    const { workflowId, status } = await nightResult(client, count);
+    const { workflowId, status } = await n.nightResult(count);
     const l = status.lineage!;
     assert.equal(l.startedFrom.sha256, first.sha256);
     assert.equal(l.incumbent.sha256, first.sha256, 'the incumbent is the lineage policy, not the base model');
@@ -175,9 +143,9 @@ describe('nightly retraining: a lineage continues from its promoted policy on ne
 
     // The alias serves the lineage's current (always a promoted) policy: same logprobs as loading that adapter directly.
     const alias = await store.getJson(keys.deployAlias(ALIAS), deployAliasSchema);
-    assert.equal(alias.current.policy.sha256, current.sha256);
+    assert.equal(alias.current?.policy.sha256, current.sha256);
     const promotedShas = [...nights.map((n) => n.status), status].flatMap((s) => (s.history[0]?.promoted ? [s.history[0].candidate!.sha256] : []));
-    for (const e of [...alias.history, alias.current]) assert.ok(promotedShas.includes(e.policy.sha256), 'the alias only ever pointed at promoted checkpoints');
+    for (const e of [...alias.history, alias.current!]) assert.ok(promotedShas.includes(e.policy.sha256), 'the alias only ever pointed at promoted checkpoints');
     const currentDir = path.join(stack.env.dataDir, 'adapters', current.sha256!);
     await loadDirect(stack.modelUrl, stack.env.VOLT_MODEL_SERVER_ADMIN_KEY, 'direct-current', currentDir);
     assert.deepEqual(await logprobs(stack.modelUrl, ALIAS), await logprobs(stack.modelUrl, 'direct-current'));
@@ -214,7 +182,7 @@ describe('nightly retraining: a lineage continues from its promoted policy on ne
     // No new task file: the next night ends at once with "no new tasks", not a failure, and the lineage keeps its policy.
     const before3 = (await actions()).recentActions.length;
     await trigger();
-    const third = await nightResult(client, before3);
+    const third = await n.nightResult(before3);
     assert.equal(third.status.outcome, 'no-new-tasks');
     assert.equal(third.status.history.length, 0);
     assert.match((await cli(['run-status', third.workflowId])).stdout, /outcome: no new tasks/);

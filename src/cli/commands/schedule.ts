@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { connectClient } from '../../client/connect.js';
 import { createSchedule, readRunConfig, triggerSchedule } from '../../client/runs.js';
 import { UsageError, type Command } from '../command.js';
+import { parseDuration } from '../duration.js';
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
@@ -17,7 +18,9 @@ export const scheduleCommand: Command = {
     'The schedule id defaults to the lineage name. Each start is a trainingRun with run id "<lineage>-<start time>" that',
     'starts from the lineage\'s current policy, takes the tasks added since the previous night (tasks.trainPrefix) and',
     'must beat that policy to replace it. Overlap policy SKIP: never two nights of one lineage at once; after downtime the',
-    'missed start within --catchup (default 1 day) runs once. Without --lineage, every start begins from the base model.',
+    'missed start within --catchup (the schedule\'s catchupWindow: "36h", "1 day", "90 minutes"; default 1 day) runs once;',
+    'a start missed by longer is dropped (`temporal schedule backfill` runs it). Without --lineage, every start begins',
+    'from the base model.',
     'Temporal CLI equivalent (with "lineage" set in run.json): temporal schedule create --schedule-id calculator',
     '  --cron "0 2 * * *" --overlap-policy Skip --catchup-window 24h --workflow-id calculator --type trainingRun',
     '  --task-queue volt-cpu --input-file run.json',
@@ -32,10 +35,12 @@ export const scheduleCommand: Command = {
     const id = str(ctx.values.id) ?? lineage;
     if (action !== 'list' && !id) throw new UsageError('--id (or --lineage) is required');
     let config;
+    let catchupMs = 0;
     if (action === 'create') {
       const cron = str(ctx.values.cron);
       const file = str(ctx.values.config);
       if (!cron || !file) throw new UsageError('create needs --cron and --config');
+      catchupMs = parseDuration('--catchup', str(ctx.values.catchup) ?? '1 day');
       const raw = JSON.parse(await readFile(file, 'utf8').catch((err: Error) => { throw new UsageError(`--config ${file}: ${err.message}`); })) as { lineage?: unknown };
       if (lineage && raw.lineage !== undefined && raw.lineage !== lineage) throw new UsageError(`--lineage ${lineage} differs from the config's lineage ${String(raw.lineage)}`);
       // Validated with the lineage in, so its cross-field rules (deploy.alias needs a lineage) see it.
@@ -44,9 +49,9 @@ export const scheduleCommand: Command = {
     const { client, close } = await connectClient(ctx.env());
     try {
       if (action === 'create') {
-        await createSchedule(client, id!, str(ctx.values.cron)!, config!, { catchupWindow: str(ctx.values.catchup) });
+        await createSchedule(client, id!, str(ctx.values.cron)!, config!, { catchupWindowMs: catchupMs });
         const what = config!.lineage ? `lineage ${config!.lineage}${config!.deploy ? `, served as ${config!.deploy.alias}` : ''}` : 'from the base model each time';
-        ctx.out(`schedule ${id} created: ${str(ctx.values.cron)} → trainingRun (${config!.iterations} iterations, ${what}), overlap SKIP`);
+        ctx.out(`schedule ${id} created: ${str(ctx.values.cron)} → trainingRun (${config!.iterations} iterations, ${what}), overlap SKIP, catch-up ${catchupMs / 1000} s`);
       } else if (action === 'trigger') {
         await triggerSchedule(client, id!);
         ctx.out(`schedule ${id} triggered (skipped if a run of it is still running)`);
