@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
@@ -74,4 +75,18 @@ export async function drainUploads(t: Target, limitS = 120): Promise<number> {
     await sleep(50);
   }
   throw new Error(`${t.name}: uploads did not drain within ${limitS}s`);
+}
+
+/**
+ * CPU milliseconds (user + system) a process has used so far, all its threads or (`mainThread`) only its event
+ * loop's thread; Linux only (null elsewhere).
+ */
+export function cpuMs(pid: number | undefined, mainThread = false): number | null {
+  try {
+    const stat = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
+    const fields = stat.split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in USER_HZ (100/s)
+  } catch {
+    return null;
+  }
 }

@@ -1,6 +1,5 @@
-import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
 import { parseSpanKey, segmentKeyFor } from '../storage/spans.js';
+import { SpanEncoder, type EncodedObject } from './span-encoder.js';
 import type { GatewayStore } from './store.js';
 import type { WalEntry, WriteAheadLog } from './wal.js';
 
@@ -40,13 +39,12 @@ export interface UploaderOptions {
   maxSegmentBytes?: number;
   /** gzip level for segment objects (readSpans recognises gzip by its magic bytes); 0 = store them as plain JSONL. */
   gzipLevel?: number;
+  /** Builds span objects from WAL entries (span-encoder.ts); default: on the event loop, gzip on libuv's pool. */
+  encoder?: SpanEncoder;
   log?: (msg: string, err: unknown) => void;
-  /** After each put: the object's bytes and, per span in it, seconds since it was queued (metrics). */
-  onUploaded?: (bytes: number, lagsS: number[]) => void;
+  /** After each put: the object's bytes, its compact span text, and per span seconds since it was queued (metrics). */
+  onUploaded?: (bytes: number, lagsS: number[], spanChars: number) => void;
 }
-
-// On libuv's thread pool, so compressing a segment does not hold up the calls on the event loop.
-const gzipAsync = promisify(gzip);
 
 /**
  * Puts WAL entries into the object store in the background with bounded concurrency, retrying until they land
@@ -65,13 +63,16 @@ export class SpanUploader {
   private queuedBytes = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | null = null;
+  private readonly encoder: SpanEncoder;
   failures = 0;
 
   constructor(
     private readonly store: GatewayStore,
     private readonly wal: WriteAheadLog,
     private readonly opts: UploaderOptions = {},
-  ) {}
+  ) {
+    this.encoder = opts.encoder ?? new SpanEncoder({ worker: false });
+  }
 
   get pendingCount(): number {
     return this.pending.size;
@@ -185,13 +186,14 @@ export class SpanUploader {
     const first = jobs[0]!;
     const key = first.group ? segmentKeyFor(first.entry.key, first.seq, jobs.at(-1)!.seq) : first.entry.key;
     const { gzipLevel = 1 } = this.opts;
-    const text = Buffer.from(first.group ? jobs.map((j) => `${j.entry.json}\n`).join('') : first.entry.json);
-    const body = first.group && gzipLevel > 0 ? await gzipAsync(text, { level: gzipLevel }) : text;
+    let encoded: EncodedObject | null = null;
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        await this.store.putBytes(key, body, body.length, body === text ? (first.group ? 'application/x-ndjson' : 'application/json') : 'application/gzip');
+        // Inside the retry loop: a failed encoding (a worker that died) is retried like a failed put.
+        encoded ??= await this.encoder.encode({ jsons: jobs.map((j) => j.entry.json), segment: first.group !== null, gzipLevel });
+        await this.store.putBytes(key, encoded.body, encoded.body.length, encoded.contentType);
         const now = performance.now();
-        this.opts.onUploaded?.(body.length, jobs.map((j) => (now - j.queuedAt) / 1000));
+        this.opts.onUploaded?.(encoded.body.length, jobs.map((j) => (now - j.queuedAt) / 1000), encoded.spanChars);
         for (const j of jobs) {
           await this.wal.markUploaded(j.entry);
           this.pending.delete(j);
