@@ -8,17 +8,23 @@ import { StreamAssembler } from './stream-assembler.js';
  * again. That is one cheap append on the call's path; the span is built from it later (spanLineOf), off that path.
  * Every text spliced in is one line of JSON that already parsed (`oneLine` re-serialises one that is not).
  */
-export type RecordedAnswer = { json: string } | { chunks: string[] };
+export type RecordedAnswer = { json: string | Buffer } | { chunks: string[] };
 
 const PREFIX = '{"callRecord":1,';
 
-export function callRecordText(meta: SpanMeta, upstreamText: string, answer: RecordedAnswer): string {
-  const body = 'json' in answer ? `"response":${answer.json}` : `"chunks":[${answer.chunks.join(',')}]`;
-  return `${PREFIX}"meta":${JSON.stringify(meta)},"upstreamRequest":${upstreamText},${body}}`;
+/** The record as the pieces the WAL writes one after the other (the answer's bytes are not copied or re-encoded). */
+export function callRecordParts(meta: SpanMeta, upstreamText: string, answer: RecordedAnswer): (string | Buffer)[] {
+  const head = `${PREFIX}"meta":${JSON.stringify(meta)},"upstreamRequest":${upstreamText},`;
+  if ('chunks' in answer) return [`${head}"chunks":[${answer.chunks.join(',')}]}`];
+  return [`${head}"response":`, answer.json, '}'];
 }
 
-/** `text` (JSON that parsed to `value`) as one line: as received unless it holds a line break (pretty-printed JSON). */
-export function oneLine(text: string, value: unknown): string {
+export function callRecordText(meta: SpanMeta, upstreamText: string, answer: RecordedAnswer): string {
+  return callRecordParts(meta, upstreamText, answer).map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join('');
+}
+
+/** JSON `text` that parsed to `value`, as one line: as received unless it holds a line break (pretty-printed JSON). */
+export function oneLine<T extends string | Buffer>(text: T, value: unknown): T | string {
   return text.includes('\n') || text.includes('\r') ? JSON.stringify(value) : text;
 }
 

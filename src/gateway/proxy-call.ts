@@ -28,11 +28,11 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   if (res.statusCode >= 400 || json === undefined) {
     const message = upstreamMessage(json, res.text, res.statusCode);
     await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
-    await core.recorder.record(ctx, { answer: { json: answerText(res.text, json) }, firstByteAt, error: { status: res.statusCode, message }, usage: (json as any)?.usage });
+    await core.recorder.record(ctx, { answer: { json: answerText(res.bytes, json) }, firstByteAt, error: { status: res.statusCode, message }, usage: (json as any)?.usage });
     throw agentError(res, message);
   }
   // The answer goes into the WAL as the text received; the span is built from it when it is uploaded.
-  await core.recorder.record(ctx, { answer: { json: answerText(res.text, json) }, firstByteAt, error: null, usage: (json as any)?.usage });
+  await core.recorder.record(ctx, { answer: { json: answerText(res.bytes, json) }, firstByteAt, error: null, usage: (json as any)?.usage });
   countCompletion(ctx.rollout, json);
   if (ctx.dialect) return reply.code(200).send(ctx.dialect.json(json as ChatCompletion));
   // Nothing to strip (the agent asked for the ids and logprobs): the answer goes out as received.
@@ -165,8 +165,8 @@ function upstreamMessage(json: any, text: string, status: number): string {
   return `upstream ${status}: ${typeof inner === 'string' ? inner : JSON.stringify(inner)}`;
 }
 
-/** The answer's text for the call record: as received when it parsed (one line), else JSON null. */
-function answerText(text: string, parsed: unknown): string {
+/** The answer for the call record: as received when it parsed (one line), else JSON null. */
+function answerText<T extends string | Buffer>(text: T, parsed: unknown): T | string {
   return parsed === undefined ? 'null' : oneLine(text, parsed);
 }
 

@@ -2,6 +2,7 @@ import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { gzip, gzipSync } from 'node:zlib';
 import { spanLineOf } from './call-record.js';
+import { readEntries, type EntryRef } from './wal-segment.js';
 
 /** One span object ready to put: its bytes, their content type, and the compact span text it holds (metrics). */
 export interface EncodedObject {
@@ -11,8 +12,8 @@ export interface EncodedObject {
 }
 
 export interface EncodeJob {
-  /** WAL entries (call records, or span lines an older gateway wrote), in seq order. */
-  jsons: string[];
+  /** WAL entries (call records, or span lines an older gateway wrote) in seq order, read from their files if need be. */
+  entries: EntryRef[];
   /** A segment (JSON Lines, gzip'd unless gzipLevel is 0) rather than one span alone (plain JSON). */
   segment: boolean;
   gzipLevel: number;
@@ -20,7 +21,7 @@ export interface EncodeJob {
 
 /** Builds the spans of WAL entries and the object that holds them; pure, so it runs the same in a worker. */
 export function encodeSpanObject(job: EncodeJob, compress: (text: Buffer) => Buffer = (t) => gzipSync(t, { level: job.gzipLevel })): EncodedObject {
-  const lines = job.jsons.map(spanLineOf);
+  const lines = readEntries(job.entries).map(spanLineOf);
   const spanChars = lines.reduce((n, l) => n + l.length, 0);
   if (!job.segment) return { body: Buffer.from(lines[0] ?? ''), contentType: 'application/json', spanChars };
   const text = Buffer.from(lines.map((l) => `${l}\n`).join(''));

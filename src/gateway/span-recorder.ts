@@ -1,5 +1,5 @@
 import { keys } from '../storage/keys.js';
-import { callRecordText, spanLineOf, type RecordedAnswer } from './call-record.js';
+import { callRecordParts, spanLineOf, type RecordedAnswer } from './call-record.js';
 import type { InFlight } from './in-flight.js';
 import type { GatewayMetrics } from './metrics.js';
 import { spanMeta, type CallContext, type CallOutcome } from './span-record.js';
@@ -30,14 +30,15 @@ export class SpanRecorder {
   async record(ctx: CallContext, call: RecordedCall): Promise<void> {
     if (ctx.seqClaim) ctx.seq = await ctx.seqClaim;
     const key = keys.span(ctx.rollout.ref, ctx.seq);
-    const json = callRecordText(spanMeta(ctx, call.firstByteAt, call.error), ctx.upstreamText, call.answer);
+    const parts = callRecordParts(spanMeta(ctx, call.firstByteAt, call.error), ctx.upstreamText, call.answer);
     if (this.deps.durability === 'direct') {
-      const body = Buffer.from(spanLineOf(json));
+      const body = Buffer.from(spanLineOf(Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))).toString('utf8')));
       await this.deps.store.putBytes(key, body, body.length, 'application/json');
     } else {
       // A lone call has nobody to share its write(2) with, so it skips the wait for the end of the event-loop turn.
-      this.deps.uploader.enqueue(await this.deps.wal.append(key, json, this.deps.inFlight.count <= 1));
-      this.deps.metrics.walBytes.inc(json.length);
+      const entry = await this.deps.wal.append(key, parts, this.deps.inFlight.count <= 1);
+      this.deps.uploader.enqueue(entry);
+      this.deps.metrics.walBytes.inc(entry.bytes);
     }
     const { metrics } = this.deps;
     metrics.spans.inc({ status: call.error ? 'error' : 'ok' });

@@ -2,6 +2,7 @@ import { parseSpanKey, segmentKeyFor } from '../storage/spans.js';
 import { SpanEncoder, type EncodedObject } from './span-encoder.js';
 import type { GatewayStore } from './store.js';
 import type { WalEntry, WriteAheadLog } from './wal.js';
+import { entryRef } from './wal-segment.js';
 
 interface Job {
   entry: WalEntry;
@@ -93,7 +94,7 @@ export class SpanUploader {
     if (group) this.groups.get(group)!.set(job.seq, job);
     this.pending.add(job);
     this.queue.push(job);
-    this.queuedBytes += entry.json.length;
+    this.queuedBytes += entry.bytes;
     // Pumped once per event-loop turn, so the spans one WAL write acknowledged can share a segment.
     if (this.pumpScheduled) return;
     this.pumpScheduled = true;
@@ -163,15 +164,15 @@ export class SpanUploader {
     const members = head.group ? this.groups.get(head.group) : undefined;
     const { maxSegmentSpans = 256, maxSegmentBytes = 4 * 1024 * 1024 } = this.opts;
     const jobs = [head];
-    let bytes = head.entry.json.length;
-    const fits = (j: Job | undefined): j is Job => !!j && jobs.length < maxSegmentSpans && bytes + j.entry.json.length <= maxSegmentBytes;
+    let bytes = head.entry.bytes;
+    const fits = (j: Job | undefined): j is Job => !!j && jobs.length < maxSegmentSpans && bytes + j.entry.bytes <= maxSegmentBytes;
     for (let s = head.seq - 1, j = members?.get(s); fits(j); j = members?.get(--s)) {
       jobs.unshift(j);
-      bytes += j.entry.json.length;
+      bytes += j.entry.bytes;
     }
     for (let s = head.seq + 1, j = members?.get(s); fits(j); j = members?.get(++s)) {
       jobs.push(j);
-      bytes += j.entry.json.length;
+      bytes += j.entry.bytes;
     }
     for (const j of jobs) {
       j.taken = true;
@@ -190,7 +191,7 @@ export class SpanUploader {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
         // Inside the retry loop: a failed encoding (a worker that died) is retried like a failed put.
-        encoded ??= await this.encoder.encode({ jsons: jobs.map((j) => j.entry.json), segment: first.group !== null, gzipLevel });
+        encoded ??= await this.encoder.encode({ entries: jobs.map((j) => entryRef(j.entry)), segment: first.group !== null, gzipLevel });
         await this.store.putBytes(key, encoded.body, encoded.body.length, encoded.contentType);
         const now = performance.now();
         this.opts.onUploaded?.(encoded.body.length, jobs.map((j) => (now - j.queuedAt) / 1000), encoded.spanChars);

@@ -89,15 +89,15 @@ void describe('span encoder', () => {
     const encoder = new SpanEncoder({ worker: true });
     const inline = new SpanEncoder({ worker: false });
     try {
-      const job = { jsons: calls.map((c) => c.record), segment: true, gzipLevel: 1 };
+      const job = { entries: calls.map((c) => ({ json: c.record })), segment: true, gzipLevel: 1 };
       const [a, b] = await Promise.all([encoder.encode(job), inline.encode(job)]);
       assert.equal(a.contentType, 'application/gzip');
       assert.equal(gunzipSync(a.body).toString(), lines);
       assert.equal(gunzipSync(b.body).toString(), lines);
       assert.equal(a.spanChars, lines.length - calls.length);
-      const single = await encoder.encode({ jsons: [calls[0]!.record], segment: false, gzipLevel: 1 });
+      const single = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: false, gzipLevel: 1 });
       assert.deepEqual([single.contentType, single.body.toString()], ['application/json', calls[0]!.stored]);
-      const plain = encodeSpanObject({ jsons: [calls[1]!.stored, calls[2]!.record], segment: true, gzipLevel: 0 });
+      const plain = encodeSpanObject({ entries: [{ json: calls[1]!.stored }, { json: calls[2]!.record }], segment: true, gzipLevel: 0 });
       assert.deepEqual([plain.contentType, plain.body.toString()], ['application/x-ndjson', `${calls[1]!.stored}\n${calls[2]!.stored}\n`]);
     } finally {
       await encoder.close();
@@ -107,8 +107,8 @@ void describe('span encoder', () => {
   void it('fails a job whose record does not parse with a named error, and keeps working after', async () => {
     const encoder = new SpanEncoder({ worker: true });
     try {
-      await assert.rejects(encoder.encode({ jsons: ['{"callRecord":1,"meta":'], segment: true, gzipLevel: 1 }), /span encoder: .*JSON/);
-      const ok = await encoder.encode({ jsons: [calls[0]!.record], segment: true, gzipLevel: 0 });
+      await assert.rejects(encoder.encode({ entries: [{ json: '{"callRecord":1,"meta":' }], segment: true, gzipLevel: 1 }), /span encoder: .*JSON/);
+      const ok = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: true, gzipLevel: 0 });
       assert.equal(ok.body.toString(), `${calls[0]!.stored}\n`);
     } finally {
       await encoder.close();

@@ -51,9 +51,9 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
       await compact.putBytes(keys.span(r, 5), Buffer.from(calls[5]!.stored));
       // And as the gateway stores them since it records calls (WAL call records built into spans by the uploader's
       // encoder thread): a gzip'd segment for 0..3, single spans for 4 and 5.
-      const seg = await encoder.encode({ jsons: calls.slice(0, 4).map((c) => c.record), segment: true, gzipLevel: 1 });
+      const seg = await encoder.encode({ entries: calls.slice(0, 4).map((c) => ({ json: c.record })), segment: true, gzipLevel: 1 });
       await records.putBytes(keys.spanSegment(r, 0, 3), seg.body, seg.body.length, seg.contentType);
-      for (const seq of [4, 5]) await records.putBytes(keys.span(r, seq), (await encoder.encode({ jsons: [calls[seq]!.record], segment: false, gzipLevel: 1 })).body);
+      for (const seq of [4, 5]) await records.putBytes(keys.span(r, seq), (await encoder.encode({ entries: [{ json: calls[seq]!.record }], segment: false, gzipLevel: 1 })).body);
     }
     await encoder.close();
   });
