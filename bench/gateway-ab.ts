@@ -59,6 +59,14 @@ async function main() {
       const paths = await Promise.all(Array.from({ length: c }, async () => `/r/${(await admin.register({ runId: 'ab', iteration: 0, rolloutId: `ab-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
       return { name: builds[i]![0], origin: `http://${HOST}:${ports[i]}`, paths, headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${ports[i]}/healthz` };
     };
+    // Warm-up (JIT, keep-alive sockets, the span encoder's worker thread) outside every measured cell.
+    for (const i of [0, 1]) {
+      for (const stream of [false, true]) {
+        const t = await target(i, 4);
+        await load(t, 4, 0.5, requestBody(SIZE, stream));
+        await drainUploads(t);
+      }
+    }
     console.log(`A/B ${SIZE}: load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ${ROUNDS} interleaved rounds of ${SECONDS}s per cell`);
     for (const [label, stream, c] of [['plain c=1', false, 1], ['plain c=64', false, 64], ['stream c=1', true, 1], ['stream c=64', true, 64]] as const) {
       const rs: { p50: number; p99: number; rps: number }[][] = [[], []];

@@ -78,14 +78,16 @@ export async function drainUploads(t: Target, limitS = 120): Promise<number> {
 }
 
 /**
- * CPU milliseconds (user + system) a process has used so far, all its threads or (`mainThread`) only its event
- * loop's thread; Linux only (null elsewhere).
+ * CPU milliseconds a process has run so far, all its threads or (`mainThread`) only its event loop's thread, from
+ * the scheduler's nanosecond counters (/proc/.../schedstat: stat's 10 ms ticks are too coarse for short cells);
+ * Linux only (null elsewhere). Threads that already exited are not counted.
  */
 export function cpuMs(pid: number | undefined, mainThread = false): number | null {
   try {
-    const stat = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
-    const fields = stat.split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in USER_HZ (100/s)
+    const tids = mainThread ? [String(pid)] : fs.readdirSync(`/proc/${pid}/task`);
+    let ns = 0;
+    for (const tid of tids) ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    return ns / 1e6;
   } catch {
     return null;
   }

@@ -20,6 +20,7 @@ import { SpanRecorder, type Durability } from './span-recorder.js';
 import { listKeys, type GatewayStore } from './store.js';
 import { SpanUploader } from './uploader.js';
 import { Upstream, type UpstreamOptions } from './upstream.js';
+import { rebuildUsage } from './usage-rebuild.js';
 import { WriteAheadLog, type WalSync } from './wal.js';
 
 export interface GatewayDeps {
@@ -117,6 +118,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     const prefix = keys.spans(r.ref);
     const known = [...replay.map((e) => e.key).filter((k) => k.startsWith(prefix)), ...(await listKeys(deps.store, prefix))];
     r.nextSeq = known.reduce((max, k) => Math.max(max, (parseSpanKey(k)?.last ?? -1) + 1), 0);
+    // Budgets count per replica, and a replica cannot tell its spans from the others' in the store: lone gateway only.
+    if (!deps.replicaId) {
+      await rebuildUsage(r, replay, deps.store).catch((err: unknown) => app.log.error({ err }, `could not rebuild the budget usage of ${prefix}; keeping the registry's`));
+    }
   }));
 
   registerErrorHandling(app, metrics);
