@@ -15,7 +15,7 @@ import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { startS3Server } from '../src/stack/s3.js';
 import { createObjectStore } from '../src/storage/object-store.js';
-import { drainUploads, load, type Target } from './gateway-load.js';
+import { cpuMs, drainUploads, load, type Target } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
@@ -41,15 +41,17 @@ async function main() {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     for (let i = 0; i < 300 && !out.includes('ready'); i++) await sleep(100);
+    return child.pid!;
   };
   try {
     const up = await freePort(HOST);
     await start(process.cwd(), ['upstream', String(up), SIZE]);
     const builds = [['before', BEFORE], ['after', process.cwd()]] as const;
     const ports = [await freePort(HOST), await freePort(HOST)];
+    const pids: number[] = [];
     for (const [i, [name, cwd]] of builds.entries()) {
       const replica = name === 'after' && AFTER_REPLICA ? [AFTER_REPLICA] : [];
-      await start(cwd, ['volt', String(ports[i]), `http://${HOST}:${up}`, 'wal', path.join(dir, name), JSON.stringify(s3cfg), 'write', String(32 * 1024 * 1024), ...replica]);
+      pids[i] = await start(cwd, ['volt', String(ports[i]), `http://${HOST}:${up}`, 'wal', path.join(dir, name), JSON.stringify(s3cfg), 'write', String(32 * 1024 * 1024), ...replica]);
     }
     let n = 0;
     const target = async (i: number, c: number): Promise<Target> => {
@@ -57,18 +59,38 @@ async function main() {
       const paths = await Promise.all(Array.from({ length: c }, async () => `/r/${(await admin.register({ runId: 'ab', iteration: 0, rolloutId: `ab-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
       return { name: builds[i]![0], origin: `http://${HOST}:${ports[i]}`, paths, headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${ports[i]}/healthz` };
     };
+    // Warm-up (JIT, keep-alive sockets, the span encoder's worker thread) outside every measured cell.
+    for (const i of [0, 1]) {
+      for (const stream of [false, true]) {
+        const t = await target(i, 4);
+        await load(t, 4, 0.5, requestBody(SIZE, stream));
+        await drainUploads(t);
+      }
+    }
     console.log(`A/B ${SIZE}: load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ${ROUNDS} interleaved rounds of ${SECONDS}s per cell`);
     for (const [label, stream, c] of [['plain c=1', false, 1], ['plain c=64', false, 64], ['stream c=1', true, 1], ['stream c=64', true, 64]] as const) {
       const rs: { p50: number; p99: number; rps: number }[][] = [[], []];
+      // CPU per call of each build: its event-loop thread during the load, and all its threads over load + drain.
+      const cpu = [{ main: [] as number[], all: [] as number[] }, { main: [] as number[], all: [] as number[] }];
       for (let round = 0; round < ROUNDS; round++) {
         for (const i of round % 2 ? [1, 0] : [0, 1]) {
           const t = await target(i, c);
-          rs[i]!.push(await load(t, c, SECONDS, requestBody(SIZE, stream)));
+          const [main0, all0] = [cpuMs(pids[i], true), cpuMs(pids[i])];
+          const r = await load(t, c, SECONDS, requestBody(SIZE, stream));
+          const main1 = cpuMs(pids[i], true);
           await drainUploads(t);
+          const all1 = cpuMs(pids[i]);
+          rs[i]!.push(r);
+          if (main0 !== null && main1 !== null && all0 !== null && all1 !== null) {
+            cpu[i]!.main.push((1000 * (main1 - main0)) / r.requests);
+            cpu[i]!.all.push((1000 * (all1 - all0)) / r.requests);
+          }
         }
       }
       const m = rs.map((r) => ({ p50: median(r.map((x) => x.p50)), p99: median(r.map((x) => x.p99)), rps: median(r.map((x) => x.rps)) }));
-      console.log(`${label.padEnd(12)} before p50 ${m[0]!.p50.toFixed(2)} p99 ${m[0]!.p99.toFixed(2)} ms ${m[0]!.rps.toFixed(0)}/s | after p50 ${m[1]!.p50.toFixed(2)} p99 ${m[1]!.p99.toFixed(2)} ms ${m[1]!.rps.toFixed(0)}/s | after/before p50 ${(m[1]!.p50 / m[0]!.p50).toFixed(2)}x, req/s ${(m[1]!.rps / m[0]!.rps).toFixed(2)}x`);
+      const us = cpu.map((x) => (x.main.length ? { main: median(x.main), all: median(x.all) } : null));
+      const cpuText = us[0] && us[1] ? ` | CPU us/call event loop ${us[0].main.toFixed(0)} -> ${us[1].main.toFixed(0)} (${(us[1].main / us[0].main).toFixed(2)}x), all threads incl. drain ${us[0].all.toFixed(0)} -> ${us[1].all.toFixed(0)} (${(us[1].all / us[0].all).toFixed(2)}x)` : '';
+      console.log(`${label.padEnd(12)} before p50 ${m[0]!.p50.toFixed(2)} p99 ${m[0]!.p99.toFixed(2)} ms ${m[0]!.rps.toFixed(0)}/s | after p50 ${m[1]!.p50.toFixed(2)} p99 ${m[1]!.p99.toFixed(2)} ms ${m[1]!.rps.toFixed(0)}/s | after/before p50 ${(m[1]!.p50 / m[0]!.p50).toFixed(2)}x, req/s ${(m[1]!.rps / m[0]!.rps).toFixed(2)}x${cpuText}`);
     }
     console.log(`load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   } finally {

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
@@ -74,4 +75,20 @@ export async function drainUploads(t: Target, limitS = 120): Promise<number> {
     await sleep(50);
   }
   throw new Error(`${t.name}: uploads did not drain within ${limitS}s`);
+}
+
+/**
+ * CPU milliseconds a process has run so far, all its threads or (`mainThread`) only its event loop's thread, from
+ * the scheduler's nanosecond counters (/proc/.../schedstat: stat's 10 ms ticks are too coarse for short cells);
+ * Linux only (null elsewhere). Threads that already exited are not counted.
+ */
+export function cpuMs(pid: number | undefined, mainThread = false): number | null {
+  try {
+    const tids = mainThread ? [String(pid)] : fs.readdirSync(`/proc/${pid}/task`);
+    let ns = 0;
+    for (const tid of tids) ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    return ns / 1e6;
+  } catch {
+    return null;
+  }
 }

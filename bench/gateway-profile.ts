@@ -82,7 +82,8 @@ async function main() {
     console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${r.requests} calls, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.errors} errors`);
     gateway.kill('SIGTERM');
     await new Promise((resolve) => gateway.once('exit', resolve));
-    const file = fs.readdirSync(OUT).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(OUT, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+    // CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile: thread 0 is the event loop (others: module loader, workers).
+    const file = fs.readdirSync(OUT).filter((f) => /\.0\.\d+\.cpuprofile$/.test(f)).map((f) => path.join(OUT, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
     if (!file) throw new Error(`no .cpuprofile in ${OUT}`);
     console.log(`profile: ${file}`);
     report(file);

@@ -18,7 +18,7 @@ import { startS3Server } from '../src/stack/s3.js';
 import { keys } from '../src/storage/keys.js';
 import { createObjectStore } from '../src/storage/object-store.js';
 import { readSpans } from '../src/storage/spans.js';
-import { drainUploads, load, maxRps, ttfb, type Target } from './gateway-load.js';
+import { cpuMs, drainUploads, load, maxRps, ttfb, type Target } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback);
@@ -34,16 +34,6 @@ const DEFER_MB = loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB;
 const children: ChildProcess[] = [];
 /** Bench target name -> pid of the process serving it (for its CPU time). */
 const pids = new Map<string, number>();
-
-/** CPU milliseconds (user + system) a process has used so far; Linux only (null elsewhere). */
-function cpuMs(pid: number | undefined): number | null {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in USER_HZ (100/s)
-  } catch {
-    return null;
-  }
-}
 
 /** Volt variants: [name, durability, WAL sync, upload defer bytes]; the first is the default configuration. */
 const VOLTS: [string, 'wal' | 'direct', 'write' | 'fsync', number][] = [
@@ -132,7 +122,7 @@ async function main() {
     console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell (latency cells: median of ${ROUNDS} interleaved slices), call size ${SIZE}: ${PLAIN.length} B request, mock upstream answering ${JSON.stringify(SIZE === 'tiny' ? '24 prompt ids, 5 tokens' : SIZE === 'agent' ? '2,000 prompt ids, 256 tokens with logprobs' : '8,000 prompt ids, 256 tokens with logprobs')}`);
     console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 100 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
     console.log('volt-upl-now = same, uploading at once (a segment holds what queued meanwhile); volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
-    console.log('CPU us/call = CPU time of the process serving the target (for direct: the mock upstream) per call of the max req/s cell.');
+    console.log('CPU us/call = CPU time of the process serving the target (for direct: the mock upstream) per call of the max req/s cell, all threads; [its event-loop thread alone].');
     console.log('Each Volt cell uses fresh rollouts (one per connection) and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
     // Latency cells run in ROUNDS interleaved slices (every target once per round), and report the median slice, so a
     // burst of noise on the shared machine lands on one slice of every target rather than on one target's whole cell.
@@ -154,17 +144,19 @@ async function main() {
     }
     const rps = new Map<string, number>();
     const sustained = new Map<string, number>();
-    const cpu = new Map<string, [number, number] | null>();
+    const cpu = new Map<string, [number, number, number] | null>();
     for (const t of targets) {
       const ready = await cell(t, 'max', 64);
       const before = cpuMs(pids.get(t.name));
+      const beforeMain = cpuMs(pids.get(t.name), true);
       const r = await maxRps(ready, SECONDS, PLAIN);
       const during = cpuMs(pids.get(t.name));
+      const duringMain = cpuMs(pids.get(t.name), true);
       rps.set(t.name, r.rps);
       // Requests over load time plus the time their spans took to reach S3 afterwards.
       sustained.set(t.name, r.requests / (SECONDS + (await drainUploads(t))));
       const after = cpuMs(pids.get(t.name));
-      cpu.set(t.name, before === null || during === null || after === null ? null : [(1000 * (during - before)) / r.requests, (1000 * (after - before)) / r.requests]);
+      cpu.set(t.name, before === null || during === null || after === null ? null : [(1000 * (during - before)) / r.requests, (1000 * (after - before)) / r.requests, (1000 * (duringMain! - beforeMain!)) / r.requests]);
     }
     const ttfbs = new Map<string, number>();
     for (const t of targets) {
@@ -174,14 +166,14 @@ async function main() {
 
     const fmt = (n: number) => n.toFixed(3).padStart(8);
     const base = (c: number) => results.get(`direct@${c}`)!;
-    console.log(`${'target'.padEnd(13)}${[1, 16, 64].map((c) => `c=${c} p50 / p99 ms (added p50)`.padEnd(36)).join('')} max req/s  incl. drain  SSE TTFB ms (added)  CPU us/call (incl. drain)`);
+    console.log(`${'target'.padEnd(13)}${[1, 16, 64].map((c) => `c=${c} p50 / p99 ms (added p50)`.padEnd(36)).join('')} max req/s  incl. drain  SSE TTFB ms (added)  CPU us/call (incl. drain) [event-loop thread]`);
     for (const t of targets) {
       const cells = [1, 16, 64].map((c) => {
         const r = results.get(`${t.name}@${c}`)!;
         return `${fmt(r.p50)} /${fmt(r.p99)} (${(r.p50 - base(c).p50).toFixed(3)})`.padEnd(36);
       });
       const c = cpu.get(t.name);
-      const cpuCell = c ? `${c[0].toFixed(0).padStart(6)} (${c[1].toFixed(0)})` : '   n/a';
+      const cpuCell = c ? `${c[0].toFixed(0).padStart(6)} (${c[1].toFixed(0)}) [${c[2].toFixed(0)}]` : '   n/a';
       console.log(`${t.name.padEnd(13)}${cells.join('')} ${rps.get(t.name)!.toFixed(0).padStart(8)} ${sustained.get(t.name)!.toFixed(0).padStart(12)}   ${fmt(ttfbs.get(t.name)!)} (${(ttfbs.get(t.name)! - ttfbs.get('direct')!).toFixed(3)})  ${cpuCell}`);
     }
     console.log(`\n${'streamed'.padEnd(13)}${['sse1', 'sse64'].map((at) => `${at.replace('sse', 'c=')} p50 / p99 ms to the last byte`.padEnd(36)).join('')}`);

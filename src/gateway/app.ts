@@ -15,10 +15,12 @@ import { registerProxyRoutes } from './proxy-routes.js';
 import { RolloutRegistry } from './registry.js';
 import { SeqClaims } from './seq-claims.js';
 import { SharedRollouts } from './shared-rollouts.js';
+import { SpanEncoder } from './span-encoder.js';
 import { SpanRecorder, type Durability } from './span-recorder.js';
 import { listKeys, type GatewayStore } from './store.js';
 import { SpanUploader } from './uploader.js';
 import { Upstream, type UpstreamOptions } from './upstream.js';
+import { rebuildUsage } from './usage-rebuild.js';
 import { WriteAheadLog, type WalSync } from './wal.js';
 
 export interface GatewayDeps {
@@ -39,6 +41,8 @@ export interface GatewayDeps {
   pauseRetryAfterS?: number;
   upstream?: UpstreamOptions;
   uploadConcurrency?: number;
+  /** Build and gzip spans for upload on a worker thread (default), not on the event loop the calls use. */
+  encoderWorker?: boolean;
   /** Bytes of spans whose upload may wait while calls are in flight (UploaderOptions.maxDeferredBytes); 0 = none. */
   uploadDeferBytes?: number;
   logger?: FastifyServerOptions['logger'];
@@ -69,13 +73,16 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     onSyncError: (err) => app.log.error({ err }, 'background WAL fdatasync failed; spans survive a process kill but not an OS crash'),
   });
   const inFlight = new InFlight();
+  const encoder = new SpanEncoder({ worker: deps.encoderWorker ?? true });
   const uploader = new SpanUploader(deps.store, wal, {
     concurrency: deps.uploadConcurrency,
     maxDeferredBytes: deps.uploadDeferBytes ?? 0,
     idleForMs: () => inFlight.idleForMs(),
     log: (msg, err) => app.log.warn({ err }, msg),
-    onUploaded: (bytes, lags) => {
+    encoder,
+    onUploaded: (bytes, lags, spanChars) => {
       metrics.uploadedBytes.inc(bytes);
+      metrics.spanBytes.inc(spanChars);
       for (const lag of lags) metrics.uploadLag.observe(lag);
     },
   });
@@ -111,6 +118,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     const prefix = keys.spans(r.ref);
     const known = [...replay.map((e) => e.key).filter((k) => k.startsWith(prefix)), ...(await listKeys(deps.store, prefix))];
     r.nextSeq = known.reduce((max, k) => Math.max(max, (parseSpanKey(k)?.last ?? -1) + 1), 0);
+    // Budgets count per replica, and a replica cannot tell its spans from the others' in the store: lone gateway only.
+    if (!deps.replicaId) {
+      await rebuildUsage(r, replay, deps.store).catch((err: unknown) => app.log.error({ err }, `could not rebuild the budget usage of ${prefix}; keeping the registry's`));
+    }
   }));
 
   registerErrorHandling(app, metrics);
@@ -127,6 +138,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     await inFlight.allIdle();
     await Promise.race([uploader.flush(), new Promise((r) => setTimeout(r, 10_000).unref())]);
     uploader.stop();
+    await encoder.close();
     await wal.close();
     await upstream.close();
   });

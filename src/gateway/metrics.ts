@@ -15,7 +15,8 @@ export function createGatewayMetrics(sources: { pendingUploads: () => number; wa
   const tokensIn = new Counter({ name: 'volt_gateway_prompt_tokens_total', help: 'Prompt tokens seen', registers: [registry] });
   const tokensOut = new Counter({ name: 'volt_gateway_completion_tokens_total', help: 'Completion tokens seen', registers: [registry] });
   const spans = new Counter({ name: 'volt_gateway_spans_total', help: 'Spans recorded by status', labelNames: ['status'], registers: [registry] });
-  const spanBytes = new Counter({ name: 'volt_gateway_span_bytes_total', help: 'Stored (compact JSON) size of the spans recorded, in UTF-16 units (bytes for ASCII)', registers: [registry] });
+  const spanBytes = new Counter({ name: 'volt_gateway_span_bytes_total', help: 'Stored (compact JSON) size of the spans built for upload, in UTF-16 units (bytes for ASCII)', registers: [registry] });
+  const walBytes = new Counter({ name: 'volt_gateway_wal_written_bytes_total', help: 'Bytes of call records appended to the WAL (request, answer as received, meta)', registers: [registry] });
   const uploadedBytes = new Counter({ name: 'volt_gateway_span_upload_bytes_total', help: 'Bytes of span objects put into the object store (gzip segments)', registers: [registry] });
   const uploadLag = new Histogram({
     name: 'volt_gateway_span_upload_lag_seconds',
@@ -47,7 +48,7 @@ export function createGatewayMetrics(sources: { pendingUploads: () => number; wa
       this.set(sources.inFlight());
     },
   });
-  return { registry, requests, latency, upstreamErrors, tokensIn, tokensOut, spans, spanBytes, uploadedBytes, uploadLag };
+  return { registry, requests, latency, upstreamErrors, tokensIn, tokensOut, spans, spanBytes, walBytes, uploadedBytes, uploadLag };
 }
 
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

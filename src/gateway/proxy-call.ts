@@ -9,8 +9,8 @@ import { stripExtensions, isUsageOnlyChunk, type Asked } from './extensions.js';
 import type { GatewayCore } from './gateway-core.js';
 import { GatewayError, errorBody, typeForStatus } from './openai-error.js';
 import type { CallContext } from './span-record.js';
-import { sseData } from './sse.js';
-import { StreamAssembler } from './stream-assembler.js';
+import { oneLine } from './call-record.js';
+import { sseBatches } from './sse.js';
 import { header, ResponseTooLargeError, type BufferedResponse, type UpstreamHeaders, type UpstreamResponse } from './upstream.js';
 
 const UPSTREAM_PATH: Record<Span['endpoint'], string> = { 'chat.completions': '/v1/chat/completions', completions: '/v1/completions' };
@@ -28,12 +28,16 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   if (res.statusCode >= 400 || json === undefined) {
     const message = upstreamMessage(json, res.text, res.statusCode);
     await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
-    await core.recorder.record(ctx, { response: json ?? null, firstByteAt, error: { status: res.statusCode, message } });
+    await core.recorder.record(ctx, { answer: { json: answerText(res.bytes, json) }, firstByteAt, error: { status: res.statusCode, message }, usage: (json as any)?.usage });
     throw agentError(res, message);
   }
-  await core.recorder.record(ctx, { response: json, firstByteAt, error: null });
+  // The answer goes into the WAL as the text received; the span is built from it when it is uploaded.
+  await core.recorder.record(ctx, { answer: { json: answerText(res.bytes, json) }, firstByteAt, error: null, usage: (json as any)?.usage });
   countCompletion(ctx.rollout, json);
-  return reply.code(200).send(ctx.dialect ? ctx.dialect.json(json as ChatCompletion) : stripExtensions(json, asked));
+  if (ctx.dialect) return reply.code(200).send(ctx.dialect.json(json as ChatCompletion));
+  // Nothing to strip (the agent asked for the ids and logprobs): the answer goes out as received.
+  if (asked.tokenIds && asked.logprobs) return reply.code(200).type('application/json; charset=utf-8').send(res.text);
+  return reply.code(200).send(stripExtensions(json, asked));
 }
 
 /** A streaming call: chunks pass through as they arrive; the span is durable before `[DONE]` is written. */
@@ -50,7 +54,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     const json = tryParse(text);
     const message = res.statusCode >= 400 ? upstreamMessage(json, text, res.statusCode) : `upstream answered ${contentType || 'no content-type'} to a stream request`;
     await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
-    await core.recorder.record(ctx, { response: json ?? null, firstByteAt: new Date(), error: { status: res.statusCode, message } });
+    await core.recorder.record(ctx, { answer: { json: answerText(text, json) }, firstByteAt: new Date(), error: { status: res.statusCode, message }, usage: (json as any)?.usage });
     throw res.statusCode >= 400 ? agentError(res, message) : new GatewayError(502, message, { type: 'upstream_error', code: 'bad_upstream_stream' });
   }
 
@@ -60,39 +64,46 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
   const write = async (s: string) => {
     if (!out.write(s)) await once(out, 'drain', { signal: link.signal });
   };
-  const assembler = new StreamAssembler(ctx.endpoint);
   const translator = ctx.dialect?.stream();
+  // The data of every chunk the span is built from (call-record.ts), as received; the usage, for the budget now.
+  const chunks: string[] = [];
+  let usage: any = null;
   let firstByteAt: Date | null = null;
   let error: { status: number | null; message: string } | null = null;
   let done = false;
   let bytes = 0;
   try {
-    for await (const data of sseData(res.body)) {
+    // One write to the agent per upstream read (the chunks it brought), not one per chunk.
+    for await (const batch of sseBatches(res.body)) {
       firstByteAt ??= new Date();
-      bytes += data.length;
-      if (bytes > core.upstream.maxResponseBytes) {
-        error = { status: null, message: new ResponseTooLargeError(core.upstream.maxResponseBytes).message };
-        res.body.destroy();
-        break;
+      let out = '';
+      let stop = false;
+      for (const data of batch) {
+        bytes += data.length;
+        if (bytes > core.upstream.maxResponseBytes) {
+          error = { status: null, message: new ResponseTooLargeError(core.upstream.maxResponseBytes).message };
+          res.body.destroy();
+          stop = true;
+          break;
+        }
+        if (data === '[DONE]') {
+          done = stop = true;
+          break;
+        }
+        const chunk = tryParse(data) as any;
+        if (chunk === undefined) continue;
+        if (chunk.error) {
+          error = { status: chunk.error.code ?? null, message: String(chunk.error.message ?? 'upstream stream error') };
+          stop = true;
+          break;
+        }
+        chunks.push(answerText(data, chunk));
+        if (chunk.usage) usage = chunk.usage;
+        if (translator) out += translator.chunk(chunk);
+        else if (asked.usage || !isUsageOnlyChunk(chunk)) out += `data: ${JSON.stringify(stripExtensions(chunk, asked))}\n\n`;
       }
-      if (data === '[DONE]') {
-        done = true;
-        break;
-      }
-      const chunk = tryParse(data) as any;
-      if (chunk === undefined) continue;
-      if (chunk.error) {
-        error = { status: chunk.error.code ?? null, message: String(chunk.error.message ?? 'upstream stream error') };
-        break;
-      }
-      assembler.add(chunk);
-      if (translator) {
-        const events = translator.chunk(chunk);
-        if (events) await write(events);
-        continue;
-      }
-      if (!asked.usage && isUsageOnlyChunk(chunk)) continue;
-      await write(`data: ${JSON.stringify(stripExtensions(chunk, asked))}\n\n`);
+      if (out) await write(out);
+      if (stop) break;
     }
     if (!done && !error) error = { status: null, message: 'upstream stream ended before [DONE]' };
     if (error) await upstreamFailed(core, ctx, 'stream_interrupted', null);
@@ -102,8 +113,8 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     res.body.destroy();
   }
   try {
-    await core.recorder.record(ctx, { response: assembler.response(), firstByteAt, error });
-    countCompletion(ctx.rollout, assembler.response());
+    await core.recorder.record(ctx, { answer: { chunks }, firstByteAt, error, usage });
+    countCompletion(ctx.rollout, { usage });
   } catch (err) {
     request.log.error({ err }, 'span could not be made durable');
     error ??= { status: 500, message: 'gateway could not record the call' };
@@ -123,7 +134,7 @@ async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unk
   const message = link.gone ? 'client disconnected' : tooLarge ? err.message : `upstream unreachable: ${(err as Error).message}`;
   if (link.gone) core.metrics.upstreamErrors.inc({ kind: 'client_abort' });
   else await upstreamFailed(core, ctx, 'connect', null);
-  await core.recorder.record(ctx, { response: null, firstByteAt: null, error: { status: null, message } });
+  await core.recorder.record(ctx, { answer: { json: 'null' }, firstByteAt: null, error: { status: null, message } });
   throw new GatewayError(502, message, { type: 'upstream_error', code: tooLarge ? 'upstream_response_too_large' : 'upstream_unreachable' });
 }
 
@@ -152,6 +163,11 @@ function agentError(res: { statusCode: number; headers: UpstreamHeaders }, messa
 function upstreamMessage(json: any, text: string, status: number): string {
   const inner = json?.error?.message ?? json?.detail ?? json?.message ?? text.slice(0, 500);
   return `upstream ${status}: ${typeof inner === 'string' ? inner : JSON.stringify(inner)}`;
+}
+
+/** The answer for the call record: as received when it parsed (one line), else JSON null. */
+function answerText<T extends string | Buffer>(text: T, parsed: unknown): T | string {
+  return parsed === undefined ? 'null' : oneLine(text, parsed);
 }
 
 function tryParse(text: string): unknown {

@@ -69,15 +69,36 @@ function extractChoice(c: any, endpoint: Span['endpoint']): SpanChoice {
   return choice;
 }
 
-export function buildSpan(ctx: CallContext, outcome: CallOutcome): Span {
-  const r = outcome.response;
+/**
+ * What the gateway knows of a call without reading its answer: everything of the span but what comes from the
+ * engine's answer. Taken when the call is recorded (so `endedAt` / `durationMs` are the call's), stored in the WAL
+ * beside the answer's text (call-record.ts), and joined with the parsed answer later, off the call's path.
+ */
+export interface SpanMeta {
+  spanId: string;
+  runId: string;
+  iteration: number;
+  rolloutId: string;
+  attempt: number;
+  seq: number;
+  mode: Span['mode'];
+  endpoint: Span['endpoint'];
+  api: NonNullable<Span['api']>;
+  stream: boolean;
+  startedAt: string;
+  firstByteAt: string | null;
+  endedAt: string;
+  durationMs: number;
+  request: Span['request'];
+  /** servedBy's fallback when the answer names no model. */
+  policyModel: string;
+  promptOverlay: Span['promptOverlay'];
+  error: Span['error'];
+}
+
+export function spanMeta(ctx: CallContext, firstByteAt: Date | null, error: CallOutcome['error']): SpanMeta {
   const { record } = ctx.rollout;
   const endedAt = new Date();
-  const promptTokenIds = Array.isArray(r?.prompt_token_ids)
-    ? r.prompt_token_ids
-    : Array.isArray(r?.choices?.[0]?.prompt_token_ids)
-      ? r.choices[0].prompt_token_ids
-      : null;
   return {
     spanId: randomUUID(),
     runId: record.runId,
@@ -90,29 +111,63 @@ export function buildSpan(ctx: CallContext, outcome: CallOutcome): Span {
     api: ctx.api,
     stream: ctx.stream,
     startedAt: ctx.startedAt.toISOString(),
-    firstByteAt: outcome.firstByteAt?.toISOString() ?? null,
+    firstByteAt: firstByteAt?.toISOString() ?? null,
     endedAt: endedAt.toISOString(),
     durationMs: performance.now() - ctx.startMs,
     request: ctx.request,
-    upstreamRequest: ctx.upstreamRequest,
+    policyModel: record.policyModel,
+    promptOverlay: record.promptOverlay ? { version: record.promptOverlay.version } : null,
+    error,
+  };
+}
+
+/** The span of a call: its meta joined with the engine's answer (ids, logprobs and text extracted from it). */
+export function spanOf(meta: SpanMeta, upstreamRequest: unknown, response: any): Span {
+  const r = response;
+  const promptTokenIds = Array.isArray(r?.prompt_token_ids)
+    ? r.prompt_token_ids
+    : Array.isArray(r?.choices?.[0]?.prompt_token_ids)
+      ? r.choices[0].prompt_token_ids
+      : null;
+  return {
+    spanId: meta.spanId,
+    runId: meta.runId,
+    iteration: meta.iteration,
+    rolloutId: meta.rolloutId,
+    attempt: meta.attempt,
+    seq: meta.seq,
+    mode: meta.mode,
+    endpoint: meta.endpoint,
+    api: meta.api,
+    stream: meta.stream,
+    startedAt: meta.startedAt,
+    firstByteAt: meta.firstByteAt,
+    endedAt: meta.endedAt,
+    durationMs: meta.durationMs,
+    request: meta.request,
+    upstreamRequest,
     response: r ?? null,
     promptTokenIds,
-    choices: Array.isArray(r?.choices) ? r.choices.map((c: any) => extractChoice(c, ctx.endpoint)) : [],
+    choices: Array.isArray(r?.choices) ? r.choices.map((c: any) => extractChoice(c, meta.endpoint)) : [],
     usage: r?.usage ?? null,
-    servedBy: parseServedBy(r, record.policyModel),
-    promptOverlay: record.promptOverlay ? { version: record.promptOverlay.version } : null,
-    status: outcome.error ? 'error' : 'ok',
-    error: outcome.error,
+    servedBy: parseServedBy(r, meta.policyModel),
+    promptOverlay: meta.promptOverlay,
+    status: meta.error ? 'error' : 'ok',
+    error: meta.error,
   };
+}
+
+export function buildSpan(ctx: CallContext, outcome: CallOutcome): Span {
+  return spanOf(spanMeta(ctx, outcome.firstByteAt, outcome.error), ctx.upstreamRequest, outcome.response);
 }
 
 /**
  * The span as one JSON line, in the stored form (src/storage/span-codec.ts): the answer without the token ids and
  * logprobs the span already holds. The upstream request goes in as the text sent, so it is not serialised again.
  */
-export function serializeSpan(span: Span, ctx: CallContext): string {
+export function serializeSpan(span: Span, sent: Pick<CallContext, 'upstreamText'>): string {
   const { upstreamRequest: _sent, response, ...rest } = span;
   const stored = compactResponse(span, response);
   const elided = stored.elided.length ? `,"elided":${JSON.stringify(stored.elided)}` : '';
-  return `${JSON.stringify(rest).slice(0, -1)},"upstreamRequest":${ctx.upstreamText},"response":${JSON.stringify(stored.response)}${elided}}`;
+  return `${JSON.stringify(rest).slice(0, -1)},"upstreamRequest":${sent.upstreamText},"response":${JSON.stringify(stored.response)}${elided}}`;
 }

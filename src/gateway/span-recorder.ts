@@ -1,8 +1,8 @@
-import type { Span } from '../contracts/span.js';
 import { keys } from '../storage/keys.js';
+import { callRecordParts, spanLineOf, type RecordedAnswer } from './call-record.js';
 import type { InFlight } from './in-flight.js';
 import type { GatewayMetrics } from './metrics.js';
-import { buildSpan, serializeSpan, type CallContext, type CallOutcome } from './span-record.js';
+import { spanMeta, type CallContext, type CallOutcome } from './span-record.js';
 import type { GatewayStore } from './store.js';
 import type { SpanUploader } from './uploader.js';
 import type { WriteAheadLog } from './wal.js';
@@ -10,32 +10,42 @@ import type { WriteAheadLog } from './wal.js';
 /** 'wal' = fsync'd local log + background upload (default); 'direct' = await the object-store put (bench baseline). */
 export type Durability = 'wal' | 'direct';
 
-/** Makes a call's span durable; returns only once it would survive `kill -9` of the gateway. */
+/** How a call ended, as recorded: the answer's text (not its parsed form), and the usage read from it for the counters. */
+export interface RecordedCall {
+  answer: RecordedAnswer;
+  firstByteAt: Date | null;
+  error: CallOutcome['error'];
+  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
+}
+
+/**
+ * Makes a call's record durable; returns only once it would survive `kill -9` of the gateway. With the WAL, the
+ * record is the answer's text as received (call-record.ts) and the span is built when it is uploaded.
+ */
 export class SpanRecorder {
   constructor(
     private readonly deps: { wal: WriteAheadLog; uploader: SpanUploader; store: GatewayStore; metrics: GatewayMetrics; inFlight: InFlight; durability: Durability },
   ) {}
 
-  async record(ctx: CallContext, outcome: CallOutcome): Promise<Span> {
+  async record(ctx: CallContext, call: RecordedCall): Promise<void> {
     if (ctx.seqClaim) ctx.seq = await ctx.seqClaim;
-    const span = buildSpan(ctx, outcome);
-    const key = keys.span(ctx.rollout.ref, span.seq);
-    // Serialised now, so the caller may strip fields from the response it hands the agent afterwards.
-    const json = serializeSpan(span, ctx);
+    const key = keys.span(ctx.rollout.ref, ctx.seq);
+    const parts = callRecordParts(spanMeta(ctx, call.firstByteAt, call.error), ctx.upstreamText, call.answer);
     if (this.deps.durability === 'direct') {
-      const body = Buffer.from(json);
+      const body = Buffer.from(spanLineOf(Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))).toString('utf8')));
       await this.deps.store.putBytes(key, body, body.length, 'application/json');
     } else {
       // A lone call has nobody to share its write(2) with, so it skips the wait for the end of the event-loop turn.
-      this.deps.uploader.enqueue(await this.deps.wal.append(key, json, this.deps.inFlight.count <= 1));
+      const entry = await this.deps.wal.append(key, parts, this.deps.inFlight.count <= 1);
+      this.deps.uploader.enqueue(entry);
+      this.deps.metrics.walBytes.inc(entry.bytes);
     }
     const { metrics } = this.deps;
-    metrics.spans.inc({ status: span.status });
-    metrics.spanBytes.inc(json.length);
-    if (span.usage) {
-      metrics.tokensIn.inc(span.usage.prompt_tokens || 0);
-      metrics.tokensOut.inc(span.usage.completion_tokens || 0);
+    metrics.spans.inc({ status: call.error ? 'error' : 'ok' });
+    const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) ? n : 0);
+    if (call.usage) {
+      metrics.tokensIn.inc(count(call.usage.prompt_tokens));
+      metrics.tokensOut.inc(count(call.usage.completion_tokens));
     }
-    return span;
   }
 }

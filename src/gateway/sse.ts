@@ -1,27 +1,32 @@
 /**
- * Splits an SSE byte stream into the `data` payloads of its events, as they arrive. Comments and other fields
- * are dropped; multi-line data is joined with '\n' as the SSE spec says.
+ * Splits an SSE byte stream into the `data` payloads of its events, as they arrive: one batch per read, holding
+ * the events that read completed (so a relay can answer them with one write). Comments and other fields are
+ * dropped; multi-line data is joined with '\n' as the SSE spec says.
  */
-export async function* sseData(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<string> {
+export async function* sseBatches(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<string[]> {
   const decoder = new TextDecoder();
+  const eventEnd = /\r\n\r\n|\n\n|\r\r/g;
   let buffer = '';
   for await (const part of body) {
     buffer += typeof part === 'string' ? part : decoder.decode(part, { stream: true });
-    let end: number;
-    while ((end = eventEnd(buffer)) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end).replace(/^(\r\n\r\n|\n\n|\r\r)/, '');
-      const data = dataOf(block);
-      if (data !== null) yield data;
+    const batch: string[] = [];
+    let start = 0;
+    eventEnd.lastIndex = 0;
+    for (let m = eventEnd.exec(buffer); m; m = eventEnd.exec(buffer)) {
+      const data = dataOf(buffer.slice(start, m.index));
+      if (data !== null) batch.push(data);
+      start = m.index + m[0].length;
     }
+    buffer = buffer.slice(start);
+    if (batch.length) yield batch;
   }
   const tail = dataOf(buffer + decoder.decode());
-  if (tail !== null) yield tail;
+  if (tail !== null) yield [tail];
 }
 
-function eventEnd(buffer: string): number {
-  const m = /\r\n\r\n|\n\n|\r\r/.exec(buffer);
-  return m ? m.index : -1;
+/** The same payloads one at a time. */
+export async function* sseData(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<string> {
+  for await (const batch of sseBatches(body)) yield* batch;
 }
 
 function dataOf(block: string): string | null {

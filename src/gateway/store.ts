@@ -4,7 +4,7 @@
  */
 export interface GatewayStore {
   putJson(key: string, value: unknown): Promise<unknown>;
-  /** Spans are serialised once, when they enter the WAL, and uploaded as those exact bytes. */
+  /** Span objects, as the uploader built them from the WAL's call records (segments gzip'd). */
   putBytes(key: string, body: Buffer, size?: number, contentType?: string): Promise<unknown>;
   /** Reads span objects back (src/storage/spans.ts). */
   getBytes(key: string): Promise<Buffer>;

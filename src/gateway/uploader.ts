@@ -1,8 +1,8 @@
-import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
 import { parseSpanKey, segmentKeyFor } from '../storage/spans.js';
+import { SpanEncoder, type EncodedObject } from './span-encoder.js';
 import type { GatewayStore } from './store.js';
 import type { WalEntry, WriteAheadLog } from './wal.js';
+import { entryRef } from './wal-segment.js';
 
 interface Job {
   entry: WalEntry;
@@ -40,13 +40,12 @@ export interface UploaderOptions {
   maxSegmentBytes?: number;
   /** gzip level for segment objects (readSpans recognises gzip by its magic bytes); 0 = store them as plain JSONL. */
   gzipLevel?: number;
+  /** Builds span objects from WAL entries (span-encoder.ts); default: on the event loop, gzip on libuv's pool. */
+  encoder?: SpanEncoder;
   log?: (msg: string, err: unknown) => void;
-  /** After each put: the object's bytes and, per span in it, seconds since it was queued (metrics). */
-  onUploaded?: (bytes: number, lagsS: number[]) => void;
+  /** After each put: the object's bytes, its compact span text, and per span seconds since it was queued (metrics). */
+  onUploaded?: (bytes: number, lagsS: number[], spanChars: number) => void;
 }
-
-// On libuv's thread pool, so compressing a segment does not hold up the calls on the event loop.
-const gzipAsync = promisify(gzip);
 
 /**
  * Puts WAL entries into the object store in the background with bounded concurrency, retrying until they land
@@ -65,13 +64,16 @@ export class SpanUploader {
   private queuedBytes = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | null = null;
+  private readonly encoder: SpanEncoder;
   failures = 0;
 
   constructor(
     private readonly store: GatewayStore,
     private readonly wal: WriteAheadLog,
     private readonly opts: UploaderOptions = {},
-  ) {}
+  ) {
+    this.encoder = opts.encoder ?? new SpanEncoder({ worker: false });
+  }
 
   get pendingCount(): number {
     return this.pending.size;
@@ -92,7 +94,7 @@ export class SpanUploader {
     if (group) this.groups.get(group)!.set(job.seq, job);
     this.pending.add(job);
     this.queue.push(job);
-    this.queuedBytes += entry.json.length;
+    this.queuedBytes += entry.bytes;
     // Pumped once per event-loop turn, so the spans one WAL write acknowledged can share a segment.
     if (this.pumpScheduled) return;
     this.pumpScheduled = true;
@@ -162,15 +164,15 @@ export class SpanUploader {
     const members = head.group ? this.groups.get(head.group) : undefined;
     const { maxSegmentSpans = 256, maxSegmentBytes = 4 * 1024 * 1024 } = this.opts;
     const jobs = [head];
-    let bytes = head.entry.json.length;
-    const fits = (j: Job | undefined): j is Job => !!j && jobs.length < maxSegmentSpans && bytes + j.entry.json.length <= maxSegmentBytes;
+    let bytes = head.entry.bytes;
+    const fits = (j: Job | undefined): j is Job => !!j && jobs.length < maxSegmentSpans && bytes + j.entry.bytes <= maxSegmentBytes;
     for (let s = head.seq - 1, j = members?.get(s); fits(j); j = members?.get(--s)) {
       jobs.unshift(j);
-      bytes += j.entry.json.length;
+      bytes += j.entry.bytes;
     }
     for (let s = head.seq + 1, j = members?.get(s); fits(j); j = members?.get(++s)) {
       jobs.push(j);
-      bytes += j.entry.json.length;
+      bytes += j.entry.bytes;
     }
     for (const j of jobs) {
       j.taken = true;
@@ -185,13 +187,14 @@ export class SpanUploader {
     const first = jobs[0]!;
     const key = first.group ? segmentKeyFor(first.entry.key, first.seq, jobs.at(-1)!.seq) : first.entry.key;
     const { gzipLevel = 1 } = this.opts;
-    const text = Buffer.from(first.group ? jobs.map((j) => `${j.entry.json}\n`).join('') : first.entry.json);
-    const body = first.group && gzipLevel > 0 ? await gzipAsync(text, { level: gzipLevel }) : text;
+    let encoded: EncodedObject | null = null;
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        await this.store.putBytes(key, body, body.length, body === text ? (first.group ? 'application/x-ndjson' : 'application/json') : 'application/gzip');
+        // Inside the retry loop: a failed encoding (a worker that died) is retried like a failed put.
+        encoded ??= await this.encoder.encode({ entries: jobs.map((j) => entryRef(j.entry)), segment: first.group !== null, gzipLevel });
+        await this.store.putBytes(key, encoded.body, encoded.body.length, encoded.contentType);
         const now = performance.now();
-        this.opts.onUploaded?.(body.length, jobs.map((j) => (now - j.queuedAt) / 1000));
+        this.opts.onUploaded?.(encoded.body.length, jobs.map((j) => (now - j.queuedAt) / 1000), encoded.spanChars);
         for (const j of jobs) {
           await this.wal.markUploaded(j.entry);
           this.pending.delete(j);

@@ -42,6 +42,8 @@ export interface BufferedResponse {
   /** When the answer's status line and headers arrived (the span's firstByteAt). */
   headersAt: Date;
   text: string;
+  /** The answer's bytes as received (`text` decoded), for the call record. */
+  bytes: Buffer;
   attempts: number;
 }
 
@@ -171,7 +173,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.release();
-    this.resolve({ statusCode: this.statusCode, headers: this.headers, headersAt: this.headersAt, text: Buffer.concat(this.chunks).toString('utf8'), attempts: this.attempts });
+    const bytes = Buffer.concat(this.chunks);
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, headersAt: this.headersAt, text: bytes.toString('utf8'), bytes, attempts: this.attempts });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {

@@ -18,7 +18,11 @@ export interface Segment {
 /** One durable record: a JSON document (already serialised) that must end up in the object store at `key`. */
 export interface WalEntry {
   key: string;
-  json: string;
+  /** Where the document's bytes are in its segment's file (read back from there, not kept in memory). */
+  offset: number;
+  bytes: number;
+  /** The document, kept in memory when it was appended as one string, and for entries replayed at start. */
+  json?: string;
   segment: Segment;
 }
 
@@ -33,10 +37,18 @@ export function createSegment(file: string): Segment {
   return { file, fd: fs.openSync(file, 'a'), bytes: 0, entries: 0, uploaded: 0, sealed: false, dirty: false };
 }
 
-/** Appends `count` whole lines with synchronous write(2) calls: once this returns, a process kill cannot lose them. */
-export function appendLines(segment: Segment, lines: Buffer, count: number): void {
-  for (let off = 0; off < lines.length; ) off += fs.writeSync(segment.fd!, lines, off);
-  segment.bytes += lines.length;
+/**
+ * Appends `count` whole lines, given as consecutive buffers, with one synchronous writev(2) (more only if it wrote
+ * short): once this returns, a process kill cannot lose them.
+ */
+export function appendLines(segment: Segment, lines: Buffer[], count: number): void {
+  const total = lines.reduce((n, b) => n + b.length, 0);
+  const written = lines.length <= 512 ? fs.writevSync(segment.fd!, lines) : 0;
+  if (written < total) {
+    const rest = Buffer.concat(lines).subarray(written);
+    for (let off = 0; off < rest.length; ) off += fs.writeSync(segment.fd!, rest, off);
+  }
+  segment.bytes += total;
   segment.entries += count;
   segment.dirty = true;
 }
@@ -57,9 +69,37 @@ export async function readSegment(dir: string, name: string): Promise<{ segment:
     const record = parseLine(line);
     if (!record) continue;
     segment.entries++;
-    entries.push({ ...record, segment });
+    entries.push({ ...record, offset: -1, bytes: Buffer.byteLength(record.json), segment });
   }
   return { segment, entries };
+}
+
+/** The documents of entries, read back from their segments' files where they are not held in memory. */
+export function readEntries(refs: readonly EntryRef[]): string[] {
+  const fds = new Map<string, number>();
+  try {
+    return refs.map((r) => {
+      if (r.json !== undefined) return r.json;
+      let fd = fds.get(r.file);
+      if (fd === undefined) fds.set(r.file, (fd = fs.openSync(r.file, 'r')));
+      const buf = Buffer.allocUnsafe(r.bytes);
+      for (let off = 0; off < r.bytes; ) {
+        const n = fs.readSync(fd, buf, off, r.bytes - off, r.offset + off);
+        if (n === 0) throw new Error(`${r.file}: entry at ${r.offset} is cut short`);
+        off += n;
+      }
+      return buf.toString('utf8');
+    });
+  } finally {
+    for (const fd of fds.values()) fs.closeSync(fd);
+  }
+}
+
+/** An entry as another thread can read it: its document, or where it is in which file. */
+export type EntryRef = { json: string; file?: undefined; offset?: undefined; bytes?: undefined } | { json?: undefined; file: string; offset: number; bytes: number };
+
+export function entryRef(entry: WalEntry): EntryRef {
+  return entry.json !== undefined ? { json: entry.json } : { file: entry.segment.file, offset: entry.offset, bytes: entry.bytes };
 }
 
 // A torn last line (power loss mid-write, before fdatasync) was never acknowledged in 'fsync' mode, so it is skipped.

@@ -29,7 +29,8 @@ export interface WalOptions {
 
 interface Queued {
   key: string;
-  json: string;
+  /** One JSON document: a string, or its pieces (bytes received are written as they are, not re-encoded). */
+  value: string | (string | Buffer)[];
   resolve: (entry: WalEntry) => void;
   reject: (err: unknown) => void;
 }
@@ -39,6 +40,8 @@ interface SyncWaiter {
   resolve: () => void;
   reject: (err: unknown) => void;
 }
+
+const LINE_END = Buffer.from('}\n');
 
 /**
  * A per-process append-only JSONL write-ahead log. The lines appended in one event-loop turn go out in one
@@ -96,9 +99,9 @@ export class WriteAheadLog {
    * of one event-loop turn go out in one write(2) at the end of the turn; `alone` (no other append can come this
    * turn, e.g. no other call is in flight) writes at once instead of waiting for the turn to end.
    */
-  append(key: string, json: string, alone = false): Promise<WalEntry> {
+  append(key: string, value: string | (string | Buffer)[], alone = false): Promise<WalEntry> {
     return new Promise((resolve, reject) => {
-      const queued = this.queued.push({ key, json, resolve, reject });
+      const queued = this.queued.push({ key, value, resolve, reject });
       if (alone) this.writeQueued();
       else if (queued === 1) setImmediate(() => this.writeQueued());
     });
@@ -108,9 +111,20 @@ export class WriteAheadLog {
     const batch = this.queued.splice(0);
     if (batch.length === 0) return;
     let segment: Segment;
+    const entries: WalEntry[] = [];
     try {
       segment = this.writable();
-      appendLines(segment, Buffer.from(batch.map((q) => `{"key":${JSON.stringify(q.key)},"value":${q.json}}\n`).join('')), batch.length);
+      const lines: Buffer[] = [];
+      let at = segment.bytes;
+      for (const q of batch) {
+        const head = Buffer.from(`{"key":${JSON.stringify(q.key)},"value":`);
+        const parts = (typeof q.value === 'string' ? [q.value] : q.value).map((p) => (typeof p === 'string' ? Buffer.from(p) : p));
+        const bytes = parts.reduce((n, p) => n + p.length, 0);
+        entries.push({ key: q.key, offset: at + head.length, bytes, json: typeof q.value === 'string' ? q.value : undefined, segment });
+        at += head.length + bytes + LINE_END.length;
+        lines.push(head, ...parts, LINE_END);
+      }
+      appendLines(segment, lines, batch.length);
     } catch (err) {
       for (const q of batch) q.reject(err);
       return;
@@ -118,7 +132,7 @@ export class WriteAheadLog {
     const seq = ++this.written;
     if (segment.bytes >= this.opts.maxSegmentBytes) this.seal(segment);
     const resolve = () => {
-      for (const q of batch) q.resolve({ key: q.key, json: q.json, segment });
+      batch.forEach((q, i) => q.resolve(entries[i]!));
     };
     if (this.opts.sync === 'write') {
       this.timer ??= setTimeout(() => {

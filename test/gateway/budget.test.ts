@@ -83,6 +83,31 @@ describe('per-attempt budgets in the gateway', () => {
     assert.match(err.message, /wall time 1 s used/);
   });
 
+  it('keeps counting across a gateway restart: the calls and tokens used before it still count', async () => {
+    const first = await startGateway(store, services.dataDir, upstream.url);
+    let second: RunningGateway | null = null;
+    try {
+      const budget = { ...unbounded, maxModelCalls: 4, maxCompletionTokens: 7 };
+      const { token, baseUrl } = await first.admin.register({ ...rolloutInput(), budget });
+      let client = new OpenAI({ baseURL: baseUrl, apiKey: token, maxRetries: 0 });
+      const ask = () => client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
+      await ask();
+      await ask();
+      // A graceful restart: the spans are in S3, the registry file still says what it said at registration.
+      await first.close();
+      second = await startGateway(store, services.dataDir, upstream.url, { dataDir: first.dataDir });
+      client = new OpenAI({ baseURL: `${second.url}${new URL(baseUrl).pathname}`, apiKey: token, maxRetries: 0 });
+      await ask();
+      assert.equal(upstream.received.at(-1)!.body.max_tokens, 1, '3 + 3 of 7 completion tokens were used before the restart');
+      const err = await refusal(ask());
+      assert.equal(err.status, 429);
+      assert.match(err.message, /7 completion tokens used/);
+    } finally {
+      await second?.close();
+      await first.close().catch(() => undefined);
+    }
+  });
+
   it('refuses an upstream answer larger than the byte bound instead of buffering it (JSON and streams)', async () => {
     const small = await startGateway(store, services.dataDir, upstream.url, { upstream: { retryBaseMs: 5, retryMaxMs: 50, maxResponseBytes: 100 } });
     try {

@@ -90,6 +90,33 @@ void describe('gateway crash recovery', () => {
     });
   }
 
+  void it('budget usage survives kill -9: the calls acknowledged before it, only in the WAL, still count after the restart', async () => {
+    const dataDir = fs.mkdtempSync(path.join(services.dataDir, 'crash-'));
+    const port = await freePort('127.0.0.1');
+    const first = await spawnGateway(dataDir, port, `http://127.0.0.1:${await freePort('127.0.0.1')}`, 'write');
+    const admin = new GatewayAdminClient(`http://127.0.0.1:${port}`, ADMIN_KEY);
+    const budget = { maxModelCalls: 3, maxCompletionTokens: null, maxWallSec: null, maxTokensPerCall: 4096, maxChoicesPerCall: 4 };
+    const { baseUrl } = await admin.register({ ...rolloutInput(), budget });
+    const call = () => fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+    for (let i = 0; i < 2; i++) {
+      const res = await call();
+      assert.equal(res.status, 200);
+      await res.text();
+    }
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+
+    const second = await spawnGateway(dataDir, port, services.s3.endpoint, 'write');
+    const third = await call();
+    assert.equal(third.status, 200);
+    await third.text();
+    const refused = await call();
+    assert.equal(refused.status, 429, 'the two calls before the crash and the one after use up maxModelCalls 3');
+    assert.match(((await refused.json()) as { error: { message: string } }).error.message, /3 model calls used/);
+    second.kill('SIGTERM');
+    await new Promise((r) => second.once('exit', r));
+  });
+
   void it('a model-side failure survives kill -9: closing the attempt after a restart still reports it', async () => {
     const dataDir = fs.mkdtempSync(path.join(services.dataDir, 'crash-'));
     const port = await freePort('127.0.0.1');

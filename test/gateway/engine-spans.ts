@@ -3,7 +3,8 @@ import type { RolloutRef } from '../../src/contracts/rollout.js';
 import type { Span } from '../../src/contracts/span.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 import type { Rollout } from '../../src/gateway/registry.js';
-import { buildSpan, serializeSpan, type CallContext } from '../../src/gateway/span-record.js';
+import { callRecordText } from '../../src/gateway/call-record.js';
+import { serializeSpan, spanMeta, spanOf, type CallContext } from '../../src/gateway/span-record.js';
 
 /** A chat answer shaped like vLLM's (>= 0.10.2) with return_token_ids and logprobs, as the engine sends it. */
 export function engineAnswer(promptIds: number[], completionIds: number[], logprobs: number[]): any {
@@ -21,8 +22,9 @@ export function engineAnswer(promptIds: number[], completionIds: number[], logpr
 }
 
 /**
- * A multi-turn rollout as the gateway records it from engine answers: each span built by buildSpan, with
- * `today` = the span as one JSON document (the format stored before compact spans) and `stored` = serializeSpan's line.
+ * A multi-turn rollout as the gateway records it from engine answers: each span built as buildSpan builds it, with
+ * `today` = the span as one JSON document (the format stored before compact spans), `stored` = serializeSpan's line,
+ * and `record` = the call record the gateway appends to its WAL for it (the answer as the engine's JSON text).
  */
 export function recordedRollout(ref: RolloutRef, o: { turns: number; seed: number; promptLen?: number; completionLen?: number }) {
   const rollout = { record: { ...ref, mode: 'train', policyModel: 'policy', sampling: null, promptOverlay: null }, ref } as unknown as Rollout;
@@ -36,8 +38,9 @@ export function recordedRollout(ref: RolloutRef, o: { turns: number; seed: numbe
       request: { body: { model: 'gpt-4o-mini', messages }, headers: { authorization: '[redacted]' } }, upstreamRequest, upstreamText: JSON.stringify(upstreamRequest),
     };
     const c = s.choices[0]!;
-    const outcome = { response: engineAnswer(s.promptTokenIds!, c.tokenIds!, c.logprobs!), firstByteAt: new Date(s.startedAt), error: null };
-    const span: Span = { ...buildSpan(ctx, outcome), spanId: s.spanId };
-    return { span, today: JSON.stringify(span), stored: serializeSpan(span, ctx) };
+    const response = engineAnswer(s.promptTokenIds!, c.tokenIds!, c.logprobs!);
+    const meta = { ...spanMeta(ctx, new Date(s.startedAt), null), spanId: s.spanId };
+    const span: Span = spanOf(meta, upstreamRequest, response);
+    return { span, today: JSON.stringify(span), stored: serializeSpan(span, ctx), record: callRecordText(meta, ctx.upstreamText, { json: JSON.stringify(response) }) };
   });
 }

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { sseData } from '../../src/gateway/sse.js';
 import { WriteAheadLog } from '../../src/gateway/wal.js';
+import { entryRef, readEntries } from '../../src/gateway/wal-segment.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-wal-test-'));
 after(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -55,6 +56,26 @@ void describe('write-ahead log', () => {
     await Promise.all([alone, ...batched]);
     assert.equal(lines(), 3);
     await wal.close();
+  });
+
+  void it('appends a document given as pieces (bytes as received) in one line, and reads it back from the file, not memory', async () => {
+    const dir = freshDir();
+    const wal = new WriteAheadLog(dir);
+    await wal.open();
+    const answer = Buffer.from('{"text":"caf\u00e9 \u2028","ids":[1,2,3]}');
+    const [a, b, c] = await Promise.all([
+      wal.append('k/a', ['{"n":1,"answer":', answer, '}']),
+      wal.append('k/b', '{"n":2}'),
+      wal.append('k/c', [Buffer.from('{"n":'), '3}']),
+    ]);
+    assert.equal(a!.json, undefined, 'pieces are not kept in memory');
+    assert.equal(b!.json, '{"n":2}');
+    const want = ['{"n":1,"answer":{"text":"caf\u00e9 \u2028","ids":[1,2,3]}}', '{"n":2}', '{"n":3}'];
+    assert.deepEqual(readEntries([a!, b!, c!].map(entryRef)), want);
+    assert.deepEqual([a!, b!, c!].map((e) => e.bytes), want.map((w) => Buffer.byteLength(w)));
+    await wal.close();
+    const replay = await new WriteAheadLog(dir).open();
+    assert.deepEqual(replay.map((e) => [e.key, JSON.parse(e.json!)]), [['k/a', JSON.parse(want[0]!)], ['k/b', { n: 2 }], ['k/c', { n: 3 }]]);
   });
 
   void it('replays another process\'s segment, skipping a torn last line, and deletes it once uploaded', async () => {

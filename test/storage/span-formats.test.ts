@@ -12,6 +12,7 @@ import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { CorruptSpanError, readSpans } from '../../src/storage/spans.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
+import { SpanEncoder } from '../../src/gateway/span-encoder.js';
 import { recordedRollout } from '../gateway/engine-spans.js';
 import { scoredGroups } from '../batches/scored-rollouts.js';
 
@@ -23,10 +24,11 @@ async function collect(store: ObjectStore, ref: RolloutRef): Promise<Span[]> {
   return out;
 }
 
-void describe('span formats: segments from before compact spans and compact (gzip) segments read alike', () => {
+void describe('span formats: segments from before compact spans, compact (gzip) segments and spans built from call records read alike', () => {
   let services: TestServices;
   let old: ObjectStore;
   let compact: ObjectStore;
+  let records: ObjectStore;
   const scored = scoredGroups('fmt-run', 1, [[1, 0, 0.5], [0, 1]]);
 
   before(async () => {
@@ -35,6 +37,9 @@ void describe('span formats: segments from before compact spans and compact (gzi
     compact = createObjectStore({ ...services.s3, bucket: 'volt-fmt-new' });
     await old.ensureBucket();
     await compact.ensureBucket();
+    records = createObjectStore({ ...services.s3, bucket: 'volt-fmt-rec' });
+    await records.ensureBucket();
+    const encoder = new SpanEncoder({ worker: true });
     // The same recorded calls, stored as the gateway stored them before (whole JSON spans) and as it stores them now:
     // a gzip'd segment for seqs 0..2, a plain compact segment for 3..4 and a single compact span for the last.
     for (const { result } of scored) {
@@ -44,7 +49,13 @@ void describe('span formats: segments from before compact spans and compact (gzi
       await compact.putBytes(keys.spanSegment(r, 0, 2), gzipSync(lines(calls.slice(0, 3).map((c) => c.stored))));
       await compact.putBytes(keys.spanSegment(r, 3, 4), lines(calls.slice(3, 5).map((c) => c.stored)));
       await compact.putBytes(keys.span(r, 5), Buffer.from(calls[5]!.stored));
+      // And as the gateway stores them since it records calls (WAL call records built into spans by the uploader's
+      // encoder thread): a gzip'd segment for 0..3, single spans for 4 and 5.
+      const seg = await encoder.encode({ entries: calls.slice(0, 4).map((c) => ({ json: c.record })), segment: true, gzipLevel: 1 });
+      await records.putBytes(keys.spanSegment(r, 0, 3), seg.body, seg.body.length, seg.contentType);
+      for (const seq of [4, 5]) await records.putBytes(keys.span(r, seq), (await encoder.encode({ entries: [{ json: calls[seq]!.record }], segment: false, gzipLevel: 1 })).body);
     }
+    await encoder.close();
   });
   after(async () => services?.stop());
 
@@ -54,6 +65,7 @@ void describe('span formats: segments from before compact spans and compact (gzi
       const now = await collect(compact, result.ref);
       assert.equal(now.length, 6);
       assert.deepStrictEqual(now, before);
+      assert.deepStrictEqual(await collect(records, result.ref), before, 'spans built from call records read the same');
       const answer = now[2]!.response as { prompt_token_ids: number[]; choices: { token_ids: number[]; logprobs: { content: Record<string, unknown>[] } }[] };
       assert.deepEqual(answer.prompt_token_ids, now[2]!.promptTokenIds);
       assert.deepEqual(Object.keys(answer.choices[0]!.logprobs.content[0]!), ['token', 'logprob', 'bytes', 'top_logprobs'], 'entries keep the engine\'s field order');
@@ -69,6 +81,9 @@ void describe('span formats: segments from before compact spans and compact (gzi
       assert.ok(a.manifest.counts.samples > 0);
       assert.deepEqual(b.manifest, a.manifest);
       assert.ok(fs.readFileSync(path.join(dir, 'new.safetensors')).equals(fs.readFileSync(path.join(dir, 'old.safetensors'))));
+      const c = await buildBatchFile(path.join(dir, 'rec.safetensors'), scored, config, storeSpanSource(records), { tmpDir: dir });
+      assert.deepEqual(c.manifest, a.manifest);
+      assert.ok(fs.readFileSync(path.join(dir, 'rec.safetensors')).equals(fs.readFileSync(path.join(dir, 'old.safetensors'))), 'from call records too');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

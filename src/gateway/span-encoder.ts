@@ -1,0 +1,95 @@
+import { promisify } from 'node:util';
+import { Worker } from 'node:worker_threads';
+import { gzip, gzipSync } from 'node:zlib';
+import { spanLineOf } from './call-record.js';
+import { readEntries, type EntryRef } from './wal-segment.js';
+
+/** One span object ready to put: its bytes, their content type, and the compact span text it holds (metrics). */
+export interface EncodedObject {
+  body: Buffer;
+  contentType: string;
+  spanChars: number;
+}
+
+export interface EncodeJob {
+  /** WAL entries (call records, or span lines an older gateway wrote) in seq order, read from their files if need be. */
+  entries: EntryRef[];
+  /** A segment (JSON Lines, gzip'd unless gzipLevel is 0) rather than one span alone (plain JSON). */
+  segment: boolean;
+  gzipLevel: number;
+}
+
+/** Builds the spans of WAL entries and the object that holds them; pure, so it runs the same in a worker. */
+export function encodeSpanObject(job: EncodeJob, compress: (text: Buffer) => Buffer = (t) => gzipSync(t, { level: job.gzipLevel })): EncodedObject {
+  const lines = readEntries(job.entries).map(spanLineOf);
+  const spanChars = lines.reduce((n, l) => n + l.length, 0);
+  if (!job.segment) return { body: Buffer.from(lines[0] ?? ''), contentType: 'application/json', spanChars };
+  const text = Buffer.from(lines.map((l) => `${l}\n`).join(''));
+  if (job.gzipLevel <= 0) return { body: text, contentType: 'application/x-ndjson', spanChars };
+  return { body: compress(text), contentType: 'application/gzip', spanChars };
+}
+
+const gzipAsync = promisify(gzip);
+
+/**
+ * Turns WAL entries into span objects for the uploader. With `worker` (the gateway's default) the parsing, span
+ * building and gzip run on a worker thread, so they use another core instead of the event loop the agents' calls
+ * wait on; without, on the event loop (gzip on libuv's pool). A worker that dies is replaced at the next job.
+ */
+export class SpanEncoder {
+  private worker: Worker | null = null;
+  private nextId = 0;
+  private readonly waiting = new Map<number, { resolve: (o: EncodedObject) => void; reject: (err: Error) => void }>();
+
+  constructor(private readonly opts: { worker: boolean }) {}
+
+  async encode(job: EncodeJob): Promise<EncodedObject> {
+    if (!this.opts.worker) {
+      const inline = encodeSpanObject({ ...job, gzipLevel: 0 });
+      if (!job.segment || job.gzipLevel <= 0) return inline;
+      return { body: await gzipAsync(inline.body, { level: job.gzipLevel }), contentType: 'application/gzip', spanChars: inline.spanChars };
+    }
+    const worker = this.worker ?? this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      worker.postMessage({ id, job });
+    });
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    if (worker) await worker.terminate();
+  }
+
+  private start(): Worker {
+    const worker = new Worker(workerBootstrap(), { eval: true, execArgv: [] });
+    // The worker never keeps the gateway process alive on its own.
+    worker.unref();
+    worker.on('message', (m: { id: number; body?: Uint8Array; contentType?: string; spanChars?: number; error?: string }) => {
+      const waiter = this.waiting.get(m.id);
+      this.waiting.delete(m.id);
+      if (m.error !== undefined) waiter?.reject(new Error(`span encoder: ${m.error}`));
+      else waiter?.resolve({ body: Buffer.from(m.body!.buffer, m.body!.byteOffset, m.body!.byteLength), contentType: m.contentType!, spanChars: m.spanChars! });
+    });
+    const fail = (err: Error) => {
+      if (this.worker === worker) this.worker = null;
+      for (const w of this.waiting.values()) w.reject(err);
+      this.waiting.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`span encoder worker exited (${code})`)));
+    this.worker = worker;
+    return worker;
+  }
+}
+
+// Run from TypeScript sources (tsx), the worker registers tsx itself: a worker does not inherit hooks from register().
+function workerBootstrap(): string {
+  const here = import.meta.url;
+  const ts = here.endsWith('.ts');
+  const entry = new URL(ts ? './span-encoder-worker.ts' : './span-encoder-worker.js', here).href;
+  if (!ts) return `import(${JSON.stringify(entry)});`;
+  return `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
+}

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import type { RolloutRef } from '../../src/contracts/rollout.js';
+import { callRecordText, isCallRecord, oneLine, spanLineOf } from '../../src/gateway/call-record.js';
+import type { Rollout } from '../../src/gateway/registry.js';
+import { encodeSpanObject, SpanEncoder } from '../../src/gateway/span-encoder.js';
+import { serializeSpan, spanMeta, spanOf, type CallContext } from '../../src/gateway/span-record.js';
+import { sseBatches } from '../../src/gateway/sse.js';
+import { StreamAssembler } from '../../src/gateway/stream-assembler.js';
+import { engineAnswer, recordedRollout } from './engine-spans.js';
+
+const ref: RolloutRef = { runId: 'rec-run', iteration: 3, rolloutId: 'r-7', attempt: 1 };
+const rollout = { record: { ...ref, mode: 'train', policyModel: 'policy', sampling: null, promptOverlay: { version: 4 } }, ref } as unknown as Rollout;
+const upstreamRequest = { model: 'policy', messages: [{ role: 'user', content: 'sum "1"\n and 2' }], return_token_ids: true, logprobs: true, stream: true };
+const ctx = (stream: boolean): CallContext => ({
+  rollout, seq: 5, endpoint: 'chat.completions', api: 'chat.completions', stream, startedAt: new Date(), startMs: performance.now(),
+  request: { body: { model: 'gpt-4o-mini', messages: upstreamRequest.messages }, headers: { authorization: '[redacted]' } },
+  upstreamRequest, upstreamText: JSON.stringify(upstreamRequest),
+});
+
+/** SSE chunks of one streamed answer as an engine sends them: ids and logprobs per chunk, usage last. */
+function engineChunks(): string[] {
+  const head = { id: 'chatcmpl-s', created: 1_700_000_000, model: 'policy', system_fingerprint: 'policy@v4', object: 'chat.completion.chunk' };
+  const chunks: unknown[] = [{ ...head, prompt_token_ids: [11, 12, 13], choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] }];
+  ['4', '2', '.'].forEach((t, i) => chunks.push({ ...head, choices: [{ index: 0, delta: { content: t }, logprobs: { content: [{ token: t, logprob: -0.25 * i, bytes: [...Buffer.from(t)], top_logprobs: [] }] }, finish_reason: i === 2 ? 'stop' : null, stop_reason: i === 2 ? null : undefined, token_ids: [40 + i] }] }));
+  chunks.push({ ...head, choices: [], usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } });
+  return chunks.map((c) => JSON.stringify(c));
+}
+
+void describe('call records (the WAL form of a call)', () => {
+  void it('build the same stored span line, byte for byte, as building the span on the call path did', () => {
+    const calls = recordedRollout(ref, { turns: 4, seed: 9, promptLen: 200, completionLen: 30 });
+    for (const c of calls) {
+      assert.ok(isCallRecord(c.record));
+      assert.equal(c.record.includes('\n'), false, 'one WAL line');
+      assert.equal(spanLineOf(c.record), c.stored);
+    }
+  });
+
+  void it('keep a pretty-printed answer on one line, and still build the span of what it parsed to', () => {
+    const answer = engineAnswer([1, 2, 3], [7, 8], [-0.5, -1.25]);
+    const pretty = JSON.stringify(answer, null, 2);
+    const text = oneLine(pretty, JSON.parse(pretty));
+    assert.equal(text, JSON.stringify(answer));
+    assert.equal(oneLine(JSON.stringify(answer), answer), JSON.stringify(answer), 'a one-line answer is kept as received');
+    const meta = spanMeta(ctx(false), new Date(), null);
+    const record = callRecordText(meta, ctx(false).upstreamText, { json: text });
+    assert.equal(record.includes('\n'), false);
+    assert.equal(spanLineOf(record), serializeSpan(spanOf(meta, upstreamRequest, answer), ctx(false)));
+  });
+
+  void it('of a stream assemble its chunks the way the call path did, ids and logprobs in order', () => {
+    const chunks = engineChunks();
+    const assembler = new StreamAssembler('chat.completions');
+    for (const c of chunks) assembler.add(JSON.parse(c));
+    const meta = spanMeta(ctx(true), new Date(), null);
+    const line = spanLineOf(callRecordText(meta, ctx(true).upstreamText, { chunks }));
+    assert.equal(line, serializeSpan(spanOf(meta, upstreamRequest, assembler.response()), ctx(true)));
+    const span = JSON.parse(line) as { choices: { tokenIds: number[]; logprobs: number[]; text: string }[]; promptTokenIds: number[]; usage: unknown; promptOverlay: unknown };
+    assert.deepEqual(span.choices[0], { index: 0, tokenIds: [40, 41, 42], logprobs: [0, -0.25, -0.5], text: '42.', finishReason: 'stop' });
+    assert.deepEqual(span.promptTokenIds, [11, 12, 13]);
+    assert.deepEqual(span.usage, { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 });
+    assert.deepEqual(span.promptOverlay, { version: 4 });
+  });
+
+  void it('of a failed call keep its error and a null answer', () => {
+    const meta = spanMeta(ctx(false), null, { status: null, message: 'upstream unreachable: ECONNREFUSED' });
+    const span = JSON.parse(spanLineOf(callRecordText(meta, ctx(false).upstreamText, { json: 'null' }))) as Record<string, unknown>;
+    assert.equal(span.status, 'error');
+    assert.deepEqual(span.error, { status: null, message: 'upstream unreachable: ECONNREFUSED' });
+    assert.equal(span.response, null);
+    assert.deepEqual(span.choices, []);
+  });
+
+  void it('leave a span line an older gateway wrote to its WAL as it is', () => {
+    const [call] = recordedRollout(ref, { turns: 1, seed: 2 });
+    assert.equal(isCallRecord(call!.stored), false);
+    assert.equal(spanLineOf(call!.stored), call!.stored);
+    assert.equal(spanLineOf(call!.today), call!.today);
+  });
+});
+
+void describe('span encoder', () => {
+  const calls = recordedRollout(ref, { turns: 5, seed: 4, promptLen: 100, completionLen: 20 });
+  const lines = calls.map((c) => `${c.stored}\n`).join('');
+
+  void it('on its worker thread puts out the same gzip segment as on the event loop, and plain single spans', async () => {
+    const encoder = new SpanEncoder({ worker: true });
+    const inline = new SpanEncoder({ worker: false });
+    try {
+      const job = { entries: calls.map((c) => ({ json: c.record })), segment: true, gzipLevel: 1 };
+      const [a, b] = await Promise.all([encoder.encode(job), inline.encode(job)]);
+      assert.equal(a.contentType, 'application/gzip');
+      assert.equal(gunzipSync(a.body).toString(), lines);
+      assert.equal(gunzipSync(b.body).toString(), lines);
+      assert.equal(a.spanChars, lines.length - calls.length);
+      const single = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: false, gzipLevel: 1 });
+      assert.deepEqual([single.contentType, single.body.toString()], ['application/json', calls[0]!.stored]);
+      const plain = encodeSpanObject({ entries: [{ json: calls[1]!.stored }, { json: calls[2]!.record }], segment: true, gzipLevel: 0 });
+      assert.deepEqual([plain.contentType, plain.body.toString()], ['application/x-ndjson', `${calls[1]!.stored}\n${calls[2]!.stored}\n`]);
+    } finally {
+      await encoder.close();
+    }
+  });
+
+  void it('fails a job whose record does not parse with a named error, and keeps working after', async () => {
+    const encoder = new SpanEncoder({ worker: true });
+    try {
+      await assert.rejects(encoder.encode({ entries: [{ json: '{"callRecord":1,"meta":' }], segment: true, gzipLevel: 1 }), /span encoder: .*JSON/);
+      const ok = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: true, gzipLevel: 0 });
+      assert.equal(ok.body.toString(), `${calls[0]!.stored}\n`);
+    } finally {
+      await encoder.close();
+    }
+  });
+});
+
+void describe('sseBatches', () => {
+  void it('yields the events one read completed together, across split separators and CRLF', async () => {
+    const reads = ['data: {"a":1}\n\ndata: {"a":2}\n\ndata: {"a"', ':3}\r\n\r\n: comment\n\ndata: [DONE]\n', '\n'];
+    const got: string[][] = [];
+    for await (const b of sseBatches((async function* () { yield* reads.map((r) => Buffer.from(r)); })())) got.push(b);
+    assert.deepEqual(got, [['{"a":1}', '{"a":2}'], ['{"a":3}'], ['[DONE]']]);
+  });
+});
