@@ -1,4 +1,4 @@
-import { access, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SANDBOX_FAILED_EXIT, SANDBOX_FAILED_MARK } from './sandbox-command.js';
@@ -49,6 +49,7 @@ export async function findPidsCgroupRoot(): Promise<PidsCgroupRoot> {
       if (v2 && !(await exists(path.join(parent, 'pids.max')))) await writeFile(path.join(dir, 'cgroup.subtree_control'), '+pids');
       if (v2) await writeFile(path.join(parent, 'cgroup.subtree_control'), '+pids');
       if (!(await exists(path.join(parent, 'pids.max')))) throw new Error('it has no pids.max');
+      await removeAbandoned(parent);
       return { dir: parent };
     } catch (e) {
       why.push(`${parent}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
@@ -58,6 +59,24 @@ export async function findPidsCgroupRoot(): Promise<PidsCgroupRoot> {
 }
 
 const exists = (file: string) => access(file).then(() => true, () => false);
+
+/** Attempt cgroups a killed worker left behind (named after its pid, now gone); busy or foreign ones stay. */
+async function removeAbandoned(parent: string): Promise<void> {
+  for (const name of await readdir(parent)) {
+    const pid = Number(/^attempt-(\d+)-\d+$/.exec(name)?.[1] ?? NaN);
+    if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue;
+    await rmdir(path.join(parent, name)).catch(() => undefined);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 let created = 0;
 
