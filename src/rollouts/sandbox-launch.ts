@@ -20,6 +20,8 @@ export interface SandboxLauncherOptions {
   pidsCgroup: string | null | 'auto';
 }
 
+const SANDBOX_OWN_PIDS = 8;
+
 /** One attempt's sandbox: who it runs as, what it may read, and its pids cgroup (removed with `close`). */
 export interface AttemptSandbox extends SandboxIdentity {
   readOnly: string[];
@@ -44,7 +46,8 @@ export class SandboxLauncher {
   /** The attempt's pids cgroup (when the identity has a root for one) and the attempt dir handed to its uid. */
   async prepare(identity: Omit<AttemptSandbox, 'cgroup'>, spec: RolloutSpec, attemptDir: string): Promise<AttemptSandbox> {
     await this.user.handOver(attemptDir, identity);
-    const cgroup = identity.cgroupRoot === null ? null : await PidsCgroup.create(identity.cgroupRoot, spec.limits.processes);
+    // The sandbox's own processes (bwrap twice, its shell, socat) share the cgroup: they get a few pids on top.
+    const cgroup = identity.cgroupRoot === null ? null : await PidsCgroup.create(identity.cgroupRoot, spec.limits.processes + SANDBOX_OWN_PIDS);
     return { ...identity, cgroup };
   }
 

@@ -8,7 +8,7 @@ import { SandboxUnavailableError } from './sandbox-probe.js';
 export interface SandboxIdentity {
   /** Run as nobody (the worker is root and nobody can reach every bind source). */
   dropToNobody: boolean;
-  /** Per-attempt pids cgroups go here; null: RLIMIT_NPROC alone holds rollouts.limits.processes. */
+  /** Per-attempt pids cgroups go here (only for agents that run as uid 0 on the host); null: RLIMIT_NPROC holds the limit. */
   cgroupRoot: string | null;
 }
 
@@ -28,8 +28,10 @@ export class SandboxUser {
   async identity(readOnly: readonly string[]): Promise<SandboxIdentity> {
     const blocked = await this.untraversable(readOnly);
     const dropToNobody = this.asRoot && blocked === null;
+    // Only where RLIMIT_NPROC cannot bind: the cgroup also counts the sandbox's socat, which the rlimit leaves out.
+    if (!this.asRoot || dropToNobody) return { dropToNobody, cgroupRoot: null };
     const found = await this.cgroupRoot();
-    if (found.dir !== null || !this.asRoot || dropToNobody) return { dropToNobody, cgroupRoot: found.dir };
+    if (found.dir !== null) return { dropToNobody, cgroupRoot: found.dir };
     throw new SandboxUnavailableError(
       `rollouts.limits.processes cannot be held: the worker runs as root, its agents cannot run as nobody because ${blocked} is ` +
         `not traversable by others (the kernel does not apply RLIMIT_NPROC to uid 0), and ${found.reason}`,
