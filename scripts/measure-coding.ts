@@ -1,7 +1,8 @@
 /**
  * Base solve rate of the coding example: the real pipeline pieces (gateway, sandboxed LocalRunner, launchRollouts,
  * computeRewards with examples/coding/run.json's reward) on held-out tasks against Volt's model server (SmolLM2-135M
- * on CPU), greedy like an evaluation. Prints per-task results, the solve rate and the guard flags seen.
+ * on CPU), greedy like an evaluation. Prints per-task results, the solve rate, the timeouts (the agent's, or its SDK's:
+ * `--timeout-sec` is also the agent's AGENT_REQUEST_TIMEOUT) apart, and the guard flags seen.
  *
  *   node --import tsx scripts/measure-coding.ts [-n 24] [--concurrency 2] [--temperature 0] [--timeout-sec 240]
  *     [--tasks examples/coding/tasks/eval.jsonl]
@@ -23,6 +24,7 @@ import { parseTaskLines } from '../src/contracts/task.js';
 import { LocalRunner } from '../src/rollouts/local-runner.js';
 import { objectStoreLogSink } from '../src/rollouts/log-sink.js';
 import { createObjectStore } from '../src/storage/object-store.js';
+import { keys } from '../src/storage/keys.js';
 import { PinnedTaskSets } from '../src/tasks/pinned-task-sets.js';
 import { startGateway } from '../test/gateway/harness.js';
 import { SERVED_MODEL, startModelServer } from '../test/gateway/model-server.js';
@@ -47,7 +49,9 @@ try {
   const gateway = await startGateway(store, dir, model.url);
   const base = JSON.parse(readFileSync('examples/coding/run.json', 'utf8')) as Record<string, unknown>;
   const config = parseRunConfig({
-    ...base, runId: 'measure-coding', agent: { ...(base.agent as object), timeoutSec: Number(values['timeout-sec']) }, rollouts: { ...(base.rollouts as object), concurrency: Number(values.concurrency) },
+    ...base, runId: 'measure-coding', agent: { ...(base.agent as { env?: object }), timeoutSec: Number(values['timeout-sec']),
+      // The SDK's own per-request timeout (120 s) would cut calls that an overloaded model server answers late.
+      env: { ...(base.agent as { env?: object }).env, AGENT_REQUEST_TIMEOUT: values['timeout-sec'] } }, rollouts: { ...(base.rollouts as object), concurrency: Number(values.concurrency) },
   });
   const deps = {
     store, gateway: gateway.admin, taskSets: new PinnedTaskSets(store, process.cwd()), python: path.resolve('.venv/bin/python'), env: {},
@@ -67,13 +71,18 @@ try {
   const file = await store.getJson(scored.rewardsKey, rewardsFileSchema);
   const flags = new Map<string, number>();
   let solved = 0;
+  let timeouts = 0;
   for (const r of file.rollouts) {
     if (r.parts.hidden_tests === 1) solved += 1;
     for (const f of r.flags) flags.set(f.split(':').slice(0, 2).join(':'), (flags.get(f.split(':').slice(0, 2).join(':')) ?? 0) + 1);
-    console.log(`${r.taskId}\t${r.outcome}\thidden_tests=${r.parts.hidden_tests ?? 'n/a'}\treward=${r.reward}\t${r.flags.join(' ')}`);
+    // A timeout (the agent's, or the SDK's on a slow model server) says nothing about the model: counted apart.
+    const stderr = (await store.getBytes(keys.rolloutLog({ runId: config.runId, iteration: 0, rolloutId: r.rolloutId, attempt: r.attempt }, 'stderr'))).toString('utf8');
+    const timedOut = r.outcome === 'timed_out' || /APITimeoutError|Request timed out/.test(stderr);
+    if (timedOut) timeouts += 1;
+    console.log(`${r.taskId}\t${r.outcome}${timedOut ? ' (timeout)' : ''}\thidden_tests=${r.parts.hidden_tests ?? 'n/a'}\treward=${r.reward}\t${r.flags.join(' ')}`);
   }
   console.log(`solved ${solved}/${file.rollouts.length} (${((100 * solved) / file.rollouts.length).toFixed(1)} %), scored ${file.scored}, ` +
-    `infra failed ${file.infraFailed}, temperature ${values.temperature}, ${((Date.now() - started) / 1000).toFixed(0)} s, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    `infra failed ${file.infraFailed}, timeouts ${timeouts}, temperature ${values.temperature}, ${((Date.now() - started) / 1000).toFixed(0)} s, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log(`flags: ${JSON.stringify(Object.fromEntries(flags))}`);
   await (deps.runner as LocalRunner).close();
   await gateway.close();

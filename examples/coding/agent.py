@@ -62,7 +62,7 @@ def main() -> None:
     max_steps = int(os.environ.get("AGENT_MAX_STEPS", "4"))
     max_tokens = int(os.environ.get("AGENT_MAX_TOKENS", "96"))
     timeout = int(os.environ.get("AGENT_COMMAND_TIMEOUT", "30"))
-    client = OpenAI(timeout=120.0)
+    client = OpenAI(timeout=float(os.environ.get("AGENT_REQUEST_TIMEOUT", "120")))
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, *EXAMPLE, {"role": "user", "content": task["input"]["instructions"]}]
     for step in range(1, max_steps + 1):
         completion = client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens, temperature=temperature)

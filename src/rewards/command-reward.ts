@@ -29,13 +29,13 @@ export async function commandReward(
   _task: Task,
   evidence: RolloutEvidence,
   snapshot: ProtectedSnapshot | undefined,
-  ctx?: Pick<RewardContext, 'exec' | 'python'>,
+  ctx?: Pick<RewardContext, 'exec' | 'python' | 'files'>,
 ): Promise<RewardResult> {
   const workdir = evidence.workdir;
   if (workdir === null) throw new RewardInfraError('command', 'rollout has no workdir to check');
   if (spec.protectedFiles.length > 0) {
     if (!snapshot) throw new RewardInfraError('command', 'protectedFiles set but no snapshot was taken before the rollout (call prepare)');
-    const tampered = await tamperedFiles(workdir, spec.protectedFiles, snapshot);
+    const tampered = await tamperedFiles(ctx?.files ?? workdir, spec.protectedFiles, snapshot);
     if (tampered.length > 0) {
       return { value: spec.tamperPenalty, parts: { command: spec.tamperPenalty }, flags: tampered.map((p) => `tampered:${p}`) };
     }

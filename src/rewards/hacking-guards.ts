@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ProtectedSnapshot, WorkdirScore } from '../contracts/rollout-outcome.js';
-import { snapshotProtected, tamperedFiles } from './protected-files.js';
+import { filesOf, snapshotProtected, tamperedFiles, type Workdir } from './protected-files.js';
 import type { SpecOf } from './spec.js';
 import { RewardInfraError, type RewardResult, type RolloutEvidence } from './types.js';
 
@@ -42,11 +41,11 @@ export function commandFlags(commands: readonly string[]): string[] {
 }
 
 /** Before the agent: hashes of the protected files and of every guarded file already there. */
-export const snapshotGuards = (spec: SpecOf<'guards'>, workdir: string): Promise<ProtectedSnapshot> =>
+export const snapshotGuards = (spec: SpecOf<'guards'>, workdir: Workdir): Promise<ProtectedSnapshot> =>
   snapshotProtected(workdir, [...spec.protectedFiles, ...GUARDED_FILE_GLOBS]);
 
 /** Which guard a changed file under GUARDED_FILE_GLOBS concerns; 'none' for a config file without a pytest section; null if not guarded. */
-async function guardedFile(workdir: string, rel: string): Promise<GuardName | 'none' | null> {
+async function guardedFile(workdir: Workdir, rel: string): Promise<GuardName | 'none' | null> {
   const base = path.posix.basename(rel);
   if (rel.startsWith('.git/')) return 'git';
   if (base === 'conftest.py') return 'conftest';
@@ -54,14 +53,14 @@ async function guardedFile(workdir: string, rel: string): Promise<GuardName | 'n
   if (base.endsWith('.pth')) return 'pth';
   if (base === 'pytest.ini' || base === '.pytest.ini') return 'pytest_config';
   if (!CONFIG_WITH_SECTION.has(base)) return null;
-  return PYTEST_SECTION.test(await readFile(path.join(workdir, rel), 'utf8').catch(() => '')) ? 'pytest_config' : 'none';
+  return PYTEST_SECTION.test((await filesOf(workdir).read(rel)) ?? '') ? 'pytest_config' : 'none';
 }
 
 /**
  * After the agent (its files are final, the task's hidden files not yet counted): which guarded files it created,
  * changed or deleted. Runs on the rollout's host; the flags go into the outcome record.
  */
-export async function fileFlags(spec: SpecOf<'guards'>, workdir: string, before: ProtectedSnapshot, hidden: readonly string[]): Promise<string[]> {
+export async function fileFlags(spec: SpecOf<'guards'>, workdir: Workdir, before: ProtectedSnapshot, hidden: readonly string[]): Promise<string[]> {
   const changed = (await tamperedFiles(workdir, [...spec.protectedFiles, ...GUARDED_FILE_GLOBS], before)).filter((p) => !hidden.includes(p));
   const protectedNow = new Set(Object.keys((await snapshotProtected(workdir, spec.protectedFiles)).files));
   const flags: string[] = [];

@@ -4,9 +4,9 @@ import { commandArgv, commandReward } from './command-reward.js';
 import { llmJudge } from './llm-judge.js';
 import { numericMatch, stringMatch } from './match-rewards.js';
 import { fileFlags, guardsReward, snapshotGuards } from './hacking-guards.js';
-import { snapshotProtected } from './protected-files.js';
+import { snapshotProtected, type Workdir } from './protected-files.js';
 import type { LeafRewardSpec, RewardSpec, SpecOf } from './spec.js';
-import { sqliteState } from './sqlite-state.js';
+import { sqliteQuery, sqliteState } from './sqlite-state.js';
 import { RewardInfraError, type RewardContext, type RewardFn, type RewardResult, type RolloutEvidence } from './types.js';
 import { weightedSum } from './weighted-sum.js';
 import type { ProtectedSnapshot, WorkdirScore } from '../contracts/rollout-outcome.js';
@@ -30,7 +30,7 @@ export function rewardParts(spec: RewardSpec): [string, LeafRewardSpec][] {
 }
 
 /** Before the agent runs: hash every command part's protected files and the guards' files. Returns snapshots by part name. */
-export async function prepareReward(spec: RewardSpec, workdir: string): Promise<Record<string, ProtectedSnapshot>> {
+export async function prepareReward(spec: RewardSpec, workdir: Workdir): Promise<Record<string, ProtectedSnapshot>> {
   const snapshots: Record<string, ProtectedSnapshot> = {};
   for (const [name, part] of rewardParts(spec)) {
     if (part.kind === 'command' && part.protectedFiles.length > 0) snapshots[name] = await snapshotProtected(workdir, part.protectedFiles);
@@ -68,7 +68,7 @@ export async function scoreWorkdirParts(
       if (part.kind === 'guards') {
         const snapshot = evidence.snapshots[name];
         if (!snapshot || evidence.workdir === null) throw new RewardInfraError('guards', 'no snapshot was taken before the agent started (call prepareReward)');
-        scores[name] = { value: 0, parts: {}, flags: await fileFlags(part, evidence.workdir, snapshot, Object.keys(task.hidden?.files ?? {})) };
+        scores[name] = { value: 0, parts: {}, flags: await fileFlags(part, ctx.files ?? evidence.workdir, snapshot, Object.keys(task.hidden?.files ?? {})) };
         continue;
       }
       scores[name] = await scoreLeaf(part, task, { ...evidence, workdirScores: undefined }, ctx, name);
@@ -80,10 +80,18 @@ export async function scoreWorkdirParts(
   return scores;
 }
 
-/** The command parts' checks, for a runner that runs them ahead in the rollout's own environment (a Kubernetes pod). */
-export function workdirCommands(spec: RewardSpec, python: string): { argv: string[]; timeoutMs: number }[] {
-  return rewardParts(spec).flatMap(([, part]) => (part.kind === 'command' ? [{ argv: commandArgv(part, python), timeoutMs: part.timeoutMs }] : []));
+/** The checks of the command and sqlite_state parts, for a runner that runs them ahead where the workdir is (a pod). */
+export function workdirCommands(spec: RewardSpec, python: string, workdir: string): { argv: string[]; timeoutMs: number; input?: string }[] {
+  return rewardParts(spec).flatMap(([, part]) => {
+    if (part.kind === 'command') return [{ argv: commandArgv(part, python), timeoutMs: part.timeoutMs }];
+    if (part.kind === 'sqlite_state') return [{ ...sqliteQuery(part, python, workdir), timeoutMs: part.timeoutMs }];
+    return [];
+  });
 }
+
+/** The reward reads the workdir's file hashes (protected files, guards): a remote runner must report them. */
+export const needsFileHashes = (spec: RewardSpec) =>
+  rewardParts(spec).some(([, part]) => part.kind === 'guards' || (part.kind === 'command' && part.protectedFiles.length > 0));
 
 /** Score one rollout. Throws RewardInfraError when the reward cannot be computed (never a silent zero). */
 export function scoreRollout(spec: RewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext): Promise<RewardResult> {

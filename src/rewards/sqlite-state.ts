@@ -25,20 +25,24 @@ type QueryOutput = Record<string, { rows?: unknown[][]; error?: string }>;
 /** Canonical row order for order-free comparison. */
 const sortRows = (rows: unknown[][]) => rows.map((r) => JSON.stringify(r)).sort();
 
+/** The check: Python reading the database read-only, the queries on stdin (also run ahead in a pod's scoring step). */
+export function sqliteQuery(spec: SpecOf<'sqlite_state'>, python: string, workdir: string): { argv: string[]; input: string } {
+  const db = path.resolve(workdir, spec.database);
+  if (!db.startsWith(path.resolve(workdir) + path.sep)) throw new Error(`sqlite_state.database escapes the workdir: ${spec.database}`);
+  // -I: isolated mode, so modules the agent planted in its workdir cannot shadow json/sqlite3.
+  const interpreter = python.includes('/') ? path.resolve(python) : python;
+  return { argv: [interpreter, '-I', '-c', QUERY_SCRIPT], input: JSON.stringify({ db, queries: spec.queries }) };
+}
+
 /** Fraction of queries whose rows match task.reference[referenceKey][name]; the DB is opened read-only. */
 export async function sqliteState(spec: SpecOf<'sqlite_state'>, task: Task, evidence: RolloutEvidence, ctx: RewardContext): Promise<RewardResult> {
   if (evidence.workdir === null) throw new RewardInfraError('sqlite_state', 'rollout has no workdir');
   const expected = task.reference?.[spec.referenceKey] as Record<string, unknown[][]> | undefined;
   if (!expected || typeof expected !== 'object') throw new Error(`task ${task.id}: reference.${spec.referenceKey} is missing`);
-  const db = path.resolve(evidence.workdir, spec.database);
-  if (!db.startsWith(path.resolve(evidence.workdir) + path.sep)) throw new Error(`sqlite_state.database escapes the workdir: ${spec.database}`);
+  const { argv, input } = sqliteQuery(spec, ctx.python, evidence.workdir);
   let outcome;
   try {
-    // -I: isolated mode, so modules the agent planted in its workdir cannot shadow json/sqlite3.
-    const python = ctx.python.includes('/') ? path.resolve(ctx.python) : ctx.python;
-    outcome = await (ctx.exec ?? runInWorkdir(evidence.workdir))([python, '-I', '-c', QUERY_SCRIPT], {
-      timeoutMs: spec.timeoutMs, input: JSON.stringify({ db, queries: spec.queries }), maxBytes: 16 << 20,
-    });
+    outcome = await (ctx.exec ?? runInWorkdir(evidence.workdir))(argv, { timeoutMs: spec.timeoutMs, input, maxBytes: 16 << 20 });
   } catch (e) {
     throw new RewardInfraError('sqlite_state', `cannot start ${ctx.python}: ${(e as Error).message}`, { cause: e });
   }

@@ -2,6 +2,7 @@ import type { RolloutResult } from '../contracts/rollout.js';
 import type { Task } from '../contracts/task.js';
 import type { ProtectedSnapshot, WorkdirScore } from '../contracts/rollout-outcome.js';
 import type { RunInWorkdir } from './run-process.js';
+import type { WorkdirFiles } from './workdir-files.js';
 
 /** What one reward function says about one rollout: the value, its named parts, and guard flags. */
 export interface RewardResult {
@@ -47,6 +48,8 @@ export interface RewardContext {
   signal?: AbortSignal;
   /** Where command and sqlite_state checks run: the rollout's sandbox when the runner gives one, else a plain child. */
   exec?: RunInWorkdir;
+  /** The workdir's files as the runner reported them, when the workdir is not on this host (a Kubernetes pod). */
+  files?: WorkdirFiles;
 }
 
 /**

@@ -26,6 +26,10 @@ export const kubeRunnerConfigSchema = z.strictObject({
   concurrency: z.number().int().min(1).default(64),
   /** Most bytes of the pod log's head fetched (Kubernetes merges stdout and stderr). */
   logLimitBytes: z.number().int().min(1).default(128 * 1024),
+  /** Most bytes of the scoring step's report read back (its checks' output and the workdir's file listing). */
+  scoreLogLimitBytes: z.number().int().min(1).default(4 * 1024 * 1024),
+  /** The image's Python, for `{python}` in command checks and for sqlite_state. */
+  python: z.string().min(1).default('python3'),
   /** Lines of the log's end kept too when it is longer than logLimitBytes. */
   logTailLines: z.number().int().min(1).default(500),
   /** Consecutive failed API calls while watching before the attempt counts as infra_failed. */

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { V1Container, V1EnvVar, V1Job, V1SecurityContext, V1Volume } from '@kubernetes/client-node';
 import { contractEnv } from './agent-env.js';
 import type { KubeRunnerConfig } from './kube-config.js';
-import { HIDDEN_DIR, OUTPUT_DIR, SCORE_CONTAINER, STATUS_DIR, agentWrapper, hiddenAnnotation, scoresInPod, scoringScript } from './kube-scoring.js';
+import { SNAPSHOT_DIR } from './kube-files.js';
+import { HIDDEN_DIR, OUTPUT_DIR, PREPARE_CONTAINER, SCORE_CONTAINER, STATUS_DIR, agentWrapper, hiddenAnnotation, prepareScript, preparesInPod, scoresInPod, scoringScript } from './kube-scoring.js';
 import { agentTaskJson, type RolloutSpec } from './spec.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 
@@ -14,7 +15,9 @@ const TASK_ANNOTATION = 'volt.dev/task';
 /** The scoring step's per-attempt marker nonce, on the Job (read back after a re-run finds the Job existing). */
 export const NONCE_ANNOTATION = 'volt.dev/score-nonce';
 const TASK_DIR = '/volt/task';
-const WORKSPACE = '/workspace';
+/** The agent's workdir in the pod (an emptyDir). */
+export const KUBE_WORKSPACE = '/workspace';
+const WORKSPACE = KUBE_WORKSPACE;
 
 /** A DNS-1123 Job name from the ids; the hash keeps names distinct after lower-casing and truncation. */
 export function jobName(ref: RolloutRef): string {
@@ -88,7 +91,13 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
       { name: 'hidden', downwardAPI: { items: hidden.map((_, i) => ({ path: `h${i}`, fieldRef: { fieldPath: `metadata.annotations['${hiddenAnnotation(i)}']` } })) } },
     );
   }
+  const prepares = preparesInPod(spec);
+  // The prepare step's listing lives where the agent's container cannot reach it; the scoring step reads it.
+  if (spec.reportFiles) volumes.push({ name: 'snap', emptyDir: { sizeLimit: '64Mi' } });
   const hiddenAnnotations = Object.fromEntries(hidden.map((text, i) => [hiddenAnnotation(i), text]));
+  const first = prepares ? [preparer(spec, cfg, containerSecurity)] : [];
+  const steps = scoring ? { initContainers: [...first, agent], containers: [scorer(spec, cfg, containerSecurity, nonce)] }
+    : prepares ? { initContainers: first, containers: [agent] } : { containers: [agent] };
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -109,11 +118,30 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
             runAsNonRoot: true, runAsUser: cfg.runAsUser, runAsGroup: cfg.runAsUser, fsGroup: cfg.runAsUser,
             seccompProfile: { type: 'RuntimeDefault' },
           },
-          ...(scoring ? { initContainers: [agent], containers: [scorer(spec, cfg, containerSecurity, nonce)] } : { containers: [agent] }),
+          ...steps,
           volumes,
         },
       },
     },
+  };
+}
+
+/** The pod's prepare step: the agent's image and lock-down, the workdir and the listing volume, never the hidden files. */
+function preparer(spec: RolloutSpec, cfg: KubeRunnerConfig, securityContext: V1SecurityContext): V1Container {
+  return {
+    name: PREPARE_CONTAINER,
+    image: cfg.image,
+    imagePullPolicy: cfg.imagePullPolicy,
+    command: ['/bin/sh', '-c', prepareScript(spec)],
+    workingDir: WORKSPACE,
+    env: [{ name: 'HOME', value: WORKSPACE }, { name: 'TMPDIR', value: '/tmp' }, { name: 'LANG', value: 'C.UTF-8' }],
+    resources: { requests: { ...cfg.resources.requests }, limits: { ...cfg.resources.limits } },
+    securityContext,
+    volumeMounts: [
+      { name: 'workspace', mountPath: WORKSPACE },
+      { name: 'tmp', mountPath: '/tmp' },
+      ...(spec.reportFiles ? [{ name: 'snap', mountPath: SNAPSHOT_DIR }] : []),
+    ],
   };
 }
 
@@ -134,6 +162,7 @@ function scorer(spec: RolloutSpec, cfg: KubeRunnerConfig, securityContext: V1Sec
       { name: 'out', mountPath: OUTPUT_DIR, readOnly: true },
       { name: 'status', mountPath: STATUS_DIR, readOnly: true },
       { name: 'hidden', mountPath: HIDDEN_DIR, readOnly: true },
+      ...(spec.reportFiles ? [{ name: 'snap', mountPath: SNAPSHOT_DIR, readOnly: true }] : []),
     ],
   };
 }

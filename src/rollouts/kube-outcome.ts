@@ -1,11 +1,14 @@
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import type { RolloutOutcome } from '../contracts/rollout.js';
 import { AGENT_CONTAINER } from './kube-job.js';
+import { PREPARE_CONTAINER } from './kube-scoring.js';
 
 export interface KubeVerdict {
   outcome: RolloutOutcome;
   exitCode: number | null;
   detail: string | null;
+  /** The pod's prepare step (the task's setup) failed: the agent never got a fair start. */
+  preparing?: boolean;
 }
 
 /** Container states that never resolve by themselves: the image or the pod's config is broken, not the agent. */
@@ -50,6 +53,8 @@ export function classifyJob(job: V1Job, pods: V1Pod[]): KubeVerdict | null {
     if (why) return { outcome: 'infra_failed', exitCode: null, detail: why };
   }
   if (!failed) return null;
+  const prepare = pods.map((p) => p.status?.initContainerStatuses?.find((c) => c.name === PREPARE_CONTAINER)?.state?.terminated).find((t) => t && t.exitCode !== 0);
+  if (prepare) return { outcome: 'infra_failed', exitCode: null, detail: `the pod's prepare step (task setup) exited with ${prepare.exitCode}`, preparing: true };
   // Only the Job's own Failed condition says why: a pod killed for the deadline also shows a non-zero exit.
   const terminated = pods.map((p) => agentStatus(p)?.state?.terminated).find((t) => t && t.exitCode !== 0);
   if (terminated) {

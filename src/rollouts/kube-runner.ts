@@ -3,8 +3,8 @@ import { parseFrozen } from '../config/errors.js';
 import { keys } from '../storage/keys.js';
 import { parseKubeRunnerConfig, type KubeRunnerConfig, type KubeRunnerConfigInput } from './kube-config.js';
 import { JobPoller } from './kube-job-poller.js';
-import { AGENT_CONTAINER, NONCE_ANNOTATION, buildRolloutJob, jobName } from './kube-job.js';
-import { SCORE_CONTAINER, newNonce, parseScoringLog, podExec, scoresInPod, type PodScoring } from './kube-scoring.js';
+import { AGENT_CONTAINER, KUBE_WORKSPACE, NONCE_ANNOTATION, buildRolloutJob, jobName } from './kube-job.js';
+import { PREPARE_CONTAINER, SCORE_CONTAINER, newNonce, parseScoringLog, podExec, scoresInPod, type PodScoring } from './kube-scoring.js';
 import { classifyJob, type KubeVerdict } from './kube-outcome.js';
 import { uploadLogs } from './log-sink.js';
 import { Semaphore } from './semaphore.js';
@@ -25,7 +25,6 @@ function apiError(what: string, e: unknown): string {
   return `${what}: ${(e as Error).message}`;
 }
 
-const WORKSPACE = '/workspace';
 
 /** Runs each rollout attempt as one Kubernetes Job, polls it (shared LISTs) to an outcome, and keeps the pod's log. */
 export class KubeRunner implements RolloutRunner {
@@ -76,7 +75,7 @@ export class KubeRunner implements RolloutRunner {
       let scoring: PodScoring | null = null;
       if (scoresInPod(spec) && (outcome === 'succeeded' || outcome === 'agent_failed')) {
         // The pod ended because its scoring step did: the agent's own status is in the step's log.
-        scoring = parseScoringLog((await this.fetchLog(pods, SCORE_CONTAINER)).toString('utf8'), spec, nonce);
+        scoring = parseScoringLog((await this.fetchLog(pods, SCORE_CONTAINER, this.cfg.scoreLogLimitBytes)).toString('utf8'), spec, nonce);
         if (!scoring) [outcome, exitCode, detail] = ['infra_failed', null, `the pod's scoring step did not report (${detail ?? outcome})`];
         else {
           outputText = scoring.outputText;
@@ -84,6 +83,7 @@ export class KubeRunner implements RolloutRunner {
           [outcome, detail] = exitCode === 0 ? ['succeeded', null] : ['agent_failed', `agent exited with ${exitCode ?? 'no status'}`];
         }
       }
+      if (v.preparing) detail = `${detail ?? ''}: ${(await this.fetchLog(pods, PREPARE_CONTAINER)).toString('utf8').trim().slice(-500)}`;
       try {
         await uploadLogs(this.logs, spec.ref, log, Buffer.alloc(0));
       } catch (e) {
@@ -95,7 +95,11 @@ export class KubeRunner implements RolloutRunner {
         stdoutKey: keys.rolloutLog(spec.ref, 'stdout'), stderrKey: keys.rolloutLog(spec.ref, 'stderr'), detail, workdir: null,
       };
       // The checks ran in the pod; the reward parts read their results as if they ran them now.
-      if (scoring && outcome !== 'infra_failed') await options.afterAgent?.(WORKSPACE, result, podExec(scoring));
+      if (scoring && outcome !== 'infra_failed') {
+        // The hashes the pod took before the agent stand in for the host's snapshot of a local workdir.
+        if (scoring.files) await options.filesBefore?.(scoring.files.before);
+        await options.afterAgent?.(KUBE_WORKSPACE, result, podExec(scoring), scoring.files?.after);
+      }
       return result;
     };
 
@@ -157,16 +161,16 @@ export class KubeRunner implements RolloutRunner {
   }
 
   /** The newest pod's agent log (stdout and stderr merged by Kubernetes), bounded; a note if unavailable. */
-  private async fetchLog(pods: V1Pod[], container = AGENT_CONTAINER): Promise<Buffer> {
+  private async fetchLog(pods: V1Pod[], container = AGENT_CONTAINER, limitBytes = this.cfg.logLimitBytes): Promise<Buffer> {
     const created = (p: V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
     const pod = [...pods].sort((a, b) => created(b) - created(a))[0];
     if (!pod?.metadata?.name) return Buffer.from('[volt: no pod was created]\n');
     const read = { name: pod.metadata.name, namespace: this.cfg.namespace, container };
     try {
-      const head = Buffer.from(await this.core.readNamespacedPodLog({ ...read, limitBytes: this.cfg.logLimitBytes }));
-      if (head.length < this.cfg.logLimitBytes) return head;
+      const head = Buffer.from(await this.core.readNamespacedPodLog({ ...read, limitBytes }));
+      if (head.length < limitBytes) return head;
       // Cut off: the end (where errors usually are) comes from a second, tail-only read, like the local runner's.
-      const tail = Buffer.from(await this.core.readNamespacedPodLog({ ...read, tailLines: this.cfg.logTailLines, limitBytes: this.cfg.logLimitBytes }));
+      const tail = Buffer.from(await this.core.readNamespacedPodLog({ ...read, tailLines: this.cfg.logTailLines, limitBytes }));
       return Buffer.concat([head, Buffer.from(`\n[volt: log truncated after ${head.length} bytes; last ${this.cfg.logTailLines} lines follow]\n`), tail]);
     } catch (e) {
       return Buffer.from(`[volt: ${apiError(`log of pod ${pod.metadata.name}`, e)}]\n`);

@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { ProcessOutcome, RunInWorkdir } from '../rewards/run-process.js';
+import type { WorkdirFiles } from '../rewards/workdir-files.js';
+import { parseFilesReport, reportFilesScript, snapshotScript } from './kube-files.js';
 import type { RolloutSpec } from './spec.js';
 
 export const SCORE_CONTAINER = 'score';
+export const PREPARE_CONTAINER = 'prepare';
 export const OUTPUT_DIR = '/volt/out';
 export const STATUS_DIR = '/volt/status';
 export const HIDDEN_DIR = '/volt/hidden';
@@ -12,8 +15,23 @@ const MAX_BYTES = 64 * 1024;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The pod runs a scoring step when the reward has checks over the workdir or the task has hidden files. */
-export const scoresInPod = (spec: RolloutSpec) => spec.scoringCommands.length > 0 || Object.keys(spec.hiddenFiles).length > 0;
+/** The pod runs a scoring step when the reward has checks over the workdir, reads its file hashes, or the task has hidden files. */
+export const scoresInPod = (spec: RolloutSpec) => spec.scoringCommands.length > 0 || Object.keys(spec.hiddenFiles).length > 0 || spec.reportFiles;
+/** The pod runs a prepare step before the agent for the task's setup and the files' hashes before the agent. */
+export const preparesInPod = (spec: RolloutSpec) => spec.setup !== null || spec.reportFiles;
+/** The checks' key: a check is its argv and its stdin. */
+const checkKey = (argv: readonly string[], input: string | undefined) => JSON.stringify([argv, input ?? null]);
+
+/**
+ * The prepare step (an init container before the agent's): the task's setup in the workdir, then, when the reward
+ * reads file hashes, the workdir's listing into a volume only the scoring step mounts. Exits non-zero on failure.
+ */
+export function prepareScript(spec: RolloutSpec): string {
+  const lines = ['cd /workspace || exit 1'];
+  if (spec.setup) lines.push(`${spec.setup.map(quote).join(' ')} < /dev/null || { echo "volt: task setup failed with $?" >&2; exit 1; }`);
+  if (spec.reportFiles) lines.push(`${snapshotScript} || { echo 'volt: listing the workdir failed' >&2; exit 1; }`);
+  return lines.join('\n');
+}
 
 /** The agent's argv wrapped so its exit status is kept for the scoring step and the init container always ends 0. */
 export const agentWrapper = (command: readonly string[]) =>
@@ -37,9 +55,13 @@ export function scoringScript(spec: RolloutSpec, nonce: string): string {
   lines.push(`echo "::${nonce} output-begin"; head -c ${MAX_BYTES} ${OUTPUT_DIR}/output.txt 2>/dev/null; echo; echo "::${nonce} output-end"`);
   spec.scoringCommands.forEach((c, i) => {
     const argv = c.argv.map(quote).join(' ');
-    lines.push(`timeout ${Math.max(1, Math.ceil(c.timeoutMs / 1000))} ${argv} > /tmp/volt-score-${i} 2>&1 < /dev/null; code=$?`);
-    lines.push(`echo "::${nonce} begin ${i}"; head -c ${MAX_BYTES} /tmp/volt-score-${i}; echo; echo "::${nonce} end ${i} $code"`);
+    const stdin = c.input === undefined ? '< /dev/null' : `<<'VOLT_INPUT_${nonce}'\n${c.input}\nVOLT_INPUT_${nonce}`;
+    lines.push(`timeout ${Math.max(1, Math.ceil(c.timeoutMs / 1000))} ${argv} > /tmp/volt-score-${i} 2> /tmp/volt-score-${i}.err ${stdin}`, 'code=$?');
+    lines.push(`echo "::${nonce} begin ${i}"; head -c ${MAX_BYTES} /tmp/volt-score-${i}; echo; echo "::${nonce} stderr ${i}"`);
+    lines.push(`head -c ${MAX_BYTES} /tmp/volt-score-${i}.err; echo; echo "::${nonce} end ${i} $code"`);
   });
+  // After the hidden files are in place, as on the local runner (the guards leave them out).
+  if (spec.reportFiles) lines.push(...reportFilesScript(nonce));
   return lines.join('\n');
 }
 
@@ -48,8 +70,10 @@ export const newNonce = () => randomBytes(12).toString('hex');
 export interface PodScoring {
   agentExit: number | null;
   outputText: string | null;
-  /** ProcessOutcome of each check, by its argv (JSON). */
+  /** ProcessOutcome of each check, by checkKey. */
   outcomes: Map<string, ProcessOutcome>;
+  /** The workdir's files before and after the agent, when the spec asked for them. */
+  files: { before: WorkdirFiles; after: WorkdirFiles } | null;
 }
 
 /** What the score container's log says, or null when it never reported (the step did not run or was cut off). */
@@ -59,13 +83,16 @@ export function parseScoringLog(log: string, spec: RolloutSpec, nonce: string): 
   const output = new RegExp(`::${nonce} output-begin\\n([\\s\\S]*?)\\n::${nonce} output-end`).exec(log);
   const outcomes = new Map<string, ProcessOutcome>();
   spec.scoringCommands.forEach((c, i) => {
-    const m = new RegExp(`::${nonce} begin ${i}\\n([\\s\\S]*?)\\n::${nonce} end ${i} (\\d+)`).exec(log);
+    const m = new RegExp(`::${nonce} begin ${i}\\n([\\s\\S]*?)\\n::${nonce} stderr ${i}\\n([\\s\\S]*?)\\n::${nonce} end ${i} (\\d+)`).exec(log);
     if (!m) return;
-    const code = Number(m[2]);
+    const code = Number(m[3]);
     // timeout(1) exits 124 when it had to stop the check.
-    outcomes.set(JSON.stringify(c.argv), { exitCode: code, timedOut: code === 124, stdout: m[1] ?? '', stderr: '' });
+    outcomes.set(checkKey(c.argv, c.input), { exitCode: code, timedOut: code === 124, stdout: m[1] ?? '', stderr: m[2] ?? '' });
   });
+  const files = spec.reportFiles ? parseFilesReport(log, nonce) : null;
+  if (spec.reportFiles && !files) return null;
   return {
+    files,
     agentExit: exit[1] === 'none' ? null : Number(exit[1]),
     outputText: output?.[1] ? output[1] : null,
     outcomes,
@@ -74,8 +101,8 @@ export function parseScoringLog(log: string, spec: RolloutSpec, nonce: string): 
 
 /** The exec the reward parts get on Kubernetes: the checks already ran in the pod; each call reads its result. */
 export function podExec(scoring: PodScoring): RunInWorkdir {
-  return (argv) => {
-    const outcome = scoring.outcomes.get(JSON.stringify(argv));
+  return (argv, opts) => {
+    const outcome = scoring.outcomes.get(checkKey(argv, opts.input));
     if (!outcome) return Promise.reject(new Error(`${JSON.stringify(argv)} was not run in the pod's scoring step (only rollout.scoringCommands are)`));
     return Promise.resolve(outcome);
   };

@@ -6,7 +6,7 @@ import { runnerResultSchema, type RolloutRef } from '../contracts/rollout.js';
 import type { Task } from '../contracts/task.js';
 import type { GatewayAdminClient } from '../gateway/admin-client.js';
 import { evidenceFromSpans } from '../rewards/evidence.js';
-import { prepareReward, scoreWorkdirParts, workdirCommands } from '../rewards/registry.js';
+import { needsFileHashes, prepareReward, scoreWorkdirParts, workdirCommands } from '../rewards/registry.js';
 import { keys } from '../storage/keys.js';
 import { resolveAgentCommand } from './agent-command.js';
 import { closingRunner } from './closing-runner.js';
@@ -14,6 +14,7 @@ import { runWithRetries } from './retries.js';
 import { nextAttempt, type RolloutJob, type RolloutRecordStore } from './rollout-records.js';
 import { Semaphore } from './semaphore.js';
 import type { RolloutRunner } from './spec.js';
+import { KUBE_WORKSPACE } from './kube-job.js';
 import { runTaskSetup } from './task-setup.js';
 
 export interface RunRolloutsInput {
@@ -54,6 +55,9 @@ export async function runRollouts(
   const slots = new Semaphore(config.rollouts.concurrency);
   const baseDir = path.resolve(config.agent.cwd ?? '.');
   const runner = closingRunner(deps.runner, deps.gateway);
+  // A pod scores with its image's Python, in its own /workspace; the local runner with the worker's.
+  const kube = config.rollouts.runner === 'kubernetes' ? config.rollouts.kubernetes : undefined;
+  const python = kube ? kube.python : deps.python;
   const settled = await Promise.allSettled(input.jobs.map(async (job) => {
     const release = await slots.acquire(opts.signal);
     try {
@@ -95,7 +99,9 @@ export async function runRollouts(
         sandbox: config.rollouts.sandbox,
         limits: { ...config.rollouts.limits },
         hiddenFiles: { ...task.hidden?.files },
-        scoringCommands: workdirCommands(config.reward, deps.python),
+        scoringCommands: kube ? workdirCommands(config.reward, python, KUBE_WORKSPACE) : [],
+        setup: kube && task.setup ? resolveAgentCommand(task.setup.command, baseDir) : null,
+        reportFiles: kube !== undefined && needsFileHashes(config.reward),
       },
       {
         maxAttempts: config.rollouts.maxAttempts,
@@ -112,9 +118,10 @@ export async function runRollouts(
           await runTaskSetup(task, workdir, baseDir);
           Object.assign(snapshots, await prepareReward(config.reward, workdir));
         },
-        afterAgent: async (workdir, result, exec) => {
+        filesBefore: async (files) => Object.assign(snapshots, await prepareReward(config.reward, files)),
+        afterAgent: async (workdir, result, exec, files) => {
           const evidence = evidenceFromSpans(result, [], { workdir, snapshots });
-          workdirScores.set(result.ref.attempt, await scoreWorkdirParts(config.reward, task, evidence, { python: deps.python, env: deps.env, signal: opts.signal, exec }));
+          workdirScores.set(result.ref.attempt, await scoreWorkdirParts(config.reward, task, evidence, { python, env: deps.env, signal: opts.signal, exec, files }));
         },
       },
     );

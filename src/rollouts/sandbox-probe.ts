@@ -3,15 +3,16 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+const INSTALL_FIX =
+  'install bubblewrap, socat and util-linux (scripts/setup.sh does it as root: apt-get install bubblewrap socat) and ' +
+  'allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or ' +
+  'kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu); or run without isolation with rollouts.sandbox: "none" ' +
+  'in the run config (see docs/sandbox.md)';
+
 /** Sandboxing was asked for and this machine cannot provide it; the message says why and how to fix it. */
 export class SandboxUnavailableError extends Error {
-  constructor(reason: string) {
-    super(
-      `rollout sandbox (bubblewrap) unavailable: ${reason}. Fix: install bubblewrap, socat and util-linux ` +
-        '(scripts/setup.sh does it as root: apt-get install bubblewrap socat) and allow unprivileged user namespaces ' +
-        '(sysctl kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu); ' +
-        'or run without isolation with rollouts.sandbox: "none" in the run config (see docs/sandbox.md).',
-    );
+  constructor(reason: string, fix = INSTALL_FIX) {
+    super(`rollout sandbox (bubblewrap) unavailable: ${reason}. Fix: ${fix}.`);
     this.name = 'SandboxUnavailableError';
   }
 }

@@ -4,6 +4,7 @@ import { assertId } from '../storage/keys.js';
 import type { RunnerResult } from '../contracts/rollout.js';
 import { workdirPathSchema } from '../contracts/task.js';
 import type { RunInWorkdir } from '../rewards/run-process.js';
+import type { WorkdirFiles } from '../rewards/workdir-files.js';
 import { rolloutLimitsSchema, sandboxKindSchema } from './sandbox-spec.js';
 
 const safeId = (kind: string) =>
@@ -66,7 +67,16 @@ export const rolloutSpecSchema = z.object({
    * The reward's checks over the workdir, for runners that cannot run them on demand after the agent (Kubernetes
    * runs them in the pod's scoring step); the local runner runs whatever the reward asks instead.
    */
-  scoringCommands: z.array(z.object({ argv: z.array(z.string().min(1)).min(1), timeoutMs: z.number().int().positive() })).default([]),
+  scoringCommands: z.array(z.object({
+    argv: z.array(z.string().min(1)).min(1),
+    timeoutMs: z.number().int().positive(),
+    /** What the check reads on stdin (sqlite_state's queries). */
+    input: z.string().optional(),
+  })).default([]),
+  /** The task's setup argv, for runners that build the workdir where the agent runs (a pod); locally prepareWorkdir runs it. */
+  setup: z.array(z.string().min(1)).min(1).nullable().default(null),
+  /** Report the workdir's file hashes before and after the agent (protected files, guards) when it is not on this host. */
+  reportFiles: z.boolean().default(false),
 });
 
 export type RolloutSpecInput = z.input<typeof rolloutSpecSchema>;
@@ -77,12 +87,15 @@ export type PrepareWorkdir = (workdir: string, spec: RolloutSpec) => Promise<unk
 
 /**
  * Called once the agent has exited and the hidden files are in place, before the workdir is removed: where
- * file-reading rewards are scored, through `exec`, which runs a check in the attempt's own sandbox.
+ * file-reading rewards are scored, through `exec`, which runs a check in the attempt's own sandbox, and `files`,
+ * the workdir's files as the runner reported them when they are not on this host.
  */
-export type AfterAgent = (workdir: string, result: RunnerResult, exec: RunInWorkdir) => Promise<unknown>;
+export type AfterAgent = (workdir: string, result: RunnerResult, exec: RunInWorkdir, files?: WorkdirFiles) => Promise<unknown>;
 
 export interface RunOptions {
   prepareWorkdir?: PrepareWorkdir;
+  /** A runner that builds the workdir elsewhere (a pod) reports its files as they were before the agent started. */
+  filesBefore?: (files: WorkdirFiles) => Promise<unknown>;
   /** Not called for infra_failed or cancelled attempts; a rejection rejects run() after cleanup. */
   afterAgent?: AfterAgent;
 }

@@ -70,6 +70,15 @@ export class FakeKubeApi {
     this.setJobCondition(jobName, scoreExit === 0 ? 'Complete' : 'Failed', scoreExit === 0 ? 'Completed' : 'BackoffLimitExceeded');
   }
 
+  /** The pod's prepare step (task setup) exited with `exitCode`: the agent never ran, the Job failed. */
+  failPrepare(jobName: string, exitCode: number, log: string): void {
+    const pod = this.podOf(jobName);
+    pod.status = { phase: 'Failed', initContainerStatuses: [{ name: 'prepare', image: 'x', imageID: '', ready: false, restartCount: 0,
+      state: { terminated: { exitCode, reason: 'Error' } } }] };
+    this.logs.set(`${pod.metadata?.name as string}/prepare`, log);
+    this.setJobCondition(jobName, 'Failed', 'BackoffLimitExceeded');
+  }
+
   evict(jobName: string): void {
     this.podOf(jobName).status = { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' };
     this.setJobCondition(jobName, 'Failed', 'BackoffLimitExceeded');

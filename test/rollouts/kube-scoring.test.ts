@@ -1,18 +1,16 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
-import { KubeConfig, type V1Container, type V1Job } from '@kubernetes/client-node';
+import { KubeConfig, type V1Job } from '@kubernetes/client-node';
 import type { ProcessOutcome } from '../../src/rewards/run-process.js';
 import { jobName } from '../../src/rollouts/kube-job.js';
 import { KubeRunner } from '../../src/rollouts/kube-runner.js';
 import { FakeKubeApi } from './fake-kube-api.js';
+import { playPod } from './play-pod.js';
 import { specFor, startLogStore, tempDir } from './fixtures.js';
 
-const run = promisify(execFile);
 const CHECK = ['sh', '-c', 'cat hidden_tests/check.txt && test -f fixed.txt && echo "2 passed"'];
 
 /**
@@ -43,34 +41,6 @@ void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
     await s3.stop();
     await rm(dir, { recursive: true, force: true });
   });
-
-  /** One container of the pod, run in bwrap: the pod's volumes (host dirs) bound at the container's mount paths. */
-  async function playContainer(c: V1Container, volumes: Record<string, string>): Promise<string> {
-    const argv = ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
-      '--symlink', 'usr/lib64', '/lib64', '--ro-bind', '/etc', '/etc', '--proc', '/proc', '--dev', '/dev'];
-    for (const m of c.volumeMounts ?? []) argv.push(m.readOnly ? '--ro-bind' : '--bind', volumes[m.name]!, m.mountPath);
-    for (const e of c.env ?? []) argv.push('--setenv', e.name, e.value ?? '');
-    argv.push('--chdir', c.workingDir ?? '/', ...(c.command ?? []));
-    const { stdout } = await run('bwrap', argv, { timeout: 20_000 });
-    return stdout;
-  }
-
-  async function playPod(job: V1Job): Promise<{ agentLog: string; scoreLog: string }> {
-    const pod = job.spec!.template.spec!;
-    const annotations = job.spec!.template.metadata!.annotations!;
-    const volumes: Record<string, string> = {};
-    for (const v of pod.volumes ?? []) {
-      volumes[v.name] = path.join(dir, job.metadata!.name!, v.name);
-      await mkdir(volumes[v.name]!, { recursive: true });
-      // The downward API: each item is the annotation's value as a file.
-      for (const item of v.downwardAPI?.items ?? []) {
-        const key = /metadata\.annotations\['(.+)'\]/.exec(item.fieldRef!.fieldPath)![1]!;
-        await writeFile(path.join(volumes[v.name]!, item.path), annotations[key]!);
-      }
-    }
-    const agentLog = await playContainer(pod.initContainers![0]!, volumes);
-    return { agentLog, scoreLog: await playContainer(pod.containers[0]!, volumes) };
-  }
 
   async function created(name: string): Promise<V1Job> {
     for (let i = 0; i < 500 && !fake.jobs.has(name); i++) await sleep(10);
@@ -103,7 +73,7 @@ void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
     assert.equal(pod.initContainers![0]!.env!.find((e) => e.name === 'VOLT_OUTPUT_FILE')?.value, '/volt/out/output.txt');
     assert.equal(JSON.stringify(pod.initContainers![0]!.env).includes('HIDDEN-CONTENT'), false);
 
-    const { agentLog, scoreLog } = await playPod(job);
+    const { logs: { agent: agentLog = '', score: scoreLog = '' } } = await playPod(job, dir);
     assert.match(agentLog, /No such file or directory/);
     assert.doesNotMatch(agentLog, /HIDDEN-CONTENT/);
     fake.finishScored(name, agentLog, scoreLog);
