@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import torch
 
 from volt_trainer.server.engine import Engine, TokenEvent
+from volt_trainer.server.packed_engine import PackedEngine
 from volt_trainer.server.sampling import SamplingParams
 
 PROMPTS = ["The capital of France is", "Once upon a time, in a small village", "1, 2, 3,", "My favourite food"]
@@ -37,10 +39,11 @@ def _greedy_without_cache(model, ids: list[int], length: int) -> list[int]:
     return out
 
 
-def test_staggered_admission_and_retirement_match_cache_free_greedy(model, tokenizer) -> None:
+@pytest.mark.parametrize("engine_class", [Engine, PackedEngine], ids=["hf", "packed"])
+def test_staggered_admission_and_retirement_match_cache_free_greedy(engine_class, model, tokenizer) -> None:
     lengths = [6, 2, 4, 3]
     expected = [_greedy_without_cache(model, tokenizer(p)["input_ids"], n) for p, n in zip(PROMPTS, lengths)]
-    engine = Engine(model, tokenizer, "base", max_batch=3, max_model_len=512)
+    engine = engine_class(model, tokenizer, "base", max_batch=3, max_model_len=512)
     engine.start()
     try:
         collectors = [Collector() for _ in PROMPTS]
