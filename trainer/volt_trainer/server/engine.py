@@ -4,7 +4,8 @@ Requests become sequences (one per choice). Between decode steps the scheduler r
 commands (adapter load/unload), admits waiting sequences up to ``max_batch`` (prefilling those of
 one adapter together), then advances every live sequence by one token. Sequences are grouped by adapter: each
 group is one left-padded KV batch (see kv_batch.py) decoded with its adapter set active via peft,
-so a step costs one forward pass per adapter in use, never one per request.
+so a step costs one forward pass per adapter in use, never one per request. This is ``--engine hf``, the path
+before packed steps (packed_engine.py overrides ``_step``), kept for non-Llama models and as the benchmarks' "before".
 """
 
 from __future__ import annotations
