@@ -1,16 +1,18 @@
-"""Benchmark volt-serve on the demo's rollout phase, prefix cache off (before) vs on (after), side by side in one run.
+"""Benchmark volt-serve on the demo's rollout phase: today's path (HF batch, no cache) vs packed steps + prefix cache, side by side.
 
     .venv/bin/python bench/server.py                          # rollouts workload, 2 groups x 6, 2 rounds per side
     .venv/bin/python bench/server.py --groups 8 --rounds 3    # the demo's full iteration (48 rollouts)
+    .venv/bin/python bench/server.py --sides hf-off,hf-on,packed-off,packed-on   # every engine x cache combination
     .venv/bin/python bench/server.py --workload decode        # decode tokens/s at concurrency 1 vs 8 (one server)
 
 The rollouts workload replays the calculator agent (examples/calculator-ts/agent.ts): its system prompt, hint and
 worked example, a train-set question, up to --turns chat calls per rollout where each call extends the previous
 prompt + answer with the agent's reply; groups of 6 rollouts share a question; --concurrency rollouts run at once
-(the demo's run.json: 8). Each rollout is seeded, so both servers produce the same tokens and do the same work.
-Two servers run (cache off, cache on); rounds alternate between them and medians are printed, so the shared
-machine's load hits both alike. Printed, not asserted: rollouts/min, prefill vs decode tokens and seconds (from
-each server's /metrics), and the cache hit rate.
+(the demo's run.json: 8). Each rollout is seeded, so every server produces the same tokens and does the same work.
+One server per side (--sides: engine hf = the left-padded HF batch, today's path before packed steps, or packed;
+cache off/on); rounds rotate the order of the sides and medians are printed, so the shared machine's load hits
+all alike. Printed, not asserted: rollouts/min, where the seconds go (prefill vs decode tokens and seconds, model
+forward passes, from each server's /metrics), the cache hit rate, and each side's throughput over the first side's.
 """
 
 from __future__ import annotations
@@ -40,11 +42,13 @@ EXAMPLE = [{"role": "user", "content": f"Tom has 3 bags with 5 apples each. He e
            {"role": "assistant", "content": "<calc>3*5-2</calc>"}, {"role": "user", "content": "Result: 13"},
            {"role": "assistant", "content": "<answer>13</answer>"}]
 METRICS = ("volt_serve_prefill_tokens_total", "volt_serve_prefill_seconds_total", "volt_serve_decode_tokens_total",
-           "volt_serve_decode_seconds_total", "volt_serve_prefix_cache_queries_total", "volt_serve_prefix_cache_hits_total")
+           "volt_serve_decode_seconds_total", "volt_serve_prefix_cache_queries_total", "volt_serve_prefix_cache_hits_total",
+           "volt_serve_forward_passes_total")
+SIDES = {"hf-off": ("hf", False), "hf-on": ("hf", True), "packed-off": ("packed", False), "packed-on": ("packed", True)}
 
 
-def start_server(model: str, threads: int, max_batch: int, prefix_cache_mb: int) -> tuple[subprocess.Popen, str]:
-    command = [sys.executable, "-m", "volt_trainer.serve", "--model", model, "--host", "127.0.0.1", "--port", "0",
+def start_server(model: str, threads: int, max_batch: int, prefix_cache_mb: int, engine: str = "auto") -> tuple[subprocess.Popen, str]:
+    command = [sys.executable, "-m", "volt_trainer.serve", "--model", model, "--host", "127.0.0.1", "--port", "0", "--engine", engine,
                "--threads", str(threads), "--max-batch", str(max_batch), "--prefix-cache-mb", str(prefix_cache_mb)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
@@ -105,36 +109,44 @@ def rollout_round(url: str, args: argparse.Namespace, tasks: list[str]) -> dict[
     return {"rollouts_per_min": 60 * len(jobs) / wall, "wall_s": wall, "calls": calls,
             "prefill_tokens": delta["volt_serve_prefill_tokens_total"], "prefill_s": delta["volt_serve_prefill_seconds_total"],
             "decode_tokens": delta["volt_serve_decode_tokens_total"], "decode_s": delta["volt_serve_decode_seconds_total"],
-            "prompt_tokens": delta["volt_serve_prefix_cache_queries_total"], "hit_tokens": delta["volt_serve_prefix_cache_hits_total"]}
+            "prompt_tokens": delta["volt_serve_prefix_cache_queries_total"], "hit_tokens": delta["volt_serve_prefix_cache_hits_total"],
+            "forwards": delta["volt_serve_forward_passes_total"]}
 
 
 def bench_rollouts(args: argparse.Namespace) -> None:
     tasks = questions(args.groups)
-    sides = {"off (before)": 0, "on (after)": args.prefix_cache_mb}
-    servers = {name: start_server(args.model, args.threads, args.max_batch, mb) for name, mb in sides.items()}
-    rows: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+    sides = [side.strip() for side in args.sides.split(",")]
+    unknown = [side for side in sides if side not in SIDES]
+    if unknown:
+        raise SystemExit(f"--sides: unknown {', '.join(unknown)} (choose from {', '.join(SIDES)})")
+    servers = {side: start_server(args.model, args.threads, args.max_batch, args.prefix_cache_mb if SIDES[side][1] else 0, SIDES[side][0])
+               for side in sides}
+    rows: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     try:
         for _, url in servers.values():
             rollout_round(url, argparse.Namespace(**{**vars(args), "turns": 1, "max_tokens": 2}), tasks[:1])  # warm-up
         for r in range(args.rounds):
-            order = list(servers) if r % 2 == 0 else list(reversed(servers))
-            for name in order:
-                rows[name].append(rollout_round(servers[name][1], args, tasks))
-                print(f"round {r + 1} cache {name}: {rows[name][-1]['wall_s']:.1f}s  load {os.getloadavg()[0]:.1f}", flush=True)
+            for side in sides[r % len(sides):] + sides[: r % len(sides)]:  # rotate who goes first
+                rows[side].append(rollout_round(servers[side][1], args, tasks))
+                print(f"round {r + 1} {side}: {rows[side][-1]['wall_s']:.1f}s  load {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         for process, _ in servers.values():
             process.terminate()
             process.wait(timeout=30)
     print(f"\nrollouts: {args.groups} groups x 6, up to {args.turns} calls each, concurrency {args.concurrency}, "
           f"max_tokens {args.max_tokens}, temperature {args.temperature}, {args.threads} thread(s), medians of {args.rounds} rounds")
-    cols = ("rollouts_per_min", "wall_s", "calls", "prompt_tokens", "prefill_tokens", "prefill_s", "decode_tokens", "decode_s")
-    print(f"{'cache':>13} " + " ".join(f"{c:>16}" for c in cols) + f" {'hit rate':>9}")
-    med = {name: {c: statistics.median(row[c] for row in rows[name]) for c in (*cols, "hit_tokens")} for name in rows}
-    for name, m in med.items():
+    cols = ("rollouts_per_min", "wall_s", "calls", "prompt_tokens", "prefill_tokens", "prefill_s", "decode_tokens", "decode_s", "forwards")
+    print(f"{'side':>10} " + " ".join(f"{c:>16}" for c in cols) + f" {'hit rate':>9} {'vs ' + sides[0]:>12}")
+    med = {side: {c: statistics.median(row[c] for row in rows[side]) for c in (*cols, "hit_tokens")} for side in rows}
+    first = med[sides[0]]["rollouts_per_min"]
+    for side, m in med.items():
         hit = m["hit_tokens"] / m["prompt_tokens"] if m["prompt_tokens"] else 0.0
-        print(f"{name:>13} " + " ".join(f"{m[c]:>16.1f}" for c in cols) + f" {hit:>9.1%}")
-    off, on = med["off (before)"], med["on (after)"]
-    print(f"rollout-phase throughput, cache on / off: {on['rollouts_per_min'] / off['rollouts_per_min']:.2f}x (goal >= 3x)")
+        print(f"{side:>10} " + " ".join(f"{m[c]:>16.1f}" for c in cols) + f" {hit:>9.1%} {m['rollouts_per_min'] / first:>11.2f}x")
+    for before, after in (("hf-off", "packed-on"), ("packed-off", "packed-on"), ("hf-off", "hf-on")):
+        if before in med and after in med:
+            print(f"rollout-phase throughput, {after} / {before}: {med[after]['rollouts_per_min'] / med[before]['rollouts_per_min']:.2f}x"
+                  + (" (goal >= 3x)" if before == "hf-off" and after == "packed-on" else ""))
+    print("prefill/decode seconds of a packed step that mixes both are split by token share (see server/packed_engine.py)")
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
@@ -187,7 +199,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=8, help="decode workload: requests per concurrency level")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of each started server")
     parser.add_argument("--max-batch", type=int, default=8)
-    parser.add_argument("--prefix-cache-mb", type=int, default=512, help="cache size of the 'on' server")
+    parser.add_argument("--prefix-cache-mb", type=int, default=512, help="cache size of the 'on' servers")
+    parser.add_argument("--sides", default="hf-off,packed-off,packed-on",
+                        help=f"servers to compare, the first is the baseline ({', '.join(SIDES)}; hf-off = today's path)")
     parser.add_argument("--timeout", type=float, default=600, help="per-request timeout, seconds")
     args = parser.parse_args()
     bench_rollouts(args) if args.workload == "rollouts" else bench_decode(args)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import torch
 
 from volt_trainer.server.engine import Engine, TokenEvent
+from volt_trainer.server.packed_engine import PackedEngine
 from volt_trainer.server.sampling import SamplingParams
 
 PROMPTS = ["The capital of France is", "Once upon a time, in a small village", "1, 2, 3,", "My favourite food"]
@@ -37,10 +39,11 @@ def _greedy_without_cache(model, ids: list[int], length: int) -> list[int]:
     return out
 
 
-def test_staggered_admission_and_retirement_match_cache_free_greedy(model, tokenizer) -> None:
+@pytest.mark.parametrize("engine_class", [Engine, PackedEngine], ids=["hf", "packed"])
+def test_staggered_admission_and_retirement_match_cache_free_greedy(engine_class, model, tokenizer) -> None:
     lengths = [6, 2, 4, 3]
     expected = [_greedy_without_cache(model, tokenizer(p)["input_ids"], n) for p, n in zip(PROMPTS, lengths)]
-    engine = Engine(model, tokenizer, "base", max_batch=3, max_model_len=512)
+    engine = engine_class(model, tokenizer, "base", max_batch=3, max_model_len=512)
     engine.start()
     try:
         collectors = [Collector() for _ in PROMPTS]
@@ -56,3 +59,25 @@ def test_staggered_admission_and_retirement_match_cache_free_greedy(model, token
     assert [c.ids for c in collectors] == expected
     assert [c.finish for c in collectors] == ["length"] * 4
     assert engine.active_count() == 0
+
+
+def _sequences(engine, tokenizer, max_tokens: list[int]) -> tuple[list, list[Collector]]:
+    collectors = [Collector() for _ in max_tokens]
+    seqs = [engine.submit("base", tokenizer(PROMPTS[i])["input_ids"], [SamplingParams(max_tokens=n, temperature=0, ignore_eos=True)], [c])[1][0]
+            for i, (n, c) in enumerate(zip(max_tokens, collectors))]
+    engine._waiting.clear()  # the test drives the steps itself (the scheduler thread is not started)
+    return seqs, collectors
+
+
+def test_packed_steps_admit_into_a_decoding_batch_without_an_extra_forward(model, tokenizer) -> None:
+    engine = PackedEngine(model, tokenizer, "base", max_batch=4, max_model_len=512)
+    seqs, collectors = _sequences(engine, tokenizer, [5, 3, 2])
+    with torch.inference_mode():
+        engine._step(seqs[:1])  # prefill A (its first token)
+        engine._step(seqs[1:])  # A's second token, and B and C prefilled: one forward
+        assert engine.counters.forward_passes == 2 and engine.counters.decode_tokens == 1
+        while engine.active_count():
+            engine._step([])
+    assert engine.counters.forward_passes == 5  # A's five tokens; B and C rode along
+    expected = [_greedy_without_cache(model, tokenizer(PROMPTS[i])["input_ids"], n) for i, n in enumerate([5, 3, 2])]
+    assert [c.ids for c in collectors] == expected

@@ -10,17 +10,20 @@ import threading
 from pathlib import Path
 
 import httpx2 as httpx
+import pytest
 import torch
 from peft import LoraConfig, get_peft_model
 
 from volt_trainer.model import DEFAULT_MODEL
 from volt_trainer.server.engine import Engine, TokenEvent
+from volt_trainer.server.packed_engine import PackedEngine
 from volt_trainer.server.prefix_cache import PrefixCache
 from volt_trainer.server.sampling import SamplingParams
 
 SYSTEM = "You solve math word problems with a calculator. To calculate, write <calc>expression</calc>. " * 3
 QUESTIONS = ["What is 23 * 12?", "Tom has 3 bags with 5 apples each. How many apples?", "What is 50 - 15?"]
 LOGPROB_TOLERANCE = 1e-4
+ENGINES = pytest.mark.parametrize("engine_class", [Engine, PackedEngine], ids=["hf", "packed"])
 
 
 class Output:
@@ -70,8 +73,9 @@ def _generate_twice(engine: Engine, jobs) -> tuple[list[Output], list[Output], l
     return results[0], results[1], results[2], results[3]
 
 
-def test_greedy_and_seeded_sampling_match_the_uncached_path_in_concurrent_batches(model, tokenizer) -> None:
-    engine = Engine(model, tokenizer, "base", max_batch=8, max_model_len=1024)
+@ENGINES
+def test_greedy_and_seeded_sampling_match_the_uncached_path_in_concurrent_batches(engine_class, model, tokenizer) -> None:
+    engine = engine_class(model, tokenizer, "base", max_batch=8, max_model_len=1024)
     engine.start()
     try:
         for params in (lambda i: SamplingParams(max_tokens=4, temperature=0, ignore_eos=True),
@@ -89,8 +93,9 @@ def test_greedy_and_seeded_sampling_match_the_uncached_path_in_concurrent_batche
     assert engine.counters.prefill_tokens > 0 and engine.counters.decode_tokens > 0
 
 
-def test_a_small_cache_evicts_within_its_bound_and_stays_correct(model, tokenizer) -> None:
-    engine = Engine(model, tokenizer, "base", max_batch=8, max_model_len=1024, prefix_cache_bytes=0)
+@ENGINES
+def test_a_small_cache_evicts_within_its_bound_and_stays_correct(engine_class, model, tokenizer) -> None:
+    engine = engine_class(model, tokenizer, "base", max_batch=8, max_model_len=1024, prefix_cache_bytes=0)
     engine.start()
     try:
         prompts = [tokenizer(q + " " + SYSTEM)["input_ids"] for q in QUESTIONS]  # no two share a first block
@@ -107,7 +112,8 @@ def test_a_small_cache_evicts_within_its_bound_and_stays_correct(model, tokenize
     assert engine.prefix_cache.stats.evictions > 0
 
 
-def test_a_new_adapter_version_never_reuses_the_old_versions_kv(model, tokenizer, tmp_path: Path) -> None:
+@ENGINES
+def test_a_new_adapter_version_never_reuses_the_old_versions_kv(engine_class, model, tokenizer, tmp_path: Path) -> None:
     dirs = [tmp_path / "v1", tmp_path / "v2"]
     fresh = get_peft_model(type(model).from_pretrained(model.name_or_path), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
     for seed, directory in enumerate(dirs):
@@ -117,7 +123,7 @@ def test_a_new_adapter_version_never_reuses_the_old_versions_kv(model, tokenizer
                 if "lora_B" in name:
                     param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
         fresh.save_pretrained(directory)
-    engine = Engine(model, tokenizer, "base", max_batch=8, max_model_len=1024, prefix_cache_bytes=64 << 20)
+    engine = engine_class(model, tokenizer, "base", max_batch=8, max_model_len=1024, prefix_cache_bytes=64 << 20)
     engine.start()
     try:
         prompt = tokenizer(SYSTEM + QUESTIONS[0])["input_ids"]

@@ -19,6 +19,10 @@ import uvicorn
 from .model import DEFAULT_MODEL, default_data_dir, load_model
 from .server.app import build_app
 from .server.engine import Engine
+from .server.packed_engine import PackedEngine
+from .server.packed_forward import supports as packed_supported
+
+ENGINES = ("auto", "packed", "hf")
 
 
 @dataclass
@@ -33,6 +37,7 @@ class ServeConfig:
     device: str | None = None
     threads: int | None = None
     prefix_cache_mb: int = 512  # 0 turns prefix caching off
+    engine: str = "auto"  # packed steps (Llama models) or the HF left-padded batch; auto = packed where supported
     admin_key: str | None = None
 
     def __post_init__(self) -> None:
@@ -42,6 +47,8 @@ class ServeConfig:
             raise ValueError("max_model_len: must be at least 2")
         if self.threads is not None and self.threads < 1:
             raise ValueError("threads: must be at least 1")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine: must be one of {', '.join(ENGINES)}")
         if self.prefix_cache_mb < 0:
             raise ValueError("prefix_cache_mb: must be >= 0 (0 = off)")
         if not 0 <= self.port < 65536:
@@ -63,6 +70,8 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest on a shared, busy CPU)")
     parser.add_argument("--prefix-cache-mb", type=int, default=512, help="memory for reusable prompt-prefix KV blocks, MiB; 0 = off")
+    parser.add_argument("--engine", choices=ENGINES, default="auto",
+                        help="packed: one packed forward per step for all sequences (Llama models); hf: the left-padded HF batch; auto: packed where supported")
     return ServeConfig(**vars(parser.parse_args(argv)), admin_key=os.environ.get("VOLT_MODEL_SERVER_ADMIN_KEY") or None)
 
 
@@ -70,8 +79,9 @@ def make_engine(config: ServeConfig) -> Engine:
     if config.threads:
         torch.set_num_threads(config.threads)
     model, tokenizer = load_model(config.model, config.data_dir, config.device)
-    return Engine(model, tokenizer, config.served_model_name or config.model, config.max_batch, config.max_model_len,
-                  prefix_cache_bytes=config.prefix_cache_mb << 20)
+    packed = config.engine == "packed" or (config.engine == "auto" and packed_supported(model))
+    return (PackedEngine if packed else Engine)(model, tokenizer, config.served_model_name or config.model, max_batch=config.max_batch,
+                                                max_model_len=config.max_model_len, prefix_cache_bytes=config.prefix_cache_mb << 20)
 
 
 async def serve(config: ServeConfig) -> None:

@@ -9,6 +9,7 @@ adapter is deleted once nothing runs on it. All methods run on the engine's sche
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,3 +109,15 @@ class AdapterSet:
                 return self.peft(**inputs)
         self.peft.set_adapter(internal)
         return self.peft(**inputs)
+
+    @contextmanager
+    def active(self, internal: str | None):
+        """The base causal LM with one adapter active (None = the base model), for forwards that call its modules."""
+        if self.peft is None:
+            yield self.base
+        elif internal is None:
+            with self.peft.disable_adapter():
+                yield self.base
+        else:
+            self.peft.set_adapter(internal)
+            yield self.base

@@ -4,7 +4,8 @@ Requests become sequences (one per choice). Between decode steps the scheduler r
 commands (adapter load/unload), admits waiting sequences up to ``max_batch`` (prefilling those of
 one adapter together), then advances every live sequence by one token. Sequences are grouped by adapter: each
 group is one left-padded KV batch (see kv_batch.py) decoded with its adapter set active via peft,
-so a step costs one forward pass per adapter in use, never one per request.
+so a step costs one forward pass per adapter in use, never one per request. This is ``--engine hf``, the path
+before packed steps (packed_engine.py overrides ``_step``), kept for non-Llama models and as the benchmarks' "before".
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class EngineCounters:
     prefill_seconds: float = 0.0
     decode_tokens: int = 0
     decode_seconds: float = 0.0
+    forward_passes: int = 0  # model forwards; each costs one read of every weight, however few tokens it runs
 
 
 @dataclass
@@ -150,10 +152,14 @@ class Engine:
     def active_count(self) -> int:
         return sum(len(g.seqs) for g in self._groups.values())
 
+    def _live_adapters(self) -> set[str | None]:
+        """Adapters with sequences being decoded."""
+        return set(self._groups)
+
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not (self._stopping or self._waiting or self._commands or self._groups):
+                while not (self._stopping or self._waiting or self._commands or self._live_adapters()):
                     self._cond.wait()
                 if self._stopping:
                     return
@@ -169,18 +175,22 @@ class Engine:
                 with self._cond:
                     self._waiting.extendleft(reversed(deferred))
             with torch.inference_mode():
-                by_adapter: dict[str | None, list[Sequence]] = {}
-                for seq in admit:
-                    by_adapter.setdefault(seq.adapter, []).append(seq)
-                for key, seqs in by_adapter.items():
-                    self._guard(seqs, lambda k=key, ss=seqs: self._prefill(k, ss))
-                for key, group in list(self._groups.items()):
-                    if not self._guard(group.seqs, lambda k=key, g=group: self._decode(k, g)):
-                        self._groups.pop(key, None)
+                self._step(admit)
             with self._cond:
-                busy = {s.adapter for s in self._waiting if s.adapter} | {k for k in self._groups if k}
+                busy = {s.adapter for s in self._waiting if s.adapter} | {k for k in self._live_adapters() if k}
                 self._guard([], lambda: self.adapters.collect(busy))
             self.prefix_cache.retain({None, *self.adapters.loaded()})
+
+    def _step(self, admit: list[Sequence]) -> None:
+        """Prefill the admitted sequences (one forward per adapter), then decode every group one token."""
+        by_adapter: dict[str | None, list[Sequence]] = {}
+        for seq in admit:
+            by_adapter.setdefault(seq.adapter, []).append(seq)
+        for key, seqs in by_adapter.items():
+            self._guard(seqs, lambda k=key, ss=seqs: self._prefill(k, ss))
+        for key, group in list(self._groups.items()):
+            if not self._guard(group.seqs, lambda k=key, g=group: self._decode(k, g)):
+                self._groups.pop(key, None)
 
     def _guard(self, seqs: list[Sequence], step: Callable[[], None]) -> bool:
         try:
@@ -243,6 +253,7 @@ class Engine:
         mask = torch.tensor([[0] * (cached_width - n) + [1] * n + [0] * (width - len(r)) + [1] * len(r) for n, r in zip(cached, rests)], device=self.device)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, cached_width:]
         out = self.adapters.forward(adapter, input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=1)
+        self.counters.forward_passes += 1
         tokens = [sample_token(out.logits[row, -1], seq.params, seq.generator) for row, seq in enumerate(seqs)]
         block = self.prefix_cache.block_size
         for row, (seq, n) in enumerate(zip(seqs, cached)):
@@ -268,6 +279,7 @@ class Engine:
             return
         started = time.perf_counter()
         out = self.adapters.forward(adapter, **group.batch.step_inputs(group.last), logits_to_keep=1)
+        self.counters.forward_passes += 1
         keep = []
         for row, seq in enumerate(group.seqs):
             token = sample_token(out.logits[row, -1], seq.params, seq.generator)

@@ -22,9 +22,10 @@ def render_metrics(engine: Engine) -> str:
         ("volt_serve_prefix_cache_evictions_total", "counter", "blocks evicted to make room", stats.evictions),
         ("volt_serve_prefix_cache_invalidations_total", "counter", "blocks dropped because their adapter version was unloaded", stats.invalidations),
         ("volt_serve_prefill_tokens_total", "counter", "prompt tokens run through the model", counters.prefill_tokens),
-        ("volt_serve_prefill_seconds_total", "counter", "seconds spent in prefill steps", counters.prefill_seconds),
+        ("volt_serve_prefill_seconds_total", "counter", "seconds spent in prefill (a packed step mixing prefill and decode is split by token share)", counters.prefill_seconds),
         ("volt_serve_decode_tokens_total", "counter", "tokens produced by decode steps", counters.decode_tokens),
-        ("volt_serve_decode_seconds_total", "counter", "seconds spent in decode steps", counters.decode_seconds),
+        ("volt_serve_decode_seconds_total", "counter", "seconds spent in decode (a packed step mixing prefill and decode is split by token share)", counters.decode_seconds),
+        ("volt_serve_forward_passes_total", "counter", "model forward passes (each reads every weight once)", counters.forward_passes),
         ("volt_serve_active_sequences", "gauge", "sequences being decoded", engine.active_count()),
     ]
     return "".join(_line(*row) for row in rows)
