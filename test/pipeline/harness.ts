@@ -11,7 +11,7 @@ import { TEMPORAL_BIN, temporalDbFile } from '../../src/stack/temporal.js';
 import { MODEL_ADMIN_KEY, startModelServer } from '../gateway/model-server.js';
 import { readRecord } from '../../src/stack/processes.js';
 import { startS3Server } from '../../src/stack/s3.js';
-import { alive, killHard, until } from '../helpers/processes.js';
+import { alive, killHard, running, until } from '../helpers/processes.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
 export const root = path.resolve(import.meta.dirname, '../..');
@@ -32,6 +32,8 @@ export interface PipelineStack {
   startS3(): Promise<void>;
   /** SIGKILL the latest gateway, Temporal, model or S3 server process and wait until it is gone. */
   kill(what: 'gateway' | 'temporal' | 'model' | 's3'): Promise<void>;
+  /** Send a signal to the latest gateway, Temporal or model server process (SIGSTOP / SIGCONT freeze and thaw it). */
+  signal(what: 'gateway' | 'temporal' | 'model', signal: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -111,7 +113,8 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
       children.push(child);
       let ready = false;
       child.stdout!.on('data', (d: Buffer) => (ready ||= d.toString().includes('volt worker polling')));
-      await waitFor(`worker ${queue}`, async () => ready, child, log, readyMs);
+      // A worker bundles the workflow code first: minutes on a loaded 2-core machine.
+      await waitFor(`worker ${queue}`, async () => ready, child, log, readyMs ?? 600_000);
       return child;
     },
     startTemporal,
@@ -135,7 +138,13 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
       if (!child) throw new Error(`no running ${what} to kill`);
       await killHard(child, what);
     },
+    signal(what, signal) {
+      const child = latest[what];
+      if (!running(child)) throw new Error(`no running ${what} to signal`);
+      child.kill(signal);
+    },
     async stop() {
+      latest.model?.kill('SIGCONT'); // a frozen server would not stop
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
       for (const pid of restartedS3) if (alive(pid)) process.kill(pid, 'SIGKILL');
       await model.stop();
