@@ -42,7 +42,7 @@ export interface PipelineStackOptions {
   ownTemporal?: { dynamicConfig?: Record<string, string | number | boolean> };
 }
 
-async function waitFor(what: string, ok: () => Promise<boolean>, child: ChildProcess, log: () => string, ms = 120_000) {
+async function waitFor(what: string, ok: () => Promise<boolean>, child: ChildProcess, log: () => string, ms = 600_000) {
   for (const t0 = Date.now(); Date.now() - t0 < ms; await sleep(200)) {
     if (child.exitCode !== null) throw new Error(`${what} exited ${child.exitCode}: ${log().slice(-2000)}`);
     if (await ok()) return;
@@ -119,7 +119,7 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
     },
     startTemporal,
     async startModel() {
-      model = await startModelServer({ port: modelPort });
+      model = await startModelServer({ port: modelPort, readyMs: 600_000 });
       latest.model = model.child;
     },
     async startS3() {
