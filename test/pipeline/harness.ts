@@ -92,7 +92,7 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
     child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
     children.push(child);
     latest.temporal = child;
-    await waitFor('temporal', () => temporalAnswers(temporalAddress, 'default'), child, () => log);
+    await waitFor('temporal', () => temporalAnswers(temporalAddress, 'default').catch(() => false), child, () => log);
     return child;
   };
   if (options.ownTemporal) await startTemporal();
