@@ -53,7 +53,7 @@ describe('crash matrix: a part killed mid-work loses and duplicates nothing', { 
   async function cell(
     name: string,
     kill: (ctx: { runId: string; ledger: () => ReturnType<typeof readLedger> }) => Promise<void>,
-    over: { iterations?: number; eval?: RunConfigInput['eval'] } = {},
+    over: { iterations?: number; eval?: RunConfigInput['eval']; trainer?: RunConfigInput['trainer'] } = {},
   ): Promise<{ report: LedgerReport; status: RunStatus; runId: string }> {
     const runId = `crash-${name}`;
     const ledgerFile = path.join(dir, `${runId}.jsonl`);
@@ -64,7 +64,7 @@ describe('crash matrix: a part killed mid-work loses and duplicates nothing', { 
       // Unsandboxed so the agent can write its ledger outside its workdir; the sandbox is not what is under test.
       rollouts: { groupSize: shape.groupSize, tasksPerIteration: shape.tasksPerIteration, concurrency: 2, sandbox: 'none' },
       // One sample per optimizer step: the update takes several steps, so a kill can land between two of them.
-      trainer: { lr: 1e-3, minibatchSize: 1, microBatchSize: 1 },
+      trainer: over.trainer ?? { lr: 1e-3, minibatchSize: 1, microBatchSize: 1 },
       eval: over.eval ?? { tasks: shape.evalTasks, everyIterations: 1, promoteMargin: 0 },
       timeouts: { heartbeatSec: 10, rolloutsSec: 900, updateSec: 900 },
     }));
@@ -175,7 +175,7 @@ describe('crash matrix: a part killed mid-work loses and duplicates nothing', { 
     const { status, runId } = await cell('promote', async ({ runId }) => {
       // Freeze the model server once the candidate's evaluation rollouts are done (what follows needs no model), so the
       // promotion writes the alias and then blocks loading the adapter: the kill lands between the two.
-      await until('the candidate evaluation to end its rollouts', async () => (await outcomesStored(runId, 'eval-candidate-')) === shape.evalTasks, 900_000, 50);
+      await until('the candidate evaluation to end its rollouts', async () => (await outcomesStored(runId, 'eval-candidate-')) === shape.evalTasks, 3_600_000, 50);
       stack.signal('model', 'SIGSTOP');
       try {
         await until('the promotion to write the alias', async () => (await store.getJsonOrNull(aliasKey(runId), modelAliasSchema))?.current.iteration === 0, 300_000, 50);
@@ -189,7 +189,8 @@ describe('crash matrix: a part killed mid-work loses and duplicates nothing', { 
         stack.signal('model', 'SIGCONT');
       }
       workers.gpu = await stack.startWorker('gpu');
-    }, { eval: { tasks: shape.evalTasks, everyIterations: 1, promoteMargin: -1 } }); // -1: the candidate is promoted whatever it scores
+      // -1: the candidate is promoted whatever it scores; one optimizer step: what is under test is the promotion.
+    }, { eval: { tasks: shape.evalTasks, everyIterations: 1, promoteMargin: -1 }, trainer: { lr: 1e-3, minibatchSize: 64, microBatchSize: 4 } });
     assert.ok(seen.pending, 'promoteCheckpoint was running when the worker died (the alias written, the adapter not yet loaded)');
     assert.equal(seen.pending.attempt, 1);
     const candidate = status.history[0]!.candidate!;
