@@ -8,6 +8,7 @@ import { runRollouts } from '../rollouts/run-rollouts.js';
 import { SandboxUnavailableError } from '../rollouts/sandbox-probe.js';
 import { requireTaskSet } from './config.js';
 import type { ActivityDeps } from './deps.js';
+import { serveAgain } from './serving.js';
 
 export interface LaunchRolloutsInput {
   config: RunConfig;
@@ -49,13 +50,15 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     try {
       // Agents a dead worker left running on this machine are killed and their tokens closed before new ones start.
       await deps.runner.reapAbandoned?.((token) => deps.gateway.close(token));
+      // A retried launch may follow a model server restart (which drops adapters) that the workflow's servePolicy preceded.
+      if (ctx.info.attempt > 1) await serveAgain(deps, input.policy, ctx.cancellationSignal);
       const { reused, pending } = await priorOutcomes(deps.store, config.runId, iteration, jobs, input.rerun ?? []);
       progress.reused = reused.size;
       for (const record of reused.values()) count(record);
       const runner = config.rollouts.runner === 'kubernetes' && config.rollouts.kubernetes ? deps.kubeRunner(config.rollouts.kubernetes) : deps.runner;
       const ran = await runRollouts(
         { config, iteration, mode: input.mode, policy: input.policy, sampling: input.sampling, promptOverlay: input.promptOverlay ?? null, tasks: byId, jobs: pending },
-        { store: deps.store, gateway: deps.gateway, runner, python: deps.python, env: process.env },
+        { store: deps.store, gateway: deps.gateway, runner, python: deps.python, env: process.env, servePolicy: (policy, signal) => serveAgain(deps, policy, signal) },
         { signal: ctx.cancellationSignal, onRecord: count },
       );
       const results = jobs.map((job) => {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/activity';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { request } from 'undici';
 import type { RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
@@ -35,6 +36,36 @@ export async function loadAdapter(deps: Pick<ActivityDeps, 'env' | 'store' | 'mo
   });
   const text = await res.body.text();
   if (res.statusCode >= 300) throw new Error(`model server load_lora_adapter ${name}: ${res.statusCode} ${text.slice(0, 300)}`);
+}
+
+/**
+ * Before a rollout attempt that follows an infra failure: the model server may be restarting (and has then lost its
+ * adapters), so wait until it answers and serve the policy again, retrying for up to `withinMs` before throwing.
+ */
+export async function serveAgain(deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>, policy: PolicyRef, signal: AbortSignal, withinMs = 120_000): Promise<void> {
+  for (let waitMs = 500, t0 = Date.now(); ; waitMs = Math.min(waitMs * 2, 5_000)) {
+    try {
+      if (policy.sha256) return await loadAdapter(deps, policy);
+      const res = await request(`${deps.modelServerUrl.replace(/\/+$/, '')}/v1/models`, { signal });
+      await res.body.dump();
+      if (res.statusCode < 300) return;
+      throw new Error(`model server /v1/models: ${res.statusCode}`);
+    } catch (err) {
+      if (err instanceof ApplicationFailure || Date.now() - t0 + waitMs > withinMs) throw err;
+      await sleep(waitMs, undefined, { signal });
+    }
+  }
+}
+
+/** Serving activities heartbeat (their proxy has a heartbeat timeout), so a worker killed mid-promotion is noticed fast. */
+async function heartbeating<T>(fn: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const ticker = setInterval(() => ctx.heartbeat(), 2_000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(ticker);
+  }
 }
 
 /** Stop serving adapter `name` (vLLM's unload_lora_adapter); one that is not loaded is already unloaded. */
@@ -92,11 +123,11 @@ export async function syncDeployAliases(deps: Pick<ActivityDeps, 'env' | 'store'
 export const createServingActivities = (deps: ServingDeps) => ({
   /** Load the policy rollouts will sample from into the model server. */
   async servePolicy(input: { policy: PolicyRef }): Promise<void> {
-    await loadAdapter(deps, input.policy);
+    await heartbeating(() => loadAdapter(deps, input.policy));
   },
 
   /** Promotion: the `best` alias in the object store moves to the candidate and the server serves it as `<run>-best`. */
-  async promoteCheckpoint(input: { config: RunConfig; iteration: number; policy: PolicyRef; score: number }): Promise<void> {
+  promoteCheckpoint: (input: { config: RunConfig; iteration: number; policy: PolicyRef; score: number }): Promise<void> => heartbeating(async () => {
     const { config, iteration, policy, score } = input;
     const key = keys.modelAlias(config.runId, 'best');
     const existing = await deps.store.getJsonOrNull(key, modelAliasSchema);
@@ -106,13 +137,13 @@ export const createServingActivities = (deps: ServingDeps) => ({
     }
     await loadAdapter(deps, policy, bestAliasName(config.runId));
     await moveLineage(deps, config, policy, score);
-  },
+  }),
 
   /**
    * The serving side of the run's `rollback` update: the alias moves to `to` (a promotion, or the base model, which
    * is then served under its own name and `<run>-best` is unloaded). Idempotent like promotion.
    */
-  async rollbackCheckpoint(input: { config: RunConfig; to: { policy: PolicyRef; score: number; iteration: number | null } }): Promise<void> {
+  rollbackCheckpoint: (input: { config: RunConfig; to: { policy: PolicyRef; score: number; iteration: number | null } }): Promise<void> => heartbeating(async () => {
     const { config, to } = input;
     const existing = await deps.store.getJsonOrNull(keys.modelAlias(config.runId, 'best'), modelAliasSchema);
     if (existing?.current.policy.sha256 !== to.policy.sha256 || existing.current.iteration !== to.iteration) {
@@ -122,5 +153,5 @@ export const createServingActivities = (deps: ServingDeps) => ({
     else await unloadAdapter(deps, bestAliasName(config.runId));
     // The run's validator refuses a rollback to the bare base model when a deploy alias would have nothing to serve.
     await moveLineage(deps, config, to.policy, to.score);
-  },
+  }),
 });

@@ -40,6 +40,8 @@ export interface RunRolloutsDeps {
   python: string;
   /** Where file-reading rewards read their keys from (an LLM judge's API key). */
   env: Record<string, string | undefined>;
+  /** Serves the policy again before an attempt that follows an infra failure: a restarted model server lost its adapter. */
+  servePolicy?: (policy: PolicyRef, signal: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -108,6 +110,7 @@ export async function runRollouts(
         firstAttempt,
         signal: opts.signal,
         register: async (ref: RolloutRef) => {
+          if (ref.attempt > firstAttempt) await deps.servePolicy?.(policy, opts.signal);
           await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name }, rolloutStartedSchema);
           // Configs recorded before budgets existed have none: unbounded, as they ran.
           const budget = config.agent.budget ?? null;

@@ -40,9 +40,11 @@ export function activitiesFor(config: RunConfig) {
     heartbeatTimeout,
     retry: { ...retry, maximumAttempts: 5 },
   });
+  // Serving activities heartbeat too: a gpu worker killed mid-promotion is retried after heartbeatSec, not 5 minutes.
   const serving = proxyActivities<Gpu>({
     taskQueue: GPU_QUEUE,
     startToCloseTimeout: '5 minutes',
+    heartbeatTimeout,
     retry: { ...retry, maximumAttempts: 10 },
   });
   return {

@@ -7,7 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { connectClient } from '../../src/client/connect.js';
 import { startTrainingRun } from '../../src/client/runs.js';
-import { parseRunConfig } from '../../src/config/run.js';
+import { parseRunConfig, type RunConfigInput } from '../../src/config/run.js';
+import { modelAliasSchema, type ModelAlias } from '../../src/contracts/policy.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { readSpans } from '../../src/storage/spans.js';
@@ -25,7 +26,7 @@ const AGENT = path.join(root, 'test/crash/agents/recording-agent.mjs');
 const CALLS = 2;
 const shape = { groupSize: 2, tasksPerIteration: 2, evalTasks: 2, iterations: 1, calls: CALLS };
 
-describe('crash matrix: a part killed mid-work loses and duplicates nothing', { timeout: 3_600_000 }, () => {
+describe('crash matrix: a part killed mid-work loses and duplicates nothing', { timeout: FULL ? 7_200_000 : 3_600_000 }, () => {
   let stack: PipelineStack;
   let store: ObjectStore;
   const workers: { cpu?: ChildProcess; gpu?: ChildProcess } = {};
@@ -49,17 +50,22 @@ describe('crash matrix: a part killed mid-work loses and duplicates nothing', { 
   };
 
   /** Starts the cell's run, lets `kill` strike mid-work, waits for the run and checks the ledger. */
-  async function cell(name: string, kill: (ctx: { runId: string; ledger: () => ReturnType<typeof readLedger> }) => Promise<void>): Promise<{ report: LedgerReport; status: RunStatus; runId: string }> {
+  async function cell(
+    name: string,
+    kill: (ctx: { runId: string; ledger: () => ReturnType<typeof readLedger> }) => Promise<void>,
+    over: { iterations?: number; eval?: RunConfigInput['eval']; trainer?: RunConfigInput['trainer'] } = {},
+  ): Promise<{ report: LedgerReport; status: RunStatus; runId: string }> {
     const runId = `crash-${name}`;
     const ledgerFile = path.join(dir, `${runId}.jsonl`);
+    const iterations = over.iterations ?? shape.iterations;
     const config = parseRunConfig(tinyRunConfig(runId, {
-      iterations: shape.iterations,
+      iterations,
       agent: { command: [process.execPath, AGENT, ledgerFile, String(CALLS)], envAllowList: ['PATH', 'HOME'], timeoutSec: 300 },
       // Unsandboxed so the agent can write its ledger outside its workdir; the sandbox is not what is under test.
       rollouts: { groupSize: shape.groupSize, tasksPerIteration: shape.tasksPerIteration, concurrency: 2, sandbox: 'none' },
       // One sample per optimizer step: the update takes several steps, so a kill can land between two of them.
-      trainer: { lr: 1e-3, minibatchSize: 1, microBatchSize: 1 },
-      eval: { tasks: shape.evalTasks, everyIterations: 1, promoteMargin: 0 },
+      trainer: over.trainer ?? { lr: 1e-3, minibatchSize: 1, microBatchSize: 1 },
+      eval: over.eval ?? { tasks: shape.evalTasks, everyIterations: 1, promoteMargin: 0 },
       timeouts: { heartbeatSec: 10, rolloutsSec: 900, updateSec: 900 },
     }));
     const { client, close } = await connectClient(stack.env);
@@ -68,13 +74,18 @@ describe('crash matrix: a part killed mid-work loses and duplicates nothing', { 
     // A fresh connection: the cell may have restarted the Temporal server under the first one.
     const again = await connectClient(stack.env);
     const status: RunStatus = await again.client.workflow.getHandle(runId).result().finally(again.close);
-    const plan: RunPlan = { runId, ...shape };
+    const plan: RunPlan = { runId, ...shape, iterations };
     return { report: await assertNothingLost(store, plan, status, readLedger(ledgerFile)), status, runId };
   }
 
-  const rolloutsStarted = async (runId: string, prefix: string) => {
-    for await (const o of store.list(`${keys.iteration(runId, 0)}rollouts/${prefix}`)) if (o.key.endsWith('started.json')) return true;
+  const rolloutsStarted = async (runId: string, prefix: string, iteration = 0) => {
+    for await (const o of store.list(`${keys.iteration(runId, iteration)}rollouts/${prefix}`)) if (o.key.endsWith('started.json')) return true;
     return false;
+  };
+  const outcomesStored = async (runId: string, prefix: string, iteration = 0) => {
+    let n = 0;
+    for await (const o of store.list(`${keys.iteration(runId, iteration)}rollouts/${prefix}`)) if (o.key.endsWith('/outcome.json')) n++;
+    return n;
   };
   const trainRolloutsStarted = (runId: string) => rolloutsStarted(runId, 'g');
 
@@ -125,24 +136,81 @@ describe('crash matrix: a part killed mid-work loses and duplicates nothing', { 
     for (const key of pending) assert.ok(await spanStored(store, key), `${key} reached S3 by the WAL replay`);
   });
 
-  it('model server killed mid-rollout: attempts become infra_failed, are retried once it is back, on the adapter again', { skip: !FULL && 'VOLT_CRASH_MATRIX=full' }, async () => {
-    let open = 0;
-    const { report, status } = await cell('model-server', async ({ runId, ledger }) => {
-      // During the candidate's evaluation: it samples from the trained adapter, which a restarted server has lost.
-      await until('a candidate evaluation mid-stream', async () => (await rolloutsStarted(runId, 'eval-candidate-')) && openStreams(ledger()).size > 0, 900_000, 20);
-      open = openStreams(ledger()).size;
+  it('model server killed mid-rollout (candidate evaluation, then training on the adapter): attempts become infra_failed, are retried once it is back, on the adapter again', { skip: !FULL && 'VOLT_CRASH_MATRIX=full' }, async () => {
+    const open: number[] = [];
+    const restartModel = async (ledger: () => ReturnType<typeof readLedger>) => {
+      open.push(openStreams(ledger()).size);
       await stack.kill('model');
       await sleep(1000);
       await stack.startModel();
-    });
-    assert.ok(open > 0, 'a call was streaming when the model server died');
-    const candidate = report.outcomes.filter((o) => o.rolloutId.startsWith('eval-candidate-'));
-    assert.ok(candidate.some((o) => o.attempts.some((a) => a.outcome === 'infra_failed')), 'the kill made an attempt infra_failed');
+    };
+    const { report, status } = await cell('model-server', async ({ runId, ledger }) => {
+      // Iteration 0's candidate evaluation samples from the trained adapter, which a restarted server has lost.
+      await until('a candidate evaluation mid-stream', async () => (await rolloutsStarted(runId, 'eval-candidate-')) && openStreams(ledger()).size > 0, 900_000, 20);
+      await restartModel(ledger);
+      // Iteration 1 trains on that adapter: its retried training attempts must get it served again (launchRollouts).
+      await until('iteration 1 training mid-stream', async () => (await rolloutsStarted(runId, 'g', 1)) && openStreams(ledger()).size > 0, 900_000, 20);
+      await restartModel(ledger);
+    }, { iterations: 2 });
+    assert.ok(open.every((n) => n > 0), `a call was streaming at each kill: ${open.join(', ')}`);
+    const [first] = status.history;
+    const evalCandidate = report.outcomes.filter((o) => o.rolloutId.startsWith('eval-candidate-') && o.final.ref.iteration === 0);
+    const train1 = report.outcomes.filter((o) => o.rolloutId.startsWith('g') && o.final.ref.iteration === 1);
+    const infra = (os: typeof report.outcomes) => os.some((o) => o.attempts.some((a) => a.outcome === 'infra_failed'));
+    assert.ok(infra(evalCandidate), 'the first kill made a candidate evaluation attempt infra_failed');
+    assert.ok(infra(train1), 'the second kill made an iteration-1 training attempt infra_failed');
     for (const o of report.outcomes) for (const a of o.attempts) assert.ok(a.outcome === 'succeeded' || a.outcome === 'infra_failed', `${o.rolloutId}/${a.attempt}: ${a.outcome} ${a.detail}`);
-    const summary = status.history[0]!;
-    assert.equal(summary.evalError ?? null, null, 'the evaluation counted');
-    assert.equal(summary.eval?.scored, shape.evalTasks);
-    for (const o of candidate) for await (const span of readSpans(store, o.final.ref)) assert.equal(span.servedBy.model, summary.candidate!.name, 'served by the candidate adapter');
+    assert.equal(first!.evalError ?? null, null, 'the evaluation counted');
+    assert.equal(first!.eval?.scored, shape.evalTasks);
+    // Iteration 1 samples from iteration 0's candidate; every final attempt (retried ones too) was served by it.
+    assert.equal(train1.length, shape.tasksPerIteration * shape.groupSize);
+    for (const [outcomes, adapter] of [[evalCandidate, first!.candidate!.name], [train1, first!.candidate!.name]] as const) {
+      for (const o of outcomes) for await (const span of readSpans(store, o.final.ref)) assert.equal(span.servedBy.model, adapter, `${o.rolloutId}: served by the adapter`);
+    }
+  });
+
+  it('gpu worker killed inside promoteCheckpoint: the best alias is old or new, never torn; the served adapter matches it after the retry', { skip: !FULL && 'VOLT_CRASH_MATRIX=full' }, async () => {
+    const seen: { atKill?: ModelAlias; pending?: { attempt: number } } = {};
+    const aliasKey = (runId: string) => keys.modelAlias(runId, 'best');
+    const { status, runId } = await cell('promote', async ({ runId }) => {
+      // Freeze the model server once the candidate's evaluation rollouts are done (what follows needs no model), so the
+      // promotion writes the alias and then blocks loading the adapter: the kill lands between the two.
+      await until('the candidate evaluation to end its rollouts', async () => (await outcomesStored(runId, 'eval-candidate-')) === shape.evalTasks, 3_600_000, 50);
+      stack.signal('model', 'SIGSTOP');
+      try {
+        await until('the promotion to write the alias', async () => (await store.getJsonOrNull(aliasKey(runId), modelAliasSchema))?.current.iteration === 0, 300_000, 50);
+        seen.atKill = await store.getJson(aliasKey(runId), modelAliasSchema);
+        const { client, close } = await connectClient(stack.env);
+        const described = await client.workflow.getHandle(runId).describe().finally(close);
+        const a = described.raw.pendingActivities?.find((p) => p.activityType?.name === 'promoteCheckpoint');
+        if (a) seen.pending = { attempt: a.attempt ?? 0 };
+        await killHard(workers.gpu!, 'gpu worker');
+      } finally {
+        stack.signal('model', 'SIGCONT');
+      }
+      workers.gpu = await stack.startWorker('gpu');
+      // -1: the candidate is promoted whatever it scores; one optimizer step: what is under test is the promotion.
+    }, { eval: { tasks: shape.evalTasks, everyIterations: 1, promoteMargin: -1 }, trainer: { lr: 1e-3, minibatchSize: 64, microBatchSize: 4 } });
+    assert.ok(seen.pending, 'promoteCheckpoint was running when the worker died (the alias written, the adapter not yet loaded)');
+    assert.equal(seen.pending.attempt, 1);
+    const candidate = status.history[0]!.candidate!;
+    assert.ok(status.history[0]!.promoted, 'the retried promotion completed');
+    assert.equal(status.best?.policy.sha256, candidate.sha256);
+    // Never torn: the alias object parses, names the candidate, and the retry found it written and left it as it was.
+    const alias = await store.getJson(aliasKey(runId), modelAliasSchema);
+    assert.equal(alias.current.policy.sha256, candidate.sha256);
+    assert.deepEqual(alias, seen.atKill, 'the retry reused the alias the killed attempt wrote');
+    const { client, close } = await connectClient(stack.env);
+    const events = (await client.workflow.getHandle(runId).fetchHistory().finally(close)).events ?? [];
+    const scheduled = new Set(events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'promoteCheckpoint').map((e) => Number(e.eventId)));
+    const started = events.filter((e) => scheduled.has(Number(e.activityTaskStartedEventAttributes?.scheduledEventId ?? -1)));
+    assert.equal(scheduled.size, 1, 'one promotion');
+    assert.ok((started[0]?.activityTaskStartedEventAttributes?.attempt ?? 0) >= 2, 'it completed on a retry');
+    // The model server serves `<run>-best` from the candidate's content-addressed adapter dir.
+    const models = (await (await fetch(`${stack.modelUrl}/v1/models`)).json()) as { data: { id: string; root: string }[] };
+    const best = models.data.find((m) => m.id === alias.servedAs);
+    assert.equal(alias.servedAs, `${runId}-best`);
+    assert.equal(best?.root, path.join(stack.env.dataDir, 'adapters', candidate.sha256!), 'the served adapter is the alias\'s checkpoint');
   });
 
   it('S3 server killed mid-upload: calls go on with spans in the WAL, which reach S3 once it is back', { skip: !FULL && 'VOLT_CRASH_MATRIX=full' }, async () => {

@@ -11,7 +11,7 @@ import { TEMPORAL_BIN, temporalDbFile } from '../../src/stack/temporal.js';
 import { MODEL_ADMIN_KEY, startModelServer } from '../gateway/model-server.js';
 import { readRecord } from '../../src/stack/processes.js';
 import { startS3Server } from '../../src/stack/s3.js';
-import { alive, killHard, until } from '../helpers/processes.js';
+import { alive, killHard, running, until } from '../helpers/processes.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
 export const root = path.resolve(import.meta.dirname, '../..');
@@ -32,6 +32,8 @@ export interface PipelineStack {
   startS3(): Promise<void>;
   /** SIGKILL the latest gateway, Temporal, model or S3 server process and wait until it is gone. */
   kill(what: 'gateway' | 'temporal' | 'model' | 's3'): Promise<void>;
+  /** Send a signal to the latest gateway, Temporal or model server process (SIGSTOP / SIGCONT freeze and thaw it). */
+  signal(what: 'gateway' | 'temporal' | 'model', signal: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -40,7 +42,7 @@ export interface PipelineStackOptions {
   ownTemporal?: { dynamicConfig?: Record<string, string | number | boolean> };
 }
 
-async function waitFor(what: string, ok: () => Promise<boolean>, child: ChildProcess, log: () => string, ms = 120_000) {
+async function waitFor(what: string, ok: () => Promise<boolean>, child: ChildProcess, log: () => string, ms = 600_000) {
   for (const t0 = Date.now(); Date.now() - t0 < ms; await sleep(200)) {
     if (child.exitCode !== null) throw new Error(`${what} exited ${child.exitCode}: ${log().slice(-2000)}`);
     if (await ok()) return;
@@ -90,7 +92,7 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
     child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
     children.push(child);
     latest.temporal = child;
-    await waitFor('temporal', () => temporalAnswers(temporalAddress, 'default'), child, () => log);
+    await waitFor('temporal', () => temporalAnswers(temporalAddress, 'default').catch(() => false), child, () => log);
     return child;
   };
   if (options.ownTemporal) await startTemporal();
@@ -111,12 +113,13 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
       children.push(child);
       let ready = false;
       child.stdout!.on('data', (d: Buffer) => (ready ||= d.toString().includes('volt worker polling')));
-      await waitFor(`worker ${queue}`, async () => ready, child, log, readyMs);
+      // A worker bundles the workflow code first: minutes on a loaded 2-core machine.
+      await waitFor(`worker ${queue}`, async () => ready, child, log, readyMs ?? 600_000);
       return child;
     },
     startTemporal,
     async startModel() {
-      model = await startModelServer({ port: modelPort });
+      model = await startModelServer({ port: modelPort, readyMs: 600_000 });
       latest.model = model.child;
     },
     async startS3() {
@@ -135,7 +138,13 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
       if (!child) throw new Error(`no running ${what} to kill`);
       await killHard(child, what);
     },
+    signal(what, signal) {
+      const child = latest[what];
+      if (!running(child)) throw new Error(`no running ${what} to signal`);
+      child.kill(signal);
+    },
     async stop() {
+      latest.model?.kill('SIGCONT'); // a frozen server would not stop
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
       for (const pid of restartedS3) if (alive(pid)) process.kill(pid, 'SIGKILL');
       await model.stop();

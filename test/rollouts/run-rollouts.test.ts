@@ -125,6 +125,21 @@ describe('runRollouts (domain module, no Temporal): real agent processes, FAKE s
     assert.deepEqual(gateway.registered.map((r) => r.attempt), [2, 3]);
   });
 
+  it('an attempt after an infra failure serves the policy again first (a restarted model server lost its adapter)', async () => {
+    const adapter = { name: 'run-domain-it2', checkpointKey: 'checkpoints/abc', sha256: 'abc', iteration: 2 };
+    const { gateway, deps, input } = setup({ policy: adapter, jobs: [{ taskId: 't1', groupId: 'g1', rolloutId: 'r1' }] });
+    gateway.upstreamFailures.set('tok-r1-0', 1);
+    const events: string[] = [];
+    const serving: RunRolloutsDeps = {
+      ...deps,
+      servePolicy: async (policy) => void events.push(`serve ${policy.name}`),
+      gateway: { register: async (r) => (events.push(`register ${r.attempt}`), gateway.register(r)), close: (t) => gateway.close(t) },
+    };
+    const record = (await runRollouts(input, serving, { signal: new AbortController().signal })).get('r1')!;
+    assert.deepEqual(record.attempts.map((a) => [a.attempt, a.outcome]), [[0, 'infra_failed'], [1, 'succeeded']]);
+    assert.deepEqual(events, ['register 0', 'serve run-domain-it2', 'register 1'], 'the first attempt uses what the workflow served; the retry re-serves');
+  });
+
   it('a task missing from the task set fails the launch, after the other jobs have settled', async () => {
     const { store, deps, input } = setup({ jobs: [{ taskId: 'nope', groupId: 'g9', rolloutId: 'r9' }, { taskId: 't1', groupId: 'g1', rolloutId: 'r1' }] });
     await assert.rejects(runRollouts(input, deps, { signal: new AbortController().signal }), /task nope is not in the task set/);
