@@ -1,6 +1,7 @@
 /**
  * Writes the example task sets reproducibly from one seed: calculator word problems and SQL shop tasks,
- * train and eval disjoint. `--check` regenerates in memory and fails if the committed files differ.
+ * train and eval disjoint; the calculator's word-heavy training mix and its second held-out word-problem set
+ * (eval-word-b.jsonl, other templates: examples/calculator/word-problems-b.ts). `--check` regenerates in memory and fails if the committed files differ.
  *
  *   node --import tsx scripts/make-tasks.ts [--seed 20261130] [--check]
  */
@@ -8,11 +9,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { makeWordProblem } from '../examples/calculator/word-problems.js';
+import { makeWordProblemB } from '../examples/calculator/word-problems-b.js';
 import { makeShop, makeShopTask, shopSeedSql } from '../examples/sql-agent/shop-tasks.js';
 import { SeededRandom } from '../examples/task-sets/seeded-random.js';
 
 const root = path.resolve(import.meta.dirname, '..');
-const SIZES = { calculator: { train: 200, eval: 50 }, sql: { train: 24, eval: 12 } };
+const SIZES = { calculator: { train: 200, eval: 50, evalWordB: 30, plainInWordHeavy: 26, plainInWordHeavyEval: 6 }, sql: { train: 24, eval: 12 } };
 
 /** Draws `count` items with distinct keys, bounded so a too-small space fails instead of looping. */
 function drawUnique<T>(count: number, draw: () => T, key: (item: T) => string): T[] {
@@ -50,6 +52,22 @@ export function makeTaskFiles(seed: number): Record<string, string> {
       kind: p.template.startsWith('plain') ? 'plain' : 'word',
     })));
   }
+  // The same tasks weighted to word problems (every word problem, the first plain ones as a curriculum / a check):
+  // the word-problem demo trains on the first and evaluates the second every iteration, cheaper than the full eval set.
+  for (const [mode, plainCount] of [['train', SIZES.calculator.plainInWordHeavy], ['eval', SIZES.calculator.plainInWordHeavyEval]] as const) {
+    const tasks = files[`examples/calculator/tasks/${mode}.jsonl`]!.trimEnd().split('\n').map((line) => JSON.parse(line) as { kind: string });
+    const plainKept = tasks.filter((t) => t.kind === 'plain').slice(0, plainCount);
+    files[`examples/calculator/tasks/${mode}-word-heavy.jsonl`] = jsonl(tasks.filter((t) => t.kind === 'word' || plainKept.includes(t)));
+  }
+  // Set B: other templates and wording, its own seed; held out, never trained or tuned on.
+  const bRandom = new SeededRandom(seed + 2);
+  const setB = drawUnique(SIZES.calculator.evalWordB, () => makeWordProblemB(bRandom), (p) => p.question);
+  files['examples/calculator/tasks/eval-word-b.jsonl'] = jsonl(setB.map((p, i) => ({
+    id: `calc-evalb-${String(i + 1).padStart(4, '0')}`,
+    input: { question: p.question },
+    reference: { answer: p.answer, template: p.template, steps: p.steps },
+    kind: 'word',
+  })));
 
   const sqlRandom = new SeededRandom(seed + 1);
   const shop = makeShop(sqlRandom);

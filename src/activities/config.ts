@@ -3,7 +3,7 @@ import { ConfigError } from '../config/errors.js';
 import { parseRunConfig, type RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
 import { TaskSetError } from '../contracts/task.js';
-import { pinRunTasks } from '../tasks/pinned-task-sets.js';
+import { pinRunConfig } from '../tasks/pinned-task-sets.js';
 import type { ActivityDeps } from './deps.js';
 
 const invalidTaskSet = (err: unknown): unknown => {
@@ -15,7 +15,7 @@ export const createConfigActivities = (deps: Pick<ActivityDeps, 'taskSets'>) => 
   /**
    * The run's first activity: a config started raw from the Temporal CLI or Web UI is validated here and fails
    * at once, non-retryably, with every bad field's path in the message the operator reads in Temporal Web.
-   * Its task sets are validated and pinned by content: the returned config names them by hash (tasks.trainSet/evalSet).
+   * Its task sets are validated and pinned by content: the returned config names them by hash (tasks.trainSet/evalSet, eval.extraSets[].set).
    * `volt train` pins them before it starts the run, so a hash is all this checks (it must be in the object store).
    */
   async validateRunConfig(raw: unknown): Promise<RunConfig> {
@@ -29,7 +29,7 @@ export const createConfigActivities = (deps: Pick<ActivityDeps, 'taskSets'>) => 
       throw err;
     }
     try {
-      return { ...config, tasks: await pinRunTasks(deps.taskSets, config.tasks) };
+      return await pinRunConfig(deps.taskSets, config);
     } catch (err) {
       throw invalidTaskSet(err);
     }

@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { RunConfig } from '../config/run.js';
+import { countInformativeGroups } from '../batches/groups.js';
 import { countsByKind, type ScoreCounts } from '../rewards/by-kind.js';
 import { loadEvidence } from '../rewards/evidence.js';
 import { scoreRollout } from '../rewards/registry.js';
@@ -22,6 +23,8 @@ export interface RewardsSummary {
   rewardsKey: string;
   /** The same counts per task kind, when the tasks have kinds (absent otherwise). */
   byKind?: Record<string, ScoreCounts>;
+  /** Training launches: groups, and those whose rewards differ (batch.minGroupSize scored at least): dynamic sampling's target. */
+  groups?: { total: number; informative: number };
 }
 
 export interface ComputeRewardsInput {
@@ -48,7 +51,7 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
     const rewardsKey = rewardsKeyFor(config, iteration, mode, label);
     // Scored once: a retry after the file was written reuses it (the workdirs it scored are released by then).
     const existing = await deps.store.getJsonOrNull(rewardsKey, rewardsFileSchema);
-    if (existing && sameRollouts(existing, input.results)) return summarize(existing, rewardsKey);
+    if (existing && sameRollouts(existing, input.results)) return summarize(existing, rewardsKey, config);
     // An evaluation's retry round re-runs only its unscored rollouts: the others keep their scores (their workdirs are gone).
     const stored = new Map((existing?.rollouts ?? []).map((r) => [`${r.rolloutId}#${r.attempt}`, r]));
     const { byId } = await deps.taskSets.load(requireTaskSet(input.taskSet));
@@ -85,15 +88,16 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
     await deps.store.putJson(rewardsKey, file, rewardsFileSchema);
     // Kept workdirs were only needed to score; on a long run they would fill the worker's disk.
     if (config.rollouts.runner === 'local') await deps.runner.release?.(config.runId, iteration, input.results.map((r) => r.rolloutId));
-    return summarize(file, rewardsKey);
+    return summarize(file, rewardsKey, config);
   },
 });
 
-function summarize(file: RewardsFile, rewardsKey: string): RewardsSummary {
+function summarize(file: RewardsFile, rewardsKey: string, config: RunConfig): RewardsSummary {
   const rewardSum = file.rollouts.reduce((a, r) => a + (r.reward ?? 0), 0);
   const unscored = file.rollouts.filter((r) => r.reward === null).map((r) => ({ rolloutId: r.rolloutId, attempt: r.attempt }));
   const byKind = countsByKind(file.rollouts);
-  return { meanReward: file.meanReward, rewardSum, scored: file.scored, infraFailed: file.infraFailed, unscored, rewardsKey, ...(byKind ? { byKind } : {}) };
+  const groups = file.mode === 'train' ? countInformativeGroups(file.rollouts, config.batch.minGroupSize) : null;
+  return { meanReward: file.meanReward, rewardSum, scored: file.scored, infraFailed: file.infraFailed, unscored, rewardsKey, ...(byKind ? { byKind } : {}), ...(groups ? { groups } : {}) };
 }
 
 /** The stored file scored exactly these rollout attempts. */

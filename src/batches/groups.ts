@@ -27,6 +27,20 @@ export interface GroupPlan {
 
 const bump = <K extends string>(m: Partial<Record<K, number>>, k: K, by = 1) => { m[k] = (m[k] ?? 0) + by; };
 
+/** Whether a group's scored rewards carry a learning signal: enough of them, and not all equal. */
+export const isInformativeGroup = (rewards: readonly number[], minGroupSize: number): boolean =>
+  rewards.length >= minGroupSize && rewards.some((r) => r !== rewards[0]);
+
+/** Groups in a scored launch, and how many of them are informative (dynamic sampling's target); unscored rollouts do not count. */
+export function countInformativeGroups(scored: readonly { groupId: string; reward: number | null }[], minGroupSize: number): { total: number; informative: number } {
+  const byGroup = new Map<string, number[]>();
+  for (const s of scored) {
+    if (!byGroup.has(s.groupId)) byGroup.set(s.groupId, []);
+    if (s.reward !== null && Number.isFinite(s.reward)) byGroup.get(s.groupId)!.push(s.reward);
+  }
+  return { total: byGroup.size, informative: [...byGroup.values()].filter((r) => isInformativeGroup(r, minGroupSize)).length };
+}
+
 /** Group rollouts by groupId and compute each group's advantages; groups keep first-seen order. */
 export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig): GroupPlan {
   const plan: GroupPlan = { rollouts: [], groups: { total: 0, used: 0 }, droppedRollouts: {}, droppedGroups: {} };
@@ -43,7 +57,7 @@ export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig)
     const rewards = members.map((m) => m.reward);
     let drop: 'group_too_small' | 'zero_variance' | null = null;
     if (members.length < config.minGroupSize) drop = 'group_too_small';
-    else if (config.dropZeroVariance && rewards.every((r) => r === rewards[0])) drop = 'zero_variance';
+    else if (config.dropZeroVariance && !isInformativeGroup(rewards, config.minGroupSize)) drop = 'zero_variance';
     if (drop) {
       bump(plan.droppedGroups, drop);
       if (members.length > 0) bump(plan.droppedRollouts, drop, members.length);

@@ -4,7 +4,7 @@ import { ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowUp
 import type { VoltEnv } from '../config/env.js';
 import { parseRunConfig, type RunConfig } from '../config/run.js';
 import { createObjectStore } from '../storage/object-store.js';
-import { PinnedTaskSets, pinRunTasks } from '../tasks/pinned-task-sets.js';
+import { PinnedTaskSets, pinRunConfig } from '../tasks/pinned-task-sets.js';
 import {
   pauseSignal, resumeSignal, rollbackUpdate, setHyperParametersUpdate, statusQuery, type HyperParameterPatch, type RollbackRequest, type RollbackResult,
 } from '../workflows/definitions.js';
@@ -29,7 +29,7 @@ export async function readRunConfig(file: string, overrides: Record<string, unkn
  */
 export async function pinTaskSets(env: Readonly<VoltEnv>, config: RunConfig, baseDir = process.cwd()): Promise<RunConfig> {
   const taskSets = new PinnedTaskSets(createObjectStore(env), baseDir);
-  return { ...config, tasks: await pinRunTasks(taskSets, config.tasks) };
+  return pinRunConfig(taskSets, config);
 }
 
 /**

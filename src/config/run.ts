@@ -133,6 +133,15 @@ export const runConfigSchema = z.strictObject({
     sandbox: sandboxKindSchema.default('bubblewrap'),
     /** Per-attempt rlimits (memory, processes, open files, CPU seconds) of sandboxed local agents. */
     limits: rolloutLimitsSchema.prefault({}),
+    /**
+     * DAPO-style dynamic sampling (absent: off): while fewer than `minInformativeGroups` groups have rewards that
+     * differ, groups of other training tasks are rolled out, at most `maxExtraRounds` rounds of at most tasksPerIteration tasks each.
+     */
+    dynamicSampling: z.strictObject({
+      maxExtraRounds: int(1).max(20),
+      /** Informative groups wanted in the batch (default: rollouts.tasksPerIteration). */
+      minInformativeGroups: int(1).max(100_000).optional(),
+    }).optional(),
   }).prefault({}),
   /** How each rollout is scored (see src/rewards/spec.ts for the kinds). */
   reward: rewardSpecSchema,
@@ -172,6 +181,23 @@ export const runConfigSchema = z.strictObject({
     minScoredFraction: z.number().gt(0).max(1).default(0.95),
     /** Rounds in which infra-failed or unscorable eval rollouts run again as new attempts before the fraction is checked. */
     retryRounds: int(0).max(10).default(2),
+    /**
+     * More held-out sets, evaluated beside the main one at every evaluation (base included) and reported per set and
+     * per kind, NEVER used for promotion; pinned by content like the task sets (`set` is filled in when the run starts).
+     */
+    extraSets: z.array(z.strictObject({
+      /** Names the set in run-status and the report: 1-32 of [A-Za-z0-9_-]. */
+      name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/, 'a set name is 1-32 of [A-Za-z0-9_-], starting with a letter or digit'),
+      /** JSONL file of held-out tasks, relative to where the run is started; may be left out when `set` is given. */
+      file: z.string().min(1).optional(),
+      /** sha256 of the pinned set; filled in when the run starts, or given to reuse a pinned set (it then wins over file). */
+      set: taskSetHashSchema.optional(),
+      /** Tasks used each time (the first N of the set); default all. */
+      tasks: int(1).max(100_000).optional(),
+    }).refine((x) => x.file !== undefined || x.set !== undefined, { message: 'required: a task file, unless set names a pinned set', path: ['file'] }))
+      .max(8)
+      .refine((sets) => new Set(sets.map((x) => x.name)).size === sets.length, 'set names must be unique')
+      .default([]),
   }).prefault({}),
   /** Prompt optimisation (`volt optimize-prompt`); training runs ignore it. */
   apo: apoConfigSchema.optional(),

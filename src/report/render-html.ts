@@ -52,9 +52,10 @@ function iterationTable(data: ReportData): string {
   const rows = data.status.history.map((h) => [
     h.iteration, h.rollouts, h.infraFailed, fmt(h.meanReward), h.samples, h.tokens, fmt(h.evalScore), evalCounts(h), h.promoted ? 'yes' : 'no',
     fmt(h.trainMetrics?.loss, 4), fmt(h.trainMetrics?.kl, 4),
+    h.dynamicSampling ? `+${h.dynamicSampling.extraRollouts} in ${h.dynamicSampling.extraRounds} rounds; informative ${h.dynamicSampling.informativeBefore} → ${h.dynamicSampling.informative}/${h.dynamicSampling.wanted}` : '-',
   ]);
   if (rows.length === 0) return '<p>No iteration has finished yet.</p>';
-  return table(['iteration', 'rollouts', 'infra failures', 'mean reward', 'samples', 'tokens', 'eval score', 'eval reward sum / scored / tasks', 'promoted', 'trainer loss', 'KL'], rows, 'numbers');
+  return table(['iteration', 'rollouts', 'infra failures', 'mean reward', 'samples', 'tokens', 'eval score', 'eval reward sum / scored / tasks', 'promoted', 'trainer loss', 'KL', 'dynamic sampling'], rows, 'numbers');
 }
 
 /** The eval score's numerator and denominator, or why the evaluation did not count. */
@@ -63,17 +64,39 @@ function evalCounts(h: ReportData['status']['history'][number]): string {
   return h.eval ? `${h.eval.rewardSum.toFixed(2)} / ${h.eval.scored} / ${h.eval.tasks}` : '-';
 }
 
+type Evaluated = ReportData['status']['history'][number]['eval'];
+/** The run's evaluations in order (base first), named, with what each measured. */
+function evaluations(data: ReportData): [string, NonNullable<Evaluated>][] {
+  const { status } = data;
+  return [
+    ...(status.baseEval ? [['base', status.baseEval] as [string, NonNullable<Evaluated>]] : []),
+    ...status.history.flatMap((h) => (h.eval ? [[`iteration ${h.iteration}${h.promoted ? ' (promoted)' : ''}`, h.eval] as [string, NonNullable<Evaluated>]] : [])),
+  ];
+}
+
+const countsCell = (c: ScoreCounts | undefined) => (c ? `${c.scored ? fmt(c.rewardSum / c.scored) : '-'} (${fmt(c.rewardSum, c.rewardSum % 1 ? 2 : 0)}/${c.scored}${c.scored === c.tasks ? '' : ` of ${c.tasks}`})` : '-');
+
 /** Held-out score per task kind, base and each evaluated iteration; empty when the tasks have no kinds. */
 function kindSection(data: ReportData): string {
-  const { status } = data;
-  const evals: [string, Record<string, ScoreCounts>][] = [
-    ...(status.baseEval?.byKind ? [['base', status.baseEval.byKind] as [string, Record<string, ScoreCounts>]] : []),
-    ...status.history.flatMap((h) => (h.eval?.byKind ? [[`iteration ${h.iteration}${h.promoted ? ' (promoted)' : ''}`, h.eval.byKind] as [string, Record<string, ScoreCounts>]] : [])),
-  ];
+  const evals = evaluations(data).flatMap(([name, e]) => (e.byKind ? [[name, e.byKind] as [string, Record<string, ScoreCounts>]] : []));
   if (evals.length === 0) return '';
   const kinds = [...new Set(evals.flatMap(([, byKind]) => Object.keys(byKind)))].sort();
-  const cell = (c: ScoreCounts | undefined) => (c ? `${c.scored ? fmt(c.rewardSum / c.scored) : '-'} (${fmt(c.rewardSum, c.rewardSum % 1 ? 2 : 0)}/${c.scored}${c.scored === c.tasks ? '' : ` of ${c.tasks}`})` : '-');
-  return `<h2>Held-out score per task kind</h2>\n${table(['evaluation', ...kinds], evals.map(([name, byKind]) => [name, ...kinds.map((k) => cell(byKind[k]))]), 'numbers')}`;
+  return `<h2>Held-out score per task kind</h2>\n${table(['evaluation', ...kinds], evals.map(([name, byKind]) => [name, ...kinds.map((k) => countsCell(byKind[k]))]), 'numbers')}`;
+}
+
+/** Each of eval.extraSets: its score and per-kind counts at every evaluation (never used for promotion). */
+function extraSetsSection(data: ReportData): string {
+  const evals = evaluations(data);
+  const names = [...new Set(evals.flatMap(([, e]) => (e.extraSets ?? []).map((x) => x.name)))];
+  return names.map((setName) => {
+    const rows = evals.flatMap(([name, e]) => {
+      const x = e.extraSets?.find((y) => y.name === setName);
+      return x ? [[name, x] as const] : [];
+    });
+    const kinds = [...new Set(rows.flatMap(([, x]) => Object.keys(x.byKind ?? {})))].sort();
+    const body = rows.map(([name, x]) => [name, x.error ? `incomplete: ${x.error}` : countsCell(x), ...kinds.map((k) => countsCell(x.byKind?.[k]))]);
+    return `<h2>Held-out set ${escapeHtml(setName)} (eval.extraSets: never used for promotion)</h2>\n${table(['evaluation', 'score', ...kinds], body, 'numbers')}`;
+  }).join('\n');
 }
 
 function promotedSection(data: ReportData): string {
@@ -115,6 +138,7 @@ ${summary(data)}
 <h2>Iterations</h2>
 ${iterationTable(data)}
 ${kindSection(data)}
+${extraSetsSection(data)}
 <h2>Promoted checkpoint</h2>
 ${promotedSection(data)}
 <h2>Sample rollouts</h2>

@@ -57,8 +57,25 @@ export async function pinRunTasks(taskSets: PinnedTaskSets, tasks: RunTasks): Pr
   return { ...tasks, trainSet, evalSet };
 }
 
-async function pinOne(taskSets: PinnedTaskSets, hash: string | undefined, file: string | undefined, which: 'train' | 'eval'): Promise<string> {
-  const field = `tasks.${which}${hash ? 'Set' : 'File'}`;
+export type ExtraEvalSets = RunConfig['eval']['extraSets'];
+
+/** eval.extraSets pinned like the run's task sets: each gets its `set` hash; errors name the field (`eval.extraSets.0.file: …`). */
+export async function pinExtraEvalSets(taskSets: PinnedTaskSets, sets: ExtraEvalSets | undefined): Promise<(ExtraEvalSets[number] & { set: string })[]> {
+  const pinned = [];
+  for (const [i, x] of (sets ?? []).entries()) {
+    pinned.push({ ...x, set: await pinOne(taskSets, x.set, x.file, 'eval', `eval.extraSets.${i}.${x.set ? 'set' : 'file'}`) });
+  }
+  return pinned;
+}
+
+/** The whole run config with every task set pinned (tasks.* and eval.extraSets). */
+export async function pinRunConfig(taskSets: PinnedTaskSets, config: RunConfig): Promise<RunConfig> {
+  const tasks = await pinRunTasks(taskSets, config.tasks);
+  return { ...config, tasks, eval: { ...config.eval, extraSets: await pinExtraEvalSets(taskSets, config.eval.extraSets) } };
+}
+
+async function pinOne(taskSets: PinnedTaskSets, hash: string | undefined, file: string | undefined, which: 'train' | 'eval', named?: string): Promise<string> {
+  const field = named ?? `tasks.${which}${hash ? 'Set' : 'File'}`;
   try {
     if (hash) return (await taskSets.load(hash)).sha256;
     if (file === undefined) throw new TaskSetError(`required: a task file, unless ${which}Set names a pinned set`);

@@ -1,4 +1,5 @@
-import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { sampleUntilInformative } from './dynamic-sampling.js';
 import { evaluation } from './evaluation.js';
 import { FailureType } from '../contracts/failures.js';
 import { phaseSignal, PhaseKey } from './definitions.js';
@@ -6,7 +7,7 @@ import { beatsBest } from './promotion.js';
 import { activitiesFor } from './proxies.js';
 import { trainSetOf } from './rollout-inputs.js';
 import { sampleTaskIds } from './sampling.js';
-import type { Phase, TrainingIterationInput, TrainingIterationResult } from './types.js';
+import type { DynamicSamplingSummary, Phase, TrainingIterationInput, TrainingIterationResult } from './types.js';
 
 /**
  * One training iteration: sample tasks → launch rollouts (a GRPO group per task) → rewards → batch → update on
@@ -28,7 +29,9 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
   await phase('sampling-tasks', 'sampling tasks');
   const taskSet = trainSetOf(config);
   const ids = await act.listTaskIds({ taskSet });
-  const picked = sampleTaskIds(ids, config.rollouts.tasksPerIteration, config.seed, iteration);
+  // The whole seeded order: its first tasksPerIteration are the iteration's tasks, the rest feed dynamic sampling.
+  const order = sampleTaskIds(ids, ids.length, config.seed, iteration);
+  const picked = order.slice(0, config.rollouts.tasksPerIteration);
   const tasks = picked.map((taskId, t) => ({
     taskId,
     groupId: `g${t}`,
@@ -41,14 +44,22 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
   const launched = await act.launchRollouts({ config, iteration, mode: 'train', label: 'train', policy, taskSet, sampling: null, tasks });
 
   await phase('rewards', `scoring ${launched.results.length} rollouts`);
-  const rewards = await act.computeRewards({ config, iteration, mode: 'train', label: 'train', taskSet, results: launched.results });
+  let rewards = await act.computeRewards({ config, iteration, mode: 'train', label: 'train', taskSet, results: launched.results });
+  let rollouts = launched.results.length;
+  let dynamicSampling: DynamicSamplingSummary | null = null;
+  // Histories recorded before dynamic sampling (and runs without it) issue nothing here.
+  if (config.rollouts.dynamicSampling && patched('dynamic-sampling')) {
+    const sampled = await sampleUntilInformative(act, { config, iteration, policy, taskSet, order, tasks, results: launched.results, rewards }, (detail) => phase('rollouts', detail));
+    ({ rewards, summary: dynamicSampling } = sampled);
+    rollouts = sampled.results.length;
+  }
 
   await phase('batch', `mean reward ${rewards.meanReward.toFixed(3)}; building batch`);
   const batch = await act.buildBatch({ config, iteration, rewardsKey: rewards.rewardsKey });
 
   const summary = {
     iteration,
-    rollouts: launched.results.length,
+    rollouts,
     infraFailed: rewards.infraFailed,
     meanReward: rewards.meanReward,
     samples: batch.samples,
@@ -59,6 +70,7 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     evalError: null as string | null,
     promoted: false,
     trainMetrics: null as Record<string, number> | null,
+    ...(dynamicSampling && { dynamicSampling }),
   };
   if (batch.samples === 0) {
     // Every group had zero reward variance (or was dropped): no signal to learn from, keep the policy.
@@ -86,7 +98,7 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     if (result instanceof ApplicationFailure) summary.evalError = result.message;
     else {
       summary.evalScore = result.score;
-      summary.eval = { rewardSum: result.rewardSum, scored: result.scored, tasks: result.tasks, ...(result.byKind ? { byKind: result.byKind } : {}) };
+      summary.eval = { rewardSum: result.rewardSum, scored: result.scored, tasks: result.tasks, ...(result.byKind ? { byKind: result.byKind } : {}), ...(result.extraSets ? { extraSets: result.extraSets } : {}) };
     }
     // With promotion: 'run' the run decides, against its best at that moment (a rollback may have moved it).
     if (!(result instanceof ApplicationFailure) && input.promotion !== 'run' && beatsBest(result.score, best, config.eval.promoteMargin)) {

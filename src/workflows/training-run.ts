@@ -160,7 +160,7 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       });
       baseScore = base.score;
       // Absent in histories recorded before evaluations stored their numerator and denominator.
-      if (base.tasks !== undefined) baseEval = { score: base.score, rewardSum: base.rewardSum, scored: base.scored, tasks: base.tasks, ...(base.byKind ? { byKind: base.byKind } : {}) };
+      if (base.tasks !== undefined) baseEval = { score: base.score, rewardSum: base.rewardSum, scored: base.scored, tasks: base.tasks, ...(base.byKind ? { byKind: base.byKind } : {}), ...(base.extraSets ? { extraSets: base.extraSets } : {}) };
     }
     state = {
       iteration: 0, policy: lineage?.startedFrom ?? basePolicy, best: { policy: incumbent, score: baseScore }, baseEval, history: [],

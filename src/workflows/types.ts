@@ -15,7 +15,21 @@ export interface EvalResult {
   resultKey: string;
   /** The counts per task kind, when the tasks have kinds. */
   byKind?: Record<string, ScoreCounts>;
+  /** eval.extraSets, scored beside the main set (never used for promotion). */
+  extraSets?: ExtraSetResult[];
 }
+
+/** One of eval.extraSets, scored like the main set; `score` is null (and `error` says why) when too few tasks were scored. */
+export interface ExtraSetResult extends ScoreCounts {
+  name: string;
+  score: number | null;
+  resultKey: string;
+  error: string | null;
+  byKind?: Record<string, ScoreCounts>;
+}
+
+/** An evaluation's counts as a run keeps them (base and per iteration). */
+export type EvalCounts = ScoreCounts & { byKind?: Record<string, ScoreCounts>; extraSets?: ExtraSetResult[] };
 
 export interface IterationSummary {
   iteration: number;
@@ -27,11 +41,23 @@ export interface IterationSummary {
   candidate: PolicyRef | null;
   evalScore: number | null;
   /** The evaluation's numerator and denominator (absent in iterations recorded before they were stored). */
-  eval?: (ScoreCounts & { byKind?: Record<string, ScoreCounts> }) | null;
+  eval?: EvalCounts | null;
   /** Why the candidate's evaluation did not count (too few tasks scored): nothing was promoted. */
   evalError?: string | null;
   promoted: boolean;
   trainMetrics: Record<string, number> | null;
+  /** rollouts.dynamicSampling: the extra rounds it ran (absent when off or in iterations recorded before it). */
+  dynamicSampling?: DynamicSamplingSummary | null;
+}
+
+/** What dynamic sampling did in one iteration: informative groups wanted, had before and after the extra rounds. */
+export interface DynamicSamplingSummary {
+  wanted: number;
+  informativeBefore: number;
+  informative: number;
+  extraRounds: number;
+  extraGroups: number;
+  extraRollouts: number;
 }
 
 /** A policy that was (or may again become) the run's best: the base model or a promoted candidate. */
@@ -67,7 +93,7 @@ export interface RunState {
   /** The promoted checkpoint and its held-out score. */
   best: { policy: PolicyRef; score: number };
   /** The base policy's evaluation: numerator and denominator of its score. */
-  baseEval?: (ScoreCounts & { score: number; byKind?: Record<string, ScoreCounts> }) | null;
+  baseEval?: (EvalCounts & { score: number }) | null;
   history: IterationSummary[];
   /** The base model and every promotion so far, oldest first: what `rollback` can return to (absent in runs started before it). */
   promotions?: Promotion[];
@@ -120,7 +146,7 @@ export interface RunStatus {
   paused: boolean;
   policy: PolicyRef | null;
   best: { policy: PolicyRef; score: number } | null;
-  baseEval?: (ScoreCounts & { score: number; byKind?: Record<string, ScoreCounts> }) | null;
+  baseEval?: (EvalCounts & { score: number }) | null;
   meanRewards: number[];
   evalScores: (number | null)[];
   history: IterationSummary[];

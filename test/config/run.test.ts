@@ -126,4 +126,22 @@ void describe('run config', () => {
     assert.deepEqual(badPaths({ ...minimal(), model: { startFrom: { checkpoint: 'abc' } } }), ['model.startFrom.checkpoint']);
     assert.deepEqual(badPaths({ ...minimal(), model: { startFrom: { run: 'a', lineage: 'b' } } }), ['model.startFrom']);
   });
+
+  void it('eval.extraSets: named held-out sets by file or pinned hash; names unique; off by default', () => {
+    assert.deepEqual(parseRunConfig(minimal()).eval.extraSets, []);
+    const sets = [{ name: 'b', file: 'b.jsonl', tasks: 10 }, { name: 'c', set: 'c'.repeat(64) }];
+    assert.deepEqual(parseRunConfig({ ...minimal(), eval: { extraSets: sets } }).eval.extraSets, sets);
+    assert.deepEqual(badPaths({ ...minimal(), eval: { extraSets: [{ name: 'b' }] } }), ['eval.extraSets.0.file']);
+    assert.deepEqual(badPaths({ ...minimal(), eval: { extraSets: [{ name: 'b/../x', file: 'b.jsonl' }] } }), ['eval.extraSets.0.name']);
+    assert.deepEqual(badPaths({ ...minimal(), eval: { extraSets: [{ name: 'b', file: 'b.jsonl', tasks: 0 }] } }), ['eval.extraSets.0.tasks']);
+    assert.deepEqual(badPaths({ ...minimal(), eval: { extraSets: [{ name: 'b', file: 'x.jsonl' }, { name: 'b', file: 'y.jsonl' }] } }), ['eval.extraSets']);
+  });
+
+  void it('rollouts.dynamicSampling: off unless given; maxExtraRounds 1-20 is required, minInformativeGroups optional', () => {
+    assert.equal(parseRunConfig(minimal()).rollouts.dynamicSampling, undefined);
+    assert.deepEqual(parseRunConfig({ ...minimal(), rollouts: { dynamicSampling: { maxExtraRounds: 2 } } }).rollouts.dynamicSampling, { maxExtraRounds: 2 });
+    assert.deepEqual(badPaths({ ...minimal(), rollouts: { dynamicSampling: {} } }), ['rollouts.dynamicSampling.maxExtraRounds']);
+    assert.deepEqual(badPaths({ ...minimal(), rollouts: { dynamicSampling: { maxExtraRounds: 21 } } }), ['rollouts.dynamicSampling.maxExtraRounds']);
+    assert.deepEqual(badPaths({ ...minimal(), rollouts: { dynamicSampling: { maxExtraRounds: 1, minInformativeGroups: 0 } } }), ['rollouts.dynamicSampling.minInformativeGroups']);
+  });
 });

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { it } from 'node:test';
 import { SHOP_QUERIES } from '../../examples/sql-agent/shop-tasks.js';
+import { TEMPLATE_NAMES } from '../../examples/calculator/word-problems.js';
 import { makeTaskFiles } from '../../scripts/make-tasks.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -15,7 +16,8 @@ const tasksOf = (file: string) => read(file).trimEnd().split('\n').map((line) =>
 void it('the committed task sets are exactly what the default seed generates', () => {
   const files = makeTaskFiles(20261130);
   assert.deepEqual(Object.keys(files).sort(), [
-    'examples/calculator/tasks/eval.jsonl', 'examples/calculator/tasks/train.jsonl', 'examples/sql-agent/shop.sql',
+    'examples/calculator/tasks/eval-word-b.jsonl', 'examples/calculator/tasks/eval-word-heavy.jsonl', 'examples/calculator/tasks/eval.jsonl',
+    'examples/calculator/tasks/train-word-heavy.jsonl', 'examples/calculator/tasks/train.jsonl', 'examples/sql-agent/shop.sql',
     'examples/sql-agent/tasks/eval.jsonl', 'examples/sql-agent/tasks/train.jsonl',
   ]);
   for (const [file, text] of Object.entries(files)) assert.equal(read(file), text, `${file} is stale: run scripts/make-tasks.ts`);
@@ -33,6 +35,32 @@ void it('calculator train and eval are disjoint, with unique ids and whole non-n
   for (const task of [...train, ...evalSet]) {
     assert.ok(Number.isInteger(task.reference.answer) && (task.reference.answer as number) >= 0, task.id);
     assert.deepEqual(Object.keys(task.input), ['question']);
+  }
+});
+
+void it('set B: 30 held-out word problems from other templates, sharing no question with train or eval; the word-heavy files are subsets', () => {
+  const train = tasksOf('examples/calculator/tasks/train.jsonl');
+  const evalSet = tasksOf('examples/calculator/tasks/eval.jsonl');
+  const setB = tasksOf('examples/calculator/tasks/eval-word-b.jsonl') as (ReturnType<typeof tasksOf>[number] & { kind: string })[];
+  assert.equal(setB.length, 30);
+  assert.equal(new Set(setB.map((t) => t.input.question)).size, 30);
+  const mainQuestions = new Set([...train, ...evalSet].map((t) => t.input.question));
+  assert.deepEqual(setB.filter((t) => mainQuestions.has(t.input.question)), []);
+  const bTemplates = new Set(setB.map((t) => t.reference.template as string));
+  assert.deepEqual([...bTemplates].filter((name) => TEMPLATE_NAMES.includes(name)), [], 'set B uses none of the main generator\'s templates');
+  assert.ok(bTemplates.size >= 8, `set B covers ${bTemplates.size} templates`);
+  for (const t of setB) {
+    assert.equal(t.kind, 'word');
+    assert.ok(Number.isInteger(t.reference.answer) && (t.reference.answer as number) >= 0, t.id);
+    assert.ok([1, 2, 3].includes(t.reference.steps as number), t.id);
+  }
+  for (const mode of ['train', 'eval'] as const) {
+    const all = read(`examples/calculator/tasks/${mode}.jsonl`).trimEnd().split('\n');
+    const heavy = read(`examples/calculator/tasks/${mode}-word-heavy.jsonl`).trimEnd().split('\n');
+    assert.deepEqual(heavy, all.filter((line) => heavy.includes(line)), `${mode}-word-heavy.jsonl keeps ${mode}.jsonl's lines and order`);
+    const words = all.filter((line) => (JSON.parse(line) as { kind: string }).kind === 'word');
+    assert.deepEqual(heavy.filter((line) => (JSON.parse(line) as { kind: string }).kind === 'word'), words, 'every word problem');
+    assert.equal(heavy.length - words.length, mode === 'train' ? 26 : 6);
   }
 });
 

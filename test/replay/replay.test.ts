@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import { loadRecordedHistories, replayAll } from './histories.js';
 
 // Histories recorded from real runs (test/pipeline/durability.test.ts with VOLT_RECORD_HISTORIES=1; promptOptimization
-// from test/workflows/prompt-optimization.test.ts, a real server running the real workflow code with stub activities)
+// from test/workflows/prompt-optimization.test.ts, a real server running the real workflow code with stub activities;
+// word-demo-s1b-eval-base: a real base evaluation with eval.extraSets, `temporal workflow show --output json` of a demo run)
 // must replay on the current workflow code: a non-deterministic change to a workflow fails here, before it breaks
 // running runs.
 describe('workflow replay', () => {

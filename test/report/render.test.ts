@@ -72,7 +72,7 @@ describe('report rendering (pure)', () => {
     assert.match(html, /<th>best − base<\/th><td>\+25\.0 points<\/td>/);
     assert.match(html, /<th>wall time<\/th><td>2h 1m 1s<\/td>/);
     assert.match(html, /<th>total rollouts<\/th><td>8<\/td>/);
-    assert.match(html, /<tr><td>1<\/td><td>4<\/td><td>1<\/td><td>0\.550<\/td><td>2<\/td><td>210<\/td><td>0\.375<\/td><td>3\.00 \/ 8 \/ 8<\/td><td>no<\/td><td>-0\.0500<\/td><td>0\.0040<\/td><\/tr>/);
+    assert.match(html, /<tr><td>1<\/td><td>4<\/td><td>1<\/td><td>0\.550<\/td><td>2<\/td><td>210<\/td><td>0\.375<\/td><td>3\.00 \/ 8 \/ 8<\/td><td>no<\/td><td>-0\.0500<\/td><td>0\.0040<\/td><td>-<\/td><\/tr>/);
   });
 
   it('reports held-out scores per task kind, base and each evaluation, when the tasks have kinds', () => {
@@ -87,6 +87,26 @@ describe('report rendering (pure)', () => {
     assert.match(html, /<tr><th>evaluation<\/th><th>plain<\/th><th>word<\/th><\/tr>/);
     assert.match(html, /<tr><td>base<\/td><td>0\.500 \(2\/4\)<\/td><td>0\.000 \(0\/3 of 4\)<\/td><\/tr>/);
     assert.match(html, /<tr><td>iteration 1<\/td><td>0\.750 \(3\/4\)<\/td><td>0\.500 \(1\.50\/3 of 4\)<\/td><\/tr>/);
+  });
+
+  it('reports each eval.extraSets set (score and kinds, incomplete ones as such) and what dynamic sampling added', () => {
+    assert.doesNotMatch(renderReportHtml(data()), /Held-out set/, 'no section without extra sets');
+    const set = (rewardSum: number, error: string | null = null) => ({
+      name: 'b', score: error ? null : rewardSum / 10, rewardSum, scored: 10, tasks: 10, resultKey: 'k', error, byKind: { word: { rewardSum, scored: 10, tasks: 10 } },
+    });
+    const withSets = {
+      ...status, baseEval: { score: 0.25, rewardSum: 2, scored: 8, tasks: 8, extraSets: [set(1)] },
+      history: status.history.map((h, i) => ({
+        ...h, eval: { ...(h.eval ?? { rewardSum: 4, scored: 8, tasks: 8 }), extraSets: [i === 0 ? set(0, 'too few scored') : set(4)] },
+        dynamicSampling: { wanted: 4, informativeBefore: 1, informative: 3, extraRounds: 2, extraGroups: 5, extraRollouts: 10 },
+      })),
+    };
+    const html = renderReportHtml(data({ status: withSets }));
+    assert.match(html, /<h2>Held-out set b \(eval.extraSets: never used for promotion\)<\/h2>/);
+    assert.match(html, /<tr><td>base<\/td><td>0\.100 \(1\/10\)<\/td><td>0\.100 \(1\/10\)<\/td><\/tr>/);
+    assert.match(html, /<tr><td>iteration 0 \(promoted\)<\/td><td>incomplete: too few scored<\/td><td>0\.000 \(0\/10\)<\/td><\/tr>/);
+    assert.match(html, /<tr><td>iteration 1<\/td><td>0\.400 \(4\/10\)<\/td>/);
+    assert.match(html, /<td>\+10 in 2 rounds; informative 1 → 3\/4<\/td>/);
   });
 
   it('describes a running run with nothing finished and nothing promoted', () => {

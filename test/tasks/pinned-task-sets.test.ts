@@ -64,6 +64,25 @@ void describe('task sets are pinned by content in the object store when a run st
     await assert.rejects(pinner.pinFile('bad.jsonl'), (e: unknown) => e instanceof TaskSetError && /bad\.jsonl:2: input/.test(e.message));
   });
 
+  void it('eval.extraSets are pinned with the run: validateRunConfig fills in each set hash, a bad file fails naming its field', async () => {
+    writeFileSync(path.join(dir, 'x-train.jsonl'), jsonl(tasks('xt', 2)));
+    writeFileSync(path.join(dir, 'x-eval.jsonl'), jsonl(tasks('xe', 2)));
+    writeFileSync(path.join(dir, 'x-b.jsonl'), jsonl(tasks('xb', 3)));
+    const { validateRunConfig } = createConfigActivities({ taskSets: new PinnedTaskSets(store, dir) });
+    const raw = {
+      runId: 'extra-sets', agent: { command: ['true'] }, reward: { kind: 'numeric_match' },
+      tasks: { trainFile: 'x-train.jsonl', evalFile: 'x-eval.jsonl' }, eval: { extraSets: [{ name: 'b', file: 'x-b.jsonl' }] },
+    };
+    const config = await validateRunConfig(raw);
+    const b = config.eval.extraSets[0]!;
+    assert.equal(b.set, sha256Bytes(canonicalTaskLines(tasks('xb', 3))));
+    assert.deepEqual((await new PinnedTaskSets(store, path.join(dir, 'no-such-dir')).load(b.set!)).tasks, tasks('xb', 3));
+    // A config that names the set by hash (what `volt train` starts the workflow with) needs no file.
+    assert.equal((await validateRunConfig({ ...raw, eval: { extraSets: [{ name: 'b', set: b.set }] } })).eval.extraSets[0]!.set, b.set);
+    await assert.rejects(validateRunConfig({ ...raw, eval: { extraSets: [{ name: 'b', set: b.set }, { name: 'c', file: 'missing.jsonl' }] } }), (e: unknown) =>
+      e instanceof ApplicationFailure && e.type === FailureType.InvalidTaskSet && e.nonRetryable && /^eval\.extraSets\.1\.file: /.test(e.message));
+  });
+
   void it('a task file changed under a running run does not change the run: it keeps using the pinned set', async () => {
     const trainFile = path.join(dir, 'train.jsonl');
     writeFileSync(trainFile, jsonl(tasks('orig', 4)));

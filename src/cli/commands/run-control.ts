@@ -2,6 +2,7 @@ import { connectClient } from '../../client/connect.js';
 import { apoStatusLines, isApoStatus } from '../../client/prompt-optimization.js';
 import { pauseRun, queryStatus, resumeRun, runHandle, setHyperParameters } from '../../client/runs.js';
 import type { HyperParameterPatch } from '../../workflows/definitions.js';
+import type { DynamicSamplingSummary, ExtraSetResult } from '../../workflows/types.js';
 import { formatByKind } from '../../rewards/by-kind.js';
 import { UsageError, type Command, type CommandContext } from '../command.js';
 
@@ -56,6 +57,7 @@ export const runStatusCommand: Command = {
       ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
       if (s.baseEval) ctx.out(`base eval: ${evalLine(s.baseEval.score, s.baseEval)}`);
       if (s.baseEval?.byKind) ctx.out(`  by task kind: ${formatByKind(s.baseEval.byKind)}`);
+      for (const line of extraSetLines(s.baseEval?.extraSets)) ctx.out(`  ${line}`);
       if (s.lineage) {
         const l = s.lineage;
         ctx.out(`lineage: ${l.name ?? '-'}${l.alias ? ` (served as ${l.alias})` : ''}; started from ${l.startedFrom.name}${l.startedFrom.sha256 ? ` (${l.startedFrom.sha256.slice(0, 12)})` : ''}`);
@@ -66,10 +68,22 @@ export const runStatusCommand: Command = {
       for (const h of s.history) {
         const evalText = h.evalError ? `incomplete (${h.evalError})` : h.evalScore === null ? '-' : evalLine(h.evalScore, h.eval);
         ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`);
+        if (h.dynamicSampling) ctx.out(`    dynamic sampling: ${dynamicSamplingText(h.dynamicSampling)}`);
         if (h.eval?.byKind) ctx.out(`    eval by task kind: ${formatByKind(h.eval.byKind)}`);
+        for (const line of extraSetLines(h.eval?.extraSets)) ctx.out(`    ${line}`);
       }
     }),
 };
+
+/** eval.extraSets, one line each: "set b (not for promotion): 0.100 = 3.00/30 scored of 30 tasks; word 0.100 (3/30)". */
+function extraSetLines(sets: ExtraSetResult[] | undefined): string[] {
+  return (sets ?? []).map((x) => `set ${x.name} (not for promotion): ${x.error ? `incomplete (${x.error})` : evalLine(x.score ?? 0, x)}${x.byKind ? `; ${formatByKind(x.byKind)}` : ''}`);
+}
+
+/** "2 extra rounds, +4 groups (+32 rollouts); informative groups 1 → 4 of 4 wanted". */
+function dynamicSamplingText(d: DynamicSamplingSummary): string {
+  return `${d.extraRounds} extra rounds, +${d.extraGroups} groups (+${d.extraRollouts} rollouts); informative groups ${d.informativeBefore} → ${d.informative} of ${d.wanted} wanted`;
+}
 
 /** A score with its numerator and denominator: "0.500 = 2.00/4 scored of 4 tasks". */
 function evalLine(score: number, counts: { rewardSum: number; scored: number; tasks: number } | null | undefined): string {
