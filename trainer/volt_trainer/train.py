@@ -21,7 +21,7 @@ How this departs from textbook PPO / GRPO:
 
 update_path "fast" (the default) computes the same update without waste; "reference" keeps the straightforward one
 (bench/trainer.py runs both). Fast: micro-batches are one GRPO group at a time, longest first, and the group's
-shared prompt prefix runs once with gradients through it once (shared_prefix.py); the first step's samples take
+shared prompt prefix runs once with gradients through it once, the LM head only at trained tokens (shared_prefix.py); the first step's samples take
 their old logprobs from that step's own forward (detached: the policy has not moved yet), so with one step per
 batch there is no old pass at all; the reference pass runs only when kl_coef > 0 (the step's "kl" is then absent).
 Equal to the reference path within fp32 rounding (trainer/tests/test_train_fast.py states the tolerances).
