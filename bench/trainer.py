@@ -11,8 +11,8 @@ epochs 1, KL off), as the demo runs. Rounds alternate between the two paths; med
 Printed: per-phase seconds (load = batch read + model build, old/ref passes, forward, backward, optimizer, save),
 trained tokens/s (non-pad tokens of all samples, what the trainer's step record reports), and useful FLOP/s against
 the measured fp32 matmul peak (same run, same threads). Useful FLOP counts each shared token once:
-    forward F = 2·(N_dec + LoRA)·T_unique + 2·H·V·T_response + 2·n·H·Σ L_i²   (decoder on the tokens of the batch's
-    prefix tree, LM head at response positions, causal attention); a step = 3·F (backward ≈ 2× forward).
+    forward F = 2·(N_dec + LoRA)·T_unique + 2·H·V·T_trained + 2·n·H·Σ L_i²   (decoder on the tokens of the batch's
+    prefix tree, LM head at trained response tokens, causal attention); a step = 3·F (backward ≈ 2× forward).
 """
 
 from __future__ import annotations
@@ -118,6 +118,7 @@ def main() -> None:
     samples = demo_batch(args, vocab)
     tokens = sum(len(s["prompt_ids"]) + len(s["response_ids"]) for s in samples)
     t_resp = sum(len(s["response_ids"]) for s in samples)
+    t_trained = sum(sum(s["loss_mask"]) for s in samples)  # the loss needs the LM head only at these
     t_unique = unique_tokens(samples)
     paths = ("reference", "fast")
     rows: dict[str, list[dict]] = {p: [] for p in paths}
@@ -135,11 +136,11 @@ def main() -> None:
     peak = statistics.median(peaks)
     lora = layers * 16 * (2 * h + 2 * (h + kv))  # r=16 on q, k, v, o: A in×r + B r×out
     attention = 2 * layers * h * sum((len(s["prompt_ids"]) + len(s["response_ids"])) ** 2 for s in samples)
-    useful = 3 * (2 * (n_dec + lora) * t_unique + 2 * h * vocab * t_resp + attention)
+    useful = 3 * (2 * (n_dec + lora) * t_unique + 2 * h * vocab * t_trained + attention)
     med = {p: {k: statistics.median(row[k] for row in rows[p]) for k in rows[p][0]} for p in paths}
 
     print(f"\nbatch: {args.groups} groups x 6 = {len(samples)} samples, {tokens} tokens ({t_unique} unique in the prefix tree, "
-          f"{t_resp} response), micro-batch {args.micro}, threads {args.threads}, medians of {args.rounds} rounds")
+          f"{t_resp} response, {t_trained} trained), micro-batch {args.micro}, threads {args.threads}, medians of {args.rounds} rounds")
     print(f"{'phase (s)':<30}" + "".join(f"{p:>12}" for p in paths))
     for phase in (*PHASES, "step", "total"):
         print(f"{phase:<30}" + "".join(f"{med[p][phase]:>12.2f}" for p in paths))

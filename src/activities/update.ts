@@ -36,6 +36,7 @@ export function trainerConfig(config: RunConfig, iteration: number, samples: num
     tis_cap: t.tisCap,
     kl_coef: t.klCoef,
     aggregation: t.lossAggregation,
+    update_path: t.updatePath,
     lora_r: config.model.lora.rank,
     lora_alpha: config.model.lora.alpha,
     lora_dropout: config.model.lora.dropout,

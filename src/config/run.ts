@@ -167,6 +167,8 @@ export const runConfigSchema = z.strictObject({
     lossAggregation: z.enum(['token_mean', 'rollout_mean']).default('token_mean'),
     maxGradNorm: ruled('trainer.maxGradNorm').default(1),
     weightDecay: ruled('trainer.weightDecay').default(0),
+    /** The same update computed two ways: fast runs each group's shared prefix once and skips derivable passes; reference is the straightforward one (trainer/README.md). */
+    updatePath: z.enum(['fast', 'reference']).default('fast'),
   }).prefault({}),
   eval: z.strictObject({
     /** Evaluate after every N-th iteration; 0 never evaluates (and never promotes). */

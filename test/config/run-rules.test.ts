@@ -79,6 +79,29 @@ describe('one source of run-config rules', () => {
     trainerCases.forEach((c, i) => assert.equal(verdicts[i], satisfies(c.rule, c.value), `trainer ${c.rule.trainer} = ${c.value} (${c.path})`));
   });
 
+  it("the trainer's update_path takes exactly the run config's trainer.updatePath choices and defaults alike", () => {
+    const field = runConfigSchema.shape.trainer.unwrap().shape.updatePath;
+    const choices = field.unwrap().options;
+    const script = [
+      'import json, sys, typing',
+      'from volt_trainer.config import TrainConfig, UpdatePath, load_config',
+      'def ok(value):',
+      '    try:',
+      '        load_config(None, {"update_path": value})',
+      '        return True',
+      '    except ValueError:',
+      '        return False',
+      'print(json.dumps({"choices": list(typing.get_args(UpdatePath)), "default": TrainConfig().update_path, "bogus": ok("turbo")}))',
+    ].join('\n');
+    const trainer = JSON.parse(execFileSync(path.join(root, '.venv/bin/python'), ['-c', script], { encoding: 'utf8' })) as {
+      choices: string[]; default: string; bogus: boolean;
+    };
+    assert.deepEqual([...trainer.choices].sort(), [...choices].sort());
+    assert.equal(trainer.default, parseRunConfig(base).trainer.updatePath);
+    assert.equal(trainer.default, 'fast');
+    assert.equal(trainer.bogus, false);
+  });
+
   it('the merged config is checked: a groupSize below batch.minGroupSize is rejected at the update', () => {
     const config = parseRunConfig({ ...base, rollouts: { groupSize: 4 }, batch: { minGroupSize: 3 } });
     assert.throws(() => validateHyperParameters(config, { groupSize: 2 }), /batch\.minGroupSize: must be <= rollouts\.groupSize \(2\)/);

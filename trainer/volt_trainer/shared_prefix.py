@@ -6,7 +6,8 @@ token sequences are merged into a prefix tree (a token shared by several samples
 row with no padding; each node attends to exactly its ancestors (a 4-D tree mask) at position id = its depth, so it
 sees what it would see in its own sequence. One forward pass; gradients reach each shared node once and carry
 every sample's share. Mathematically the same logprobs as ``response_logprobs`` on the padded batch; numerically
-equal up to fp32 rounding (tested). Micro-batches are one group at a time, longest first (``micro_batches``).
+equal up to fp32 rounding (tested) at the trained tokens, the only ones the LM head runs at. Micro-batches are one
+group at a time, longest first (``micro_batches``).
 """
 
 from __future__ import annotations
@@ -63,27 +64,34 @@ def tree_mask(parents: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     return allowed, depth
 
 
+def trained_positions(samples: list[Sample], paths: list[list[int]]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(sample row, response index, tree node that predicts it, target token) of every trained (loss_mask 1) token."""
+    picked = [(i, t, path[len(s.prompt_ids) - 1 + t], token)  # the node before a token predicts it
+              for i, (s, path) in enumerate(zip(samples, paths))
+              for t, (trained, token) in enumerate(zip(s.loss_mask, s.response_ids)) if trained]
+    rows, cols, nodes, targets = (list(column) for column in zip(*picked)) if picked else ([], [], [], [])
+    return rows, cols, nodes, targets
+
+
 def shared_prefix_logprobs(model: torch.nn.Module, samples: list[Sample]) -> tuple[torch.Tensor, int]:
-    """([B, R] logprobs as response_logprobs(model, pad(samples)) gives, tokens the decoder ran = tree nodes)."""
+    """([B, R] logprobs as response_logprobs(model, pad(samples)) gives at trained tokens, 0 elsewhere; tokens the decoder ran).
+
+    The LM head (49k-wide for SmolLM2) runs only at trained tokens: untrained ones (tool replies) and padding weigh 0
+    in every loss term, so their logprobs are never needed.
+    """
     base: PreTrainedModel = model.get_base_model() if hasattr(model, "get_base_model") else model  # type: ignore[assignment]
     device = next(model.parameters()).device
     tokens, parents, paths = prefix_tree(samples)
     allowed, depth = tree_mask(parents)
+    rows, cols, nodes, targets = trained_positions(samples, paths)
     b, big_r = len(samples), max(len(s.response_ids) for s in samples)
-    gather = torch.zeros(b, big_r, dtype=torch.long)
-    targets = torch.zeros(b, big_r, dtype=torch.long)
-    valid = torch.zeros(b, big_r)
-    for i, (s, path) in enumerate(zip(samples, paths)):
-        p, r = len(s.prompt_ids), len(s.response_ids)
-        gather[i, :r] = torch.tensor(path[p - 1 : p + r - 1])  # the node before each response token predicts it
-        targets[i, :r] = torch.tensor(s.response_ids)
-        valid[i, :r] = 1
     with autocast_for(device):
         dtype = torch.bfloat16 if device.type == "cuda" else next(model.parameters()).dtype
         # sdpa takes a boolean mask (True = attend); eager adds a float one
         mask = allowed if base.config._attn_implementation == "sdpa" else torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
         hidden = base.get_decoder()(input_ids=torch.tensor([tokens], device=device), attention_mask=mask[None, None].to(device),
                                     position_ids=depth[None].to(device)).last_hidden_state[0]  # [L, H]
-        logits = base.get_output_embeddings()(hidden[gather.to(device)])  # [B, R, V]
-    logp = logits.float().log_softmax(dim=-1).gather(-1, targets.to(device)[:, :, None])[:, :, 0]  # [B, R]
-    return logp * valid.to(device), len(tokens)
+        logits = base.get_output_embeddings()(hidden[torch.tensor(nodes, dtype=torch.long, device=device)])  # [K, V]
+    picked = logits.float().log_softmax(dim=-1).gather(-1, torch.tensor(targets, dtype=torch.long, device=device)[:, None])[:, 0]  # [K]
+    where = (torch.tensor(rows, dtype=torch.long, device=device), torch.tensor(cols, dtype=torch.long, device=device))
+    return torch.zeros(b, big_r, device=device).index_put(where, picked), len(tokens)

@@ -19,13 +19,14 @@ How this departs from textbook PPO / GRPO:
   rollouts, and micro-batches accumulate exactly because per-token weights are computed for the whole minibatch;
 - old logprobs are computed once per batch (no grad) before the first step, then held fixed for all epochs.
 
-update_path "fast" computes the same update without waste; "reference" (still the default: with "fast",
-test_train.py's kill-and-resume test once gave a resumed adapter that was not bitwise the uninterrupted one, cause
-not yet found) keeps the straightforward one (bench/trainer.py runs both). Fast: micro-batches are one GRPO group at a time, longest first, and the group's
-shared prompt prefix runs once with gradients through it once (shared_prefix.py); the first step's samples take
+update_path "fast" (the default) computes the same update without waste; "reference" keeps the straightforward one
+(bench/trainer.py runs both). Fast: micro-batches are one GRPO group at a time, longest first, and the group's
+shared prompt prefix runs once with gradients through it once, the LM head only at trained tokens (shared_prefix.py); the first step's samples take
 their old logprobs from that step's own forward (detached: the policy has not moved yet), so with one step per
 batch there is no old pass at all; the reference pass runs only when kl_coef > 0 (the step's "kl" is then absent).
 Equal to the reference path within fp32 rounding (trainer/tests/test_train_fast.py states the tolerances).
+Resume is exact on both paths: those first-step old logprobs are saved in state.pt with step 1, so a resumed run
+reads them and never recomputes them from the moved policy (trainer/tests/test_train_kill.py SIGKILLs mid-update).
 """
 
 from __future__ import annotations
