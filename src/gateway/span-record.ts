@@ -74,27 +74,15 @@ function extractChoice(c: any, endpoint: Span['endpoint']): SpanChoice {
  * engine's answer. Taken when the call is recorded (so `endedAt` / `durationMs` are the call's), stored in the WAL
  * beside the answer's text (call-record.ts), and joined with the parsed answer later, off the call's path.
  */
-export interface SpanMeta {
-  spanId: string;
-  runId: string;
-  iteration: number;
-  rolloutId: string;
-  attempt: number;
-  seq: number;
-  mode: Span['mode'];
-  endpoint: Span['endpoint'];
+export type SpanMeta = Pick<
+  Span,
+  | 'spanId' | 'runId' | 'iteration' | 'rolloutId' | 'attempt' | 'seq' | 'mode' | 'endpoint' | 'stream'
+  | 'startedAt' | 'firstByteAt' | 'endedAt' | 'durationMs' | 'request' | 'promptOverlay' | 'error'
+> & {
   api: NonNullable<Span['api']>;
-  stream: boolean;
-  startedAt: string;
-  firstByteAt: string | null;
-  endedAt: string;
-  durationMs: number;
-  request: Span['request'];
   /** servedBy's fallback when the answer names no model. */
   policyModel: string;
-  promptOverlay: Span['promptOverlay'];
-  error: Span['error'];
-}
+};
 
 export function spanMeta(ctx: CallContext, firstByteAt: Date | null, error: CallOutcome['error']): SpanMeta {
   const { record } = ctx.rollout;
