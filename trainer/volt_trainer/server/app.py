@@ -13,6 +13,7 @@ from fastapi.responses import PlainTextResponse
 from .adapters import AdapterVersion
 from .chat import chat_completions
 from .completions import completions
+from .disconnect import unless_disconnected
 from .engine import Engine
 from .errors import ApiError, install_error_handlers
 from .metrics import render_metrics
@@ -64,12 +65,12 @@ def build_app(engine: Engine, admin_key: str | None = None) -> FastAPI:
         return {"object": "list", "data": [base, *adapters]}
 
     @app.post("/v1/chat/completions")
-    async def chat(request: ChatCompletionRequest):
-        return await chat_completions(engine, request)
+    async def chat(request: ChatCompletionRequest, raw: Request):
+        return await unless_disconnected(raw, chat_completions(engine, request))
 
     @app.post("/v1/completions")
-    async def complete(request: CompletionRequest):
-        return await completions(engine, request)
+    async def complete(request: CompletionRequest, raw: Request):
+        return await unless_disconnected(raw, completions(engine, request))
 
     @app.post("/v1/load_lora_adapter", dependencies=admin)
     async def load_lora(request: LoadLoraRequest) -> dict:
