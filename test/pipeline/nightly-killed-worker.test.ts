@@ -33,7 +33,9 @@ describe('a killed worker during a scheduled night', { timeout: 3_000_000 }, () 
     const config = tinyRunConfig('unused', {
       deploy: { alias: ALIAS },
       tasks: { trainPrefix: PREFIX, replayShare: 0, evalFile: path.join(root, 'examples/calculator/tasks/eval.jsonl') },
-      eval: { tasks: 2, everyIterations: 1, promoteMargin: -0.5 },
+      // The widest non-inferiority margin, so the night nearly always promotes and the watcher sees the alias move after
+      // the kill (the per-token penalty keeps rewards apart within a group, so there is a batch to train on).
+      eval: { tasks: 2, everyIterations: 1, promoteMargin: -1 },
     });
     const configFile = path.join(n.dir, 'run.json');
     writeFileSync(configFile, JSON.stringify(config));
@@ -74,6 +76,9 @@ describe('a killed worker during a scheduled night', { timeout: 3_000_000 }, () 
     const { seen } = watcher;
     console.log(`alias watcher: ${seen.polls} polls; record saw ${seen.record.size}, server served ${seen.served.size} checkpoint(s); promoted: ${h.promoted}`);
     assert.ok(seen.polls > 10);
+    // A promoted night: the alias moved from its claim to exactly the candidate (record and server), and to nothing else.
+    assert.deepEqual([...seen.record], promoted, 'the alias record held the promoted candidate and nothing else');
+    assert.deepEqual([...seen.served], promoted, 'the model server served the promoted candidate under the alias and nothing else');
     for (const sha of [...seen.record, ...seen.served]) assert.ok(promoted.includes(sha), `the alias pointed at ${sha}, which was never promoted`);
   });
 });
