@@ -40,5 +40,7 @@ export const runnerResultSchema = rolloutResultSchema.extend({
   workdir: z.string().nullable(),
   /** How the attempt was isolated (docs/sandbox.md); absent in results stored before sandboxes existed. */
   sandbox: z.enum(['bubblewrap', 'none', 'kubernetes']).optional(),
+  /** Model calls of the attempt that failed on the model side (the gateway's count when its token closed); absent before. */
+  upstreamFailures: z.number().int().min(0).optional(),
 });
 export type RunnerResult = z.output<typeof runnerResultSchema>;

@@ -3,8 +3,8 @@ import type { RolloutRef, RunnerResult } from '../contracts/rollout.js';
 
 export interface RetryOptions extends RunOptions {
   maxAttempts: number;
-  /** Registers attempt `attempt` with the gateway and returns its own base URL and token. */
-  register: (ref: RolloutRef) => Promise<{ baseUrl: string; token: string }>;
+  /** Registers attempt `attempt` (after `previous`, the infra-failed attempt before it, if any) with the gateway and returns its own base URL and token. */
+  register: (ref: RolloutRef, previous?: RunnerResult) => Promise<{ baseUrl: string; token: string }>;
   /** Number of the first attempt (a resumed activity continues after the attempts it already made). */
   firstAttempt?: number;
   signal: AbortSignal;
@@ -28,7 +28,7 @@ export async function runWithRetries(
   for (let attempt = first; attempt < first + options.maxAttempts; attempt++) {
     signal.throwIfAborted();
     const ref = { ...spec.ref, attempt };
-    const gateway = await options.register(ref);
+    const gateway = await options.register(ref, results[results.length - 1]);
     const result = await runner.run({ ...spec, ref, gateway }, signal, options);
     results.push(result);
     if (result.outcome !== 'infra_failed') break;

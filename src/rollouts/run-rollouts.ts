@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { RunConfig } from '../config/run.js';
 import type { PolicyRef } from '../contracts/policy.js';
 import { rolloutOutcomeRecordSchema, rolloutStartedSchema, type ProtectedSnapshot, type RolloutOutcomeRecord, type WorkdirScore } from '../contracts/rollout-outcome.js';
-import { runnerResultSchema, type RolloutRef } from '../contracts/rollout.js';
+import { runnerResultSchema, type RolloutRef, type RunnerResult } from '../contracts/rollout.js';
 import type { Task } from '../contracts/task.js';
 import type { GatewayAdminClient } from '../gateway/admin-client.js';
 import { evidenceFromSpans } from '../rewards/evidence.js';
@@ -40,7 +40,7 @@ export interface RunRolloutsDeps {
   python: string;
   /** Where file-reading rewards read their keys from (an LLM judge's API key). */
   env: Record<string, string | undefined>;
-  /** Serves the policy again before an attempt that follows an infra failure: a restarted model server lost its adapter. */
+  /** Serves the policy again before an attempt that follows failed model calls: a restarted model server lost its adapter. */
   servePolicy?: (policy: PolicyRef, signal: AbortSignal) => Promise<void>;
 }
 
@@ -109,8 +109,9 @@ export async function runRollouts(
         maxAttempts: config.rollouts.maxAttempts,
         firstAttempt,
         signal: opts.signal,
-        register: async (ref: RolloutRef) => {
-          if (ref.attempt > firstAttempt) await deps.servePolicy?.(policy, opts.signal);
+        register: async (ref: RolloutRef, previous?: RunnerResult) => {
+          // Only a failure on the model side can mean a restarted model server; a failed task setup needs no re-serving.
+          if (previous?.upstreamFailures) await deps.servePolicy?.(policy, opts.signal);
           await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name }, rolloutStartedSchema);
           // Configs recorded before budgets existed have none: unbounded, as they ran.
           const budget = config.agent.budget ?? null;

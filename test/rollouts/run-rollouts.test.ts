@@ -140,6 +140,23 @@ describe('runRollouts (domain module, no Temporal): real agent processes, FAKE s
     assert.deepEqual(events, ['register 0', 'serve run-domain-it2', 'register 1'], 'the first attempt uses what the workflow served; the retry re-serves');
   });
 
+  it('an attempt after an infra failure that was not the model\'s (a failed task setup) does not wait to re-serve', async () => {
+    const adapter = { name: 'run-domain-it2', checkpointKey: 'checkpoints/abc', sha256: 'abc', iteration: 2 };
+    const { deps, input } = setup({ policy: adapter, jobs: [{ taskId: 't1', groupId: 'g1', rolloutId: 'r1' }] });
+    const events: string[] = [];
+    const failingFirst: RunRolloutsDeps = {
+      ...deps,
+      servePolicy: async (policy) => void events.push(`serve ${policy.name}`),
+      runner: { run: async (spec, signal, options) => {
+        const result = await deps.runner.run(spec, signal, options);
+        return spec.ref.attempt === 0 ? { ...result, outcome: 'infra_failed', detail: 'preparing workdir failed: setup exited 1' } : result;
+      } },
+    };
+    const record = (await runRollouts(input, failingFirst, { signal: new AbortController().signal })).get('r1')!;
+    assert.deepEqual(record.attempts.map((a) => [a.attempt, a.outcome]), [[0, 'infra_failed'], [1, 'succeeded']]);
+    assert.deepEqual(events, [], 'no model call failed, so the model server is not waited for');
+  });
+
   it('a task missing from the task set fails the launch, after the other jobs have settled', async () => {
     const { store, deps, input } = setup({ jobs: [{ taskId: 'nope', groupId: 'g9', rolloutId: 'r9' }, { taskId: 't1', groupId: 'g1', rolloutId: 'r1' }] });
     await assert.rejects(runRollouts(input, deps, { signal: new AbortController().signal }), /task nope is not in the task set/);
