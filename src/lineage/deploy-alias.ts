@@ -16,6 +16,11 @@ function assertOwner(record: DeployAlias | null, alias: string, lineage: string)
   }
 }
 
+/** Refuse an alias another lineage owns before anything is set up for `lineage` (`volt schedule create`); claims nothing. */
+export async function assertDeployAliasFree(store: Pick<ObjectStore, 'getJsonOrNull'>, alias: string, lineage: string): Promise<void> {
+  assertOwner(await store.getJsonOrNull(keys.deployAlias(alias), deployAliasSchema), alias, lineage);
+}
+
 /**
  * Claim the alias for `lineage` when a run of it starts (before it trains): a record with nothing promoted yet, so a
  * second lineage naming the alias is refused at its start even before the first lineage promoted anything.

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import { connectClient } from '../../src/client/connect.js';
 import { loadEnv } from '../../src/config/env.js';
+import { claimDeployAlias } from '../../src/lineage/deploy-alias.js';
+import { createObjectStore } from '../../src/storage/object-store.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 import { ROOT, voltInProcess } from './volt-cli.js';
 
@@ -18,7 +20,7 @@ void describe('volt schedule: catch-up window and pause on a real Temporal Sched
   const config = path.join(dir, 'run.json');
   const cli = (...args: string[]) => voltInProcess(['schedule', ...args], services.env);
   before(async () => {
-    services = await startTestServices({ temporal: true });
+    services = await startTestServices({ temporal: true, s3: true });
     ({ client, close } = await connectClient(loadEnv(services.env, ROOT)));
     writeFileSync(config, JSON.stringify({
       runId: 'unused', agent: { command: ['true'] }, reward: { kind: 'numeric_match' },
@@ -46,6 +48,21 @@ void describe('volt schedule: catch-up window and pause on a real Temporal Sched
     assert.equal(bad.code, 2, bad.stderr);
     assert.match(bad.stderr, /--catchup: expected a duration such as "36h", "1 day" or "90 minutes", got "soon"/);
     await assert.rejects(client.schedule.getHandle('calc-bad').describe(), ScheduleNotFoundError);
+  });
+
+  void it('a deploy alias that another lineage serves is refused at create, and no schedule is made', async () => {
+    const store = createObjectStore(loadEnv(services.env, ROOT));
+    await claimDeployAlias(store, 'calc-prod', 'calc-other');
+    const withAlias = path.join(dir, 'run-alias.json');
+    writeFileSync(withAlias, JSON.stringify({ ...JSON.parse(readFileSync(config, 'utf8')), deploy: { alias: 'calc-prod' } }));
+    const refused = await cli('create', '--lineage', 'calc-mine', '--cron', '0 2 * * *', '--config', withAlias);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /deploy\.alias: calc-prod already serves lineage calc-other/);
+    await assert.rejects(client.schedule.getHandle('calc-mine').describe(), ScheduleNotFoundError);
+    // The owner's own schedule is fine.
+    const owner = await cli('create', '--lineage', 'calc-other', '--cron', '0 2 * * *', '--config', withAlias);
+    assert.equal(owner.code, 0, owner.stderr);
+    assert.match(owner.stdout, /served as calc-prod/);
   });
 
   void it('pause and unpause change the schedule\'s state in Temporal, with the note', async () => {

@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { connectClient } from '../../client/connect.js';
 import { createSchedule, readRunConfig, triggerSchedule } from '../../client/runs.js';
+import { assertDeployAliasFree, DeployAliasError } from '../../lineage/deploy-alias.js';
+import { createObjectStore } from '../../storage/object-store.js';
 import { UsageError, type Command } from '../command.js';
 import { parseDuration } from '../duration.js';
 
@@ -20,7 +22,7 @@ export const scheduleCommand: Command = {
     'must beat that policy to replace it. Overlap policy SKIP: never two nights of one lineage at once; after downtime the',
     'missed start within --catchup (the schedule\'s catchupWindow: "36h", "1 day", "90 minutes"; default 1 day) runs once;',
     'a start missed by longer is dropped (`temporal schedule backfill` runs it). Without --lineage, every start begins',
-    'from the base model.',
+    'from the base model. A config whose deploy.alias another lineage serves is refused (exit 2), no schedule made.',
     'Temporal CLI equivalent (with "lineage" set in run.json): temporal schedule create --schedule-id calculator',
     '  --cron "0 2 * * *" --overlap-policy Skip --catchup-window 24h --workflow-id calculator --type trainingRun',
     '  --task-queue volt-cpu --input-file run.json',
@@ -45,6 +47,12 @@ export const scheduleCommand: Command = {
       if (lineage && raw.lineage !== undefined && raw.lineage !== lineage) throw new UsageError(`--lineage ${lineage} differs from the config's lineage ${String(raw.lineage)}`);
       // Validated with the lineage in, so its cross-field rules (deploy.alias needs a lineage) see it.
       config = await readRunConfig(file, lineage ? { lineage } : {});
+      // Every night would fail at its start on an alias another lineage serves: refused now, before the schedule exists.
+      if (config.deploy && config.lineage) {
+        await assertDeployAliasFree(createObjectStore(ctx.env()), config.deploy.alias, config.lineage).catch((err: Error) => {
+          throw err instanceof DeployAliasError ? new UsageError(err.message) : err;
+        });
+      }
     }
     const { client, close } = await connectClient(ctx.env());
     try {
