@@ -17,7 +17,7 @@ export function createGatewayMetrics(sources: { pendingUploads: () => number; wa
   const spans = new Counter({ name: 'volt_gateway_spans_total', help: 'Spans recorded by status', labelNames: ['status'], registers: [registry] });
   const spanBytes = new Counter({ name: 'volt_gateway_span_bytes_total', help: 'Stored (compact JSON) size of the spans built for upload, in UTF-16 units (bytes for ASCII)', registers: [registry] });
   const walBytes = new Counter({ name: 'volt_gateway_wal_written_bytes_total', help: 'Bytes of call records appended to the WAL (request, answer as received, meta)', registers: [registry] });
-  const uploadedBytes = new Counter({ name: 'volt_gateway_span_upload_bytes_total', help: 'Bytes of span objects put into the object store (gzip segments)', registers: [registry] });
+  const uploadedBytes = new Counter({ name: 'volt_gateway_span_upload_bytes_total', help: 'Bytes of span objects put into the object store (compressed segments)', registers: [registry] });
   const uploadLag = new Histogram({
     name: 'volt_gateway_span_upload_lag_seconds',
     help: 'From a span entering the upload queue (durable in the WAL) to its object being in the store',

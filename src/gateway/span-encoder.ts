@@ -1,6 +1,5 @@
-import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { gzip, gzipSync } from 'node:zlib';
+import { compressSegment, compressSegmentAsync, SEGMENT_CONTENT_TYPE, type SegmentCompression } from '../storage/span-compression.js';
 import { spanLineOf } from './call-record.js';
 import { readEntries, type EntryRef } from './wal-segment.js';
 
@@ -14,27 +13,24 @@ export interface EncodedObject {
 export interface EncodeJob {
   /** WAL entries (call records, or span lines an older gateway wrote) in seq order, read from their files if need be. */
   entries: EntryRef[];
-  /** A segment (JSON Lines, gzip'd unless gzipLevel is 0) rather than one span alone (plain JSON). */
+  /** A segment (JSON Lines, compressed as `compression` says) rather than one span alone (plain JSON). */
   segment: boolean;
-  gzipLevel: number;
+  compression: SegmentCompression;
 }
 
 /** Builds the spans of WAL entries and the object that holds them; pure, so it runs the same in a worker. */
-export function encodeSpanObject(job: EncodeJob, compress: (text: Buffer) => Buffer = (t) => gzipSync(t, { level: job.gzipLevel })): EncodedObject {
+export function encodeSpanObject(job: EncodeJob): EncodedObject {
   const lines = readEntries(job.entries).map(spanLineOf);
   const spanChars = lines.reduce((n, l) => n + l.length, 0);
   if (!job.segment) return { body: Buffer.from(lines[0] ?? ''), contentType: 'application/json', spanChars };
   const text = Buffer.from(lines.map((l) => `${l}\n`).join(''));
-  if (job.gzipLevel <= 0) return { body: text, contentType: 'application/x-ndjson', spanChars };
-  return { body: compress(text), contentType: 'application/gzip', spanChars };
+  return { body: compressSegment(text, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanChars };
 }
-
-const gzipAsync = promisify(gzip);
 
 /**
  * Turns WAL entries into span objects for the uploader. With `worker` (the gateway's default) the parsing, span
- * building and gzip run on a worker thread, so they use another core instead of the event loop the agents' calls
- * wait on; without, on the event loop (gzip on libuv's pool). A worker that dies is replaced at the next job.
+ * building and compression run on a worker thread, so they use another core instead of the event loop the agents' calls
+ * wait on; without, on the event loop (compression on libuv's pool). A worker that dies is replaced at the next job.
  */
 export class SpanEncoder {
   private worker: Worker | null = null;
@@ -45,9 +41,9 @@ export class SpanEncoder {
 
   async encode(job: EncodeJob): Promise<EncodedObject> {
     if (!this.opts.worker) {
-      const inline = encodeSpanObject({ ...job, gzipLevel: 0 });
-      if (!job.segment || job.gzipLevel <= 0) return inline;
-      return { body: await gzipAsync(inline.body, { level: job.gzipLevel }), contentType: 'application/gzip', spanChars: inline.spanChars };
+      const inline = encodeSpanObject({ ...job, compression: 'none' });
+      if (!job.segment || job.compression === 'none') return inline;
+      return { body: await compressSegmentAsync(inline.body, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanChars: inline.spanChars };
     }
     const worker = this.worker ?? this.start();
     const id = this.nextId++;

@@ -4,7 +4,7 @@
  */
 export interface GatewayStore {
   putJson(key: string, value: unknown): Promise<unknown>;
-  /** Span objects, as the uploader built them from the WAL's call records (segments gzip'd). */
+  /** Span objects, as the uploader built them from the WAL's call records (segments compressed). */
   putBytes(key: string, body: Buffer, size?: number, contentType?: string): Promise<unknown>;
   /** Reads span objects back (src/storage/spans.ts). */
   getBytes(key: string): Promise<Buffer>;

@@ -1,4 +1,5 @@
 import { parseSpanKey, segmentKeyFor } from '../storage/spans.js';
+import type { SegmentCompression } from '../storage/span-compression.js';
 import { SpanEncoder, type EncodedObject } from './span-encoder.js';
 import type { GatewayStore } from './store.js';
 import type { WalEntry, WriteAheadLog } from './wal.js';
@@ -38,9 +39,9 @@ export interface UploaderOptions {
   /** Most spans, and JSON characters, in one segment object. */
   maxSegmentSpans?: number;
   maxSegmentBytes?: number;
-  /** gzip level for segment objects (readSpans recognises gzip by its magic bytes); 0 = store them as plain JSONL. */
-  gzipLevel?: number;
-  /** Builds span objects from WAL entries (span-encoder.ts); default: on the event loop, gzip on libuv's pool. */
+  /** How segment objects are compressed (default brotli; readSpans recognises each by its first bytes). */
+  compression?: SegmentCompression;
+  /** Builds span objects from WAL entries (span-encoder.ts); default: on the event loop, compression on libuv's pool. */
   encoder?: SpanEncoder;
   log?: (msg: string, err: unknown) => void;
   /** After each put: the object's bytes, its compact span text, and per span seconds since it was queued (metrics). */
@@ -186,12 +187,12 @@ export class SpanUploader {
   private async upload(jobs: Job[]): Promise<void> {
     const first = jobs[0]!;
     const key = first.group ? segmentKeyFor(first.entry.key, first.seq, jobs.at(-1)!.seq) : first.entry.key;
-    const { gzipLevel = 1 } = this.opts;
+    const { compression = 'brotli' } = this.opts;
     let encoded: EncodedObject | null = null;
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
         // Inside the retry loop: a failed encoding (a worker that died) is retried like a failed put.
-        encoded ??= await this.encoder.encode({ entries: jobs.map((j) => entryRef(j.entry)), segment: first.group !== null, gzipLevel });
+        encoded ??= await this.encoder.encode({ entries: jobs.map((j) => entryRef(j.entry)), segment: first.group !== null, compression });
         await this.store.putBytes(key, encoded.body, encoded.body.length, encoded.contentType);
         const now = performance.now();
         this.opts.onUploaded?.(encoded.body.length, jobs.map((j) => (now - j.queuedAt) / 1000), encoded.spanChars);

@@ -1,5 +1,4 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- the engine's answer is JSON of any shape; only known fields are touched */
-import { gunzipSync } from 'node:zlib';
 import type { Span } from '../contracts/span.js';
 
 /**
@@ -7,7 +6,7 @@ import type { Span } from '../contracts/span.js';
  * `promptTokenIds` and `choices[i].tokenIds` / `logprobs` (vLLM's `prompt_token_ids`, per-choice `token_ids`, each
  * token's `logprob`, and each token's `bytes`, the UTF-8 of its `token`); storing them twice doubled a span. A stored span therefore carries its answer with those
  * copies removed and `elided` naming what was removed; reading puts them back, so a reader sees the answer the
- * engine sent. Spans stored before this (no `elided`) read unchanged. Segment objects may be gzip'd (magic bytes).
+ * engine sent. Spans stored before this (no `elided`) read unchanged. Segment objects may be compressed (span-compression.ts).
  */
 export type ElidedPath =
   | 'prompt_token_ids'
@@ -120,9 +119,4 @@ function restoreBytes(choice: any, path: string): void {
   const content = choice.logprobs?.content;
   if (!Array.isArray(content) || !content.every((t: any) => typeof t?.token === 'string')) throw new Error(`elided: ${path} needs a token string in every entry`);
   choice.logprobs.content = content.map(({ token, logprob, ...rest }: any) => ({ token, logprob, bytes: [...Buffer.from(token, 'utf8')], ...rest }));
-}
-
-/** A stored span object's text: segments may be gzip'd by the uploader (recognised by gzip's magic bytes, never JSON's first byte). */
-export function spanObjectText(bytes: Buffer): string {
-  return (bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes).toString('utf8');
 }

@@ -1,7 +1,8 @@
 import { spanSchema, type Span } from '../contracts/span.js';
 import { CorruptObjectError } from './errors.js';
 import { keys, spanSegmentName } from './keys.js';
-import { restoreSpan, spanObjectText } from './span-codec.js';
+import { restoreSpan } from './span-codec.js';
+import { spanObjectText } from './span-compression.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 
 /** What reading spans needs from the object store; the full ObjectStore and the gateway's store both fit. */
@@ -53,7 +54,7 @@ function parseObject(key: string, bytes: Buffer, segment: boolean): Span[] {
   try {
     text = spanObjectText(bytes);
   } catch (err) {
-    throw new CorruptSpanError(key, `not gzip or JSON text: ${(err as Error).message}`);
+    throw new CorruptSpanError(key, `not brotli, gzip or JSON text: ${(err as Error).message}`);
   }
   const lines = segment ? text.split('\n').filter((l) => l.length > 0) : [text];
   return lines.map((line, i) => {

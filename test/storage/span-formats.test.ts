@@ -11,6 +11,7 @@ import { batchConfigSchema } from '../../src/batches/config.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { CorruptSpanError, readSpans } from '../../src/storage/spans.js';
+import { compressSegment } from '../../src/storage/span-compression.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 import { SpanEncoder } from '../../src/gateway/span-encoder.js';
 import { recordedRollout } from '../gateway/engine-spans.js';
@@ -50,10 +51,10 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
       await compact.putBytes(keys.spanSegment(r, 3, 4), lines(calls.slice(3, 5).map((c) => c.stored)));
       await compact.putBytes(keys.span(r, 5), Buffer.from(calls[5]!.stored));
       // And as the gateway stores them since it records calls (WAL call records built into spans by the uploader's
-      // encoder thread): a gzip'd segment for 0..3, single spans for 4 and 5.
-      const seg = await encoder.encode({ entries: calls.slice(0, 4).map((c) => ({ json: c.record })), segment: true, gzipLevel: 1 });
+      // encoder thread): a brotli segment for 0..3, single spans for 4 and 5.
+      const seg = await encoder.encode({ entries: calls.slice(0, 4).map((c) => ({ json: c.record })), segment: true, compression: 'brotli' });
       await records.putBytes(keys.spanSegment(r, 0, 3), seg.body, seg.body.length, seg.contentType);
-      for (const seq of [4, 5]) await records.putBytes(keys.span(r, seq), (await encoder.encode({ entries: [{ json: calls[seq]!.record }], segment: false, gzipLevel: 1 })).body);
+      for (const seq of [4, 5]) await records.putBytes(keys.span(r, seq), (await encoder.encode({ entries: [{ json: calls[seq]!.record }], segment: false, compression: 'brotli' })).body);
     }
     await encoder.close();
   });
@@ -89,7 +90,7 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
     }
   });
 
-  void it('names the object of a compact span whose elided paths do not fit, and of a corrupt gzip segment', async () => {
+  void it('names the object of a compact span whose elided paths do not fit, and of a corrupt gzip or brotli segment', async () => {
     const r: RolloutRef = { runId: 'fmt-run', iteration: 1, rolloutId: 'bad', attempt: 0 };
     const [call] = recordedRollout(r, { turns: 1, seed: 1 });
     const wrong = JSON.parse(call!.stored) as Record<string, unknown>;
@@ -99,5 +100,8 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
     const r2 = { ...r, rolloutId: 'bad-gz' };
     await compact.putBytes(keys.spanSegment(r2, 0, 1), gzipSync(lines([call!.stored])).subarray(0, 20));
     await assert.rejects(collect(compact, r2), (e: Error) => e instanceof CorruptSpanError && /00000000-00000001\.jsonl/.test(e.message));
+    const r3 = { ...r, rolloutId: 'bad-br' };
+    await compact.putBytes(keys.spanSegment(r3, 0, 1), compressSegment(lines([call!.stored]), 'brotli').subarray(0, 20));
+    await assert.rejects(collect(compact, r3), (e: Error) => e instanceof CorruptSpanError && /not brotli, gzip or JSON text/.test(e.message));
   });
 });
