@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { gunzipSync } from 'node:zlib';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { RolloutRef } from '../../src/contracts/rollout.js';
 import { callRecordText, isCallRecord, oneLine, spanLineOf } from '../../src/gateway/call-record.js';
 import type { Rollout } from '../../src/gateway/registry.js';
@@ -85,19 +85,21 @@ void describe('span encoder', () => {
   const calls = recordedRollout(ref, { turns: 5, seed: 4, promptLen: 100, completionLen: 20 });
   const lines = calls.map((c) => `${c.stored}\n`).join('');
 
-  void it('on its worker thread puts out the same gzip segment as on the event loop, and plain single spans', async () => {
+  void it('on its worker thread puts out the same brotli (or gzip) segment as on the event loop, and plain single spans', async () => {
     const encoder = new SpanEncoder({ worker: true });
     const inline = new SpanEncoder({ worker: false });
     try {
-      const job = { entries: calls.map((c) => ({ json: c.record })), segment: true, gzipLevel: 1 };
+      const job = { entries: calls.map((c) => ({ json: c.record })), segment: true, compression: 'brotli' as const };
       const [a, b] = await Promise.all([encoder.encode(job), inline.encode(job)]);
-      assert.equal(a.contentType, 'application/gzip');
-      assert.equal(gunzipSync(a.body).toString(), lines);
-      assert.equal(gunzipSync(b.body).toString(), lines);
+      assert.equal(a.contentType, 'application/x-brotli');
+      assert.equal(brotliDecompressSync(a.body).toString(), lines);
+      assert.equal(brotliDecompressSync(b.body).toString(), lines);
       assert.equal(a.spanChars, lines.length - calls.length);
-      const single = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: false, gzipLevel: 1 });
+      const gz = await Promise.all([encoder.encode({ ...job, compression: 'gzip' }), inline.encode({ ...job, compression: 'gzip' })]);
+      assert.deepEqual(gz.map((g) => [g.contentType, gunzipSync(g.body).toString()]), [['application/gzip', lines], ['application/gzip', lines]]);
+      const single = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: false, compression: 'brotli' });
       assert.deepEqual([single.contentType, single.body.toString()], ['application/json', calls[0]!.stored]);
-      const plain = encodeSpanObject({ entries: [{ json: calls[1]!.stored }, { json: calls[2]!.record }], segment: true, gzipLevel: 0 });
+      const plain = encodeSpanObject({ entries: [{ json: calls[1]!.stored }, { json: calls[2]!.record }], segment: true, compression: 'none' });
       assert.deepEqual([plain.contentType, plain.body.toString()], ['application/x-ndjson', `${calls[1]!.stored}\n${calls[2]!.stored}\n`]);
     } finally {
       await encoder.close();
@@ -107,8 +109,8 @@ void describe('span encoder', () => {
   void it('fails a job whose record does not parse with a named error, and keeps working after', async () => {
     const encoder = new SpanEncoder({ worker: true });
     try {
-      await assert.rejects(encoder.encode({ entries: [{ json: '{"callRecord":1,"meta":' }], segment: true, gzipLevel: 1 }), /span encoder: .*JSON/);
-      const ok = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: true, gzipLevel: 0 });
+      await assert.rejects(encoder.encode({ entries: [{ json: '{"callRecord":1,"meta":' }], segment: true, compression: 'brotli' }), /span encoder: .*JSON/);
+      const ok = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: true, compression: 'none' });
       assert.equal(ok.body.toString(), `${calls[0]!.stored}\n`);
     } finally {
       await encoder.close();
@@ -122,5 +124,12 @@ void describe('sseBatches', () => {
     const got: string[][] = [];
     for await (const b of sseBatches((async function* () { yield* reads.map((r) => Buffer.from(r)); })())) got.push(b);
     assert.deepEqual(got, [['{"a":1}', '{"a":2}'], ['{"a":3}'], ['[DONE]']]);
+  });
+
+  void it('reads one-line events (the fast path) and multi-line ones alike', async () => {
+    const text = 'data:{"b":1}\n\nevent: x\ndata: {"b":2}\n\ndata: 1\ndata: 2\n\n: c\ndata: y\n\nid: 4\n\ndata:  two spaces\n\n';
+    const got: string[] = [];
+    for await (const b of sseBatches((async function* () { yield Buffer.from(text); })())) got.push(...b);
+    assert.deepEqual(got, ['{"b":1}', '{"b":2}', '1\n2', 'y', ' two spaces']);
   });
 });
