@@ -66,15 +66,34 @@ function without(t: any, bytes: boolean): any {
   return out;
 }
 
-/** A token's `bytes` that are exactly the UTF-8 of its `token` (not so for a token that splits a character). */
-function utf8Bytes(t: any): boolean {
+/**
+ * A token's `bytes` that are exactly the UTF-8 of its `token` (not so for a token that splits a character). Compared
+ * code point by code point as Buffer.from(token) would encode it (a lone surrogate as U+FFFD), allocating nothing:
+ * encoding each non-ASCII token into a Buffer was the largest part of building a span of such tokens.
+ */
+export function utf8Bytes(t: any): boolean {
   const { bytes, token } = t ?? {};
   if (!Array.isArray(bytes) || typeof token !== 'string') return false;
-  let ascii = bytes.length === token.length;
-  for (let k = 0; ascii && k < token.length; k++) ascii = token.charCodeAt(k) < 128 && bytes[k] === token.charCodeAt(k);
-  if (ascii) return true;
-  const b = Buffer.from(token, 'utf8');
-  return b.length === bytes.length && b.every((x, k) => x === bytes[k]);
+  let k = 0;
+  for (let i = 0; i < token.length; i++) {
+    let c = token.charCodeAt(i);
+    if (c < 0x80) {
+      if (bytes[k++] !== c) return false;
+    } else if (c < 0x800) {
+      if (bytes[k++] !== (0xc0 | (c >> 6)) || bytes[k++] !== (0x80 | (c & 0x3f))) return false;
+    } else {
+      const next = token.charCodeAt(i + 1);
+      if (c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
+        i++;
+        if (bytes[k++] !== (0xf0 | (c >> 18)) || bytes[k++] !== (0x80 | ((c >> 12) & 0x3f)) || bytes[k++] !== (0x80 | ((c >> 6) & 0x3f)) || bytes[k++] !== (0x80 | (c & 0x3f))) return false;
+        continue;
+      }
+      if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+      if (bytes[k++] !== (0xe0 | (c >> 12)) || bytes[k++] !== (0x80 | ((c >> 6) & 0x3f)) || bytes[k++] !== (0x80 | (c & 0x3f))) return false;
+    }
+  }
+  return k === bytes.length;
 }
 
 const ELIDED = /^(?:prompt_token_ids|choices\.(\d+)\.(prompt_token_ids|token_ids|logprobs\.content\.logprob|logprobs\.content\.bytes|logprobs\.token_logprobs))$/;
