@@ -65,6 +65,7 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     if (!out.write(s)) await once(out, 'drain', { signal: link.signal });
   };
   const translator = ctx.dialect?.stream();
+  const passThrough = asked.tokenIds && asked.logprobs;
   // The data of every chunk the span is built from (call-record.ts), as received; the usage, for the budget now.
   const chunks: string[] = [];
   let usage: any = null;
@@ -97,10 +98,12 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
           stop = true;
           break;
         }
-        chunks.push(answerText(data, chunk));
+        const text = answerText(data, chunk);
+        chunks.push(text);
         if (chunk.usage) usage = chunk.usage;
         if (translator) out += translator.chunk(chunk);
-        else if (asked.usage || !isUsageOnlyChunk(chunk)) out += `data: ${JSON.stringify(stripExtensions(chunk, asked))}\n\n`;
+        // Nothing to strip (the agent asked for the ids and logprobs): the chunk goes out as received.
+        else if (asked.usage || !isUsageOnlyChunk(chunk)) out += `data: ${passThrough ? text : JSON.stringify(stripExtensions(chunk, asked))}\n\n`;
       }
       if (out) await write(out);
       if (stop) break;

@@ -11,7 +11,7 @@ import { startGateway, startStore, type RunningGateway } from './harness.js';
 export type Step =
   | { kind: 'status'; status: number; headers?: Record<string, string> }
   | { kind: 'json'; delayMs?: number }
-  | { kind: 'sse'; cutAfter?: number; delayMs?: number; chunkDelayMs?: number }
+  | { kind: 'sse'; cutAfter?: number; delayMs?: number; chunkDelayMs?: number; pythonJson?: boolean }
   | { kind: 'hang' };
 
 export interface Received {
@@ -89,7 +89,7 @@ function play(step: Step, body: Record<string, unknown>, res: http.ServerRespons
     const next = () => {
       if (i >= cutAfter) return res.destroy();
       if (i >= chunks.length) return res.end('data: [DONE]\n\n');
-      res.write(`data: ${JSON.stringify(chunks[i++])}\n\n`);
+      res.write(`data: ${chunkText(chunks[i++], step.pythonJson)}\n\n`);
       setTimeout(next, step.chunkDelayMs ?? 0);
     };
     next();
@@ -97,6 +97,14 @@ function play(step: Step, body: Record<string, unknown>, res: http.ServerRespons
 }
 
 const logprob = (i: number) => -0.25 * (i + 1);
+
+/** A chunk as JSON text; `python`: with json.dumps' default separators (", " and ": "), as a Python server may send. */
+export function chunkText(chunk: unknown, python = false): string {
+  if (!python) return JSON.stringify(chunk);
+  if (Array.isArray(chunk)) return `[${chunk.map((x) => chunkText(x, true)).join(', ')}]`;
+  if (chunk && typeof chunk === 'object') return `{${Object.entries(chunk).map(([k, v]) => `${JSON.stringify(k)}: ${chunkText(v, true)}`).join(', ')}}`;
+  return JSON.stringify(chunk);
+}
 
 export function fullResponse(model: string) {
   return {
@@ -117,7 +125,7 @@ export function fullResponse(model: string) {
   };
 }
 
-function streamChunks(model: string) {
+export function streamChunks(model: string) {
   const head = { id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 1_700_000_000, model, system_fingerprint: `${model}@v7` };
   return [
     { ...head, prompt_token_ids: PROMPT_IDS, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] },

@@ -8,7 +8,7 @@ import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, type RunningGateway } from './harness.js';
 // The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
-import { COMPLETION, PROMPT_IDS, startScriptedGateway, stopScriptedGateway, type ScriptedUpstream } from './scripted-upstream.js';
+import { chunkText, COMPLETION, PROMPT_IDS, startScriptedGateway, stopScriptedGateway, streamChunks, type ScriptedUpstream } from './scripted-upstream.js';
 
 let services: TestServices, store: ObjectStore, upstream: ScriptedUpstream, gw: RunningGateway;
 before(async () => ({ services, store, upstream, gw } = await startScriptedGateway()));
@@ -87,6 +87,18 @@ void describe('gateway against the scripted upstream', () => {
     assert.deepEqual(body.prompt_token_ids, PROMPT_IDS);
     assert.deepEqual(body.choices[0]!.token_ids, COMPLETION.map((t) => t.id));
     assert.notEqual(body.choices[0]!.logprobs, null);
+  });
+
+  void it('passes streamed chunks through as received when the agent asked for the ids and logprobs', async () => {
+    const r = await open();
+    upstream.script.push({ kind: 'sse', pythonJson: true });
+    const res = await r.post(chat({ stream: true, logprobs: true, return_token_ids: true }));
+    const events = sseEvents(await res.text());
+    const chunks = streamChunks('policy-a').filter((c) => !('usage' in c && c.choices.length === 0));
+    assert.deepEqual(events, [...chunks.map((c) => chunkText(c, true)), '[DONE]'], 'the text the engine sent, not re-serialised');
+    const [span] = await r.spans();
+    assert.deepEqual(span!.choices[0]!.tokenIds, COMPLETION.map((t) => t.id));
+    assert.deepEqual(span!.promptTokenIds, PROMPT_IDS);
   });
 
   void it('retries a 429 (honouring Retry-After) and succeeds', async () => {
