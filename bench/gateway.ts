@@ -69,7 +69,7 @@ async function spanBytes(store: ReturnType<typeof createObjectStore>): Promise<v
     spans++;
     whole += JSON.stringify(span).length;
   }
-  if (spans) console.log(`\nspan bytes (${spans} spans of ${ref.rolloutId}): ${(stored / spans).toFixed(0)} in S3 (gzip'd segments), ${(whole / spans).toFixed(0)} as whole JSON spans (the format before compact spans)`);
+  if (spans) console.log(`\nspan bytes (${spans} spans of ${ref.rolloutId}): ${(stored / spans).toFixed(0)} in S3 (compressed segments), ${(whole / spans).toFixed(0)} as whole JSON spans (the format before compact spans)`);
 }
 
 async function main() {
