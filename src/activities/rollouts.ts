@@ -50,8 +50,10 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     try {
       // Agents a dead worker left running on this machine are killed and their tokens closed before new ones start.
       await deps.runner.reapAbandoned?.((token) => deps.gateway.close(token));
-      // A retried launch may follow a model server restart (which drops adapters) that the workflow's servePolicy preceded.
-      if (ctx.info.attempt > 1) await serveAgain(deps, input.policy, ctx.cancellationSignal);
+      // A retried launch may follow a model server restart (which drops adapters) that the workflow's servePolicy
+      // preceded. The base model needs no re-serving: if the server is still down, the attempts fail upstream and
+      // each retried attempt waits for it (run-rollouts.ts), so a launch retried for another reason starts at once.
+      if (ctx.info.attempt > 1 && input.policy.sha256) await serveAgain(deps, input.policy, ctx.cancellationSignal);
       const { reused, pending } = await priorOutcomes(deps.store, config.runId, iteration, jobs, input.rerun ?? []);
       progress.reused = reused.size;
       for (const record of reused.values()) count(record);
