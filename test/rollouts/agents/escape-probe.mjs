@@ -65,7 +65,13 @@ for (let i = 0; i < input.forkAttempts && !forkError; i++) {
   });
 }
 record('forkBomb', forkError === null, `${children.length} children, then ${forkError}`);
-for (const c of children) c.kill('SIGKILL');
+// Reaped before going on: until then they still count against the attempt's process limit, which (as root, a pids
+// cgroup) the sandbox's socat shares, so a call made meanwhile could find no process left to forward it.
+await Promise.all(children.map((c) => new Promise((resolve) => {
+  if (c.exitCode !== null || c.signalCode !== null) return resolve();
+  c.once('exit', resolve);
+  c.kill('SIGKILL');
+})));
 
 const chunks = [];
 let allocError = null;
