@@ -147,6 +147,7 @@ describe('runRollouts (domain module, no Temporal): real agent processes, FAKE s
     const failingFirst: RunRolloutsDeps = {
       ...deps,
       servePolicy: async (policy) => void events.push(`serve ${policy.name}`),
+      // FAKE outcome: the real agent runs, and attempt 0 is reported as a failed task setup (no model call failed).
       runner: { run: async (spec, signal, options) => {
         const result = await deps.runner.run(spec, signal, options);
         return spec.ref.attempt === 0 ? { ...result, outcome: 'infra_failed', detail: 'preparing workdir failed: setup exited 1' } : result;
