@@ -82,18 +82,23 @@ export async function startNightlyStack(scheduleId: string, prefix: string): Pro
 export function watchAlias(store: ObjectStore, modelUrl: string, alias: string) {
   const seen = { record: new Set<string>(), served: new Set<string>(), polls: 0 };
   let stopped = false;
+  const poll = async () => {
+    const record = await store.getJsonOrNull(keys.deployAlias(alias), deployAliasSchema).catch(() => null);
+    if (record?.current?.policy.sha256) seen.record.add(record.current.policy.sha256);
+    const models = await fetch(`${modelUrl}/v1/models`).then((r) => r.json() as Promise<{ data: { id: string; root: string }[] }>, () => null);
+    const served = models?.data.find((m) => m.id === alias);
+    if (served) seen.served.add(path.basename(served.root));
+    seen.polls += 1;
+  };
   const loop = (async () => {
     while (!stopped) {
-      const record = await store.getJsonOrNull(keys.deployAlias(alias), deployAliasSchema).catch(() => null);
-      if (record?.current?.policy.sha256) seen.record.add(record.current.policy.sha256);
-      const models = await fetch(`${modelUrl}/v1/models`).then((r) => r.json() as Promise<{ data: { id: string; root: string }[] }>, () => null);
-      const served = models?.data.find((m) => m.id === alias);
-      if (served) seen.served.add(path.basename(served.root));
-      seen.polls += 1;
+      await poll();
       await sleep(500);
     }
   })();
-  return { seen, stop: async () => { stopped = true; await loop; } };
+  // One last poll after the run ended: a promotion in its final second (the record written, the server repointed
+  // after the loop's last look) is still seen in the end state.
+  return { seen, stop: async () => { stopped = true; await loop; await poll(); } };
 }
 
 /** The outcome records of a run's training rollouts in iteration 0. */
