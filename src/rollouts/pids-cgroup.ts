@@ -65,6 +65,8 @@ async function removeAbandoned(parent: string): Promise<void> {
   for (const name of await readdir(parent)) {
     const pid = Number(/^attempt-(\d+)-\d+$/.exec(name)?.[1] ?? NaN);
     if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue;
+    // Its two slots first: a cgroup with child cgroups cannot be removed.
+    for (const slot of SLOTS) await rmdir(path.join(parent, name, slot)).catch(() => undefined);
     await rmdir(path.join(parent, name)).catch(() => undefined);
   }
 }
@@ -80,48 +82,74 @@ function alive(pid: number): boolean {
 
 let created = 0;
 
-/** One attempt's cgroup: pids.max is the attempt's process (and thread) limit, for every uid, root included. */
+/** The attempt cgroup's two children: the sandbox's own processes (bwrap, its shell, socat) and the agent's. */
+const SLOTS = ['sandbox', 'agent'] as const;
+
+/**
+ * One attempt's cgroup, for every uid, root included: `pids.max` of the attempt holds its processes (and threads) in
+ * all; the agent and what it starts run in its `agent` child, limited to the attempt's process limit, so an agent
+ * holding every process it may have still leaves the sandbox's socat the pids it needs to forward a new gateway
+ * connection. The sandbox's own processes sit in the `sandbox` child (cgroup v2 allows no processes in a cgroup whose
+ * children have controllers; v1 is laid out the same way).
+ */
 export class PidsCgroup {
   private constructor(readonly dir: string) {}
 
-  static async create(root: string, max: number): Promise<PidsCgroup> {
+  /** `total`: the attempt's pids in all; `agent`: the agent's share of them. */
+  static async create(root: string, limits: { total: number; agent: number }): Promise<PidsCgroup> {
     const dir = path.join(root, `attempt-${process.pid}-${++created}`);
     await mkdir(dir);
+    const cgroup = new PidsCgroup(dir);
     try {
-      await writeFile(path.join(dir, 'pids.max'), String(max));
+      await writeFile(path.join(dir, 'pids.max'), String(limits.total));
+      // v2 (every cgroup has cgroup.subtree_control): the children get pids.max only once the attempt delegates it.
+      if (await exists(path.join(dir, 'cgroup.subtree_control'))) await writeFile(path.join(dir, 'cgroup.subtree_control'), '+pids');
+      for (const slot of SLOTS) await mkdir(path.join(dir, slot));
+      await writeFile(path.join(dir, 'agent', 'pids.max'), String(limits.agent));
     } catch (e) {
-      await rmdir(dir).catch(() => undefined);
+      await cgroup.remove();
       throw e;
     }
-    return new PidsCgroup(dir);
+    return cgroup;
   }
 
-  /** argv prefix that moves the process into this cgroup and execs the rest, so every descendant is counted. */
+  /** The agent slot's `cgroup.procs`: the sandbox moves the agent into it (writing 0 moves the writer) before exec'ing it. */
+  get agentProcs(): string {
+    return path.join(this.dir, 'agent', 'cgroup.procs');
+  }
+
+  /** argv prefix that moves the process into the sandbox slot and execs the rest, so every descendant is counted. */
   enter(command: readonly string[]): string[] {
     const fail = `{ echo '${SANDBOX_FAILED_MARK} joining the pids cgroup failed' >&2; exit ${SANDBOX_FAILED_EXIT}; }`;
-    return ['/bin/sh', '-c', `echo $$ > "$0/cgroup.procs" || ${fail}; exec "$@"`, this.dir, ...command];
+    return ['/bin/sh', '-c', `echo $$ > "$0/cgroup.procs" || ${fail}; exec "$@"`, path.join(this.dir, 'sandbox'), ...command];
   }
 
   /** Kills what is left in it (normally nothing: the pid namespace went with the agent) and removes it; false if it stays busy. */
   async remove(): Promise<boolean> {
-    for (let i = 0; i < 100; i++) {
-      try {
-        await rmdir(this.dir);
-        return true;
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') return true;
-        if (code !== 'EBUSY') throw e;
-      }
-      const pids = (await readFile(path.join(this.dir, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean);
-      for (const pid of pids) {
-        try {
-          process.kill(Number(pid), 'SIGKILL');
-        } catch { /* exited meanwhile */ }
-      }
-      await sleep(20);
-    }
-    // Only processes stuck in the kernel survive 100 SIGKILLs; an empty-looking leftover cgroup costs nothing.
-    return false;
+    let removed = true;
+    for (const slot of SLOTS) removed = (await removeCgroup(path.join(this.dir, slot))) && removed;
+    return (await removeCgroup(this.dir)) && removed;
   }
+}
+
+async function removeCgroup(dir: string): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      await rmdir(dir);
+      return true;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return true;
+      if (code !== 'EBUSY') throw e;
+    }
+    const pids = (await readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean);
+    for (const pid of pids) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch { /* exited meanwhile */ }
+    }
+    await sleep(20);
+  }
+  // Only processes stuck in the kernel survive 100 SIGKILLs; an empty-looking leftover cgroup costs nothing.
+  return false;
 }

@@ -3,6 +3,8 @@ import type { RolloutLimits } from './sandbox-spec.js';
 
 /** Where the gateway forwarder's unix socket appears inside the sandbox (a fresh tmpfs /run). */
 export const SANDBOX_GATEWAY_SOCKET = '/run/volt/gateway.sock';
+/** Where the agent slot's cgroup.procs of the attempt's pids cgroup appears inside the sandbox (pids-cgroup.ts). */
+const SANDBOX_AGENT_PROCS = '/run/volt/agent.procs';
 /** Exit status and stderr line of the wrapper when the sandbox itself failed, so the runner can call it infra. */
 export const SANDBOX_FAILED_EXIT = 125;
 export const SANDBOX_FAILED_MARK = 'volt-sandbox-failed:';
@@ -29,6 +31,11 @@ export interface SandboxCommandOptions {
   limits: RolloutLimits;
   /** Drop to SANDBOX_UID before entering the namespaces (the worker runs as root). */
   dropToNobody: boolean;
+  /**
+   * The agent slot's cgroup.procs of the attempt's pids cgroup (pids-cgroup.ts), or null: the agent moves itself
+   * there before it is exec'd, so the forwarder keeps pids of its own.
+   */
+  agentCgroupProcs?: string | null;
 }
 
 const inside = (dir: string, parent: string) => dir === parent || dir.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
@@ -37,7 +44,8 @@ const inside = (dir: string, parent: string) => dir === parent || dir.startsWith
  * argv that runs one agent in a bubblewrap sandbox: new user, pid, net, ipc, uts and cgroup namespaces; the whole
  * file system read-only with the hidden dirs, /tmp and /run replaced by empty tmpfs; the attempt dir bound
  * writable; a socat inside listening on 127.0.0.1:<gatewayPort> that forwards to the gateway socket (the net
- * namespace has nothing else; no socat at all when gatewaySocket is null); the agent exec'd under prlimit. When the agent exits, pid 1 exits and the kernel
+ * namespace has nothing else; no socat at all when gatewaySocket is null); the agent exec'd under prlimit (after moving
+ * itself into its pids cgroup slot, when it has one). When the agent exits, pid 1 exits and the kernel
  * kills whatever it left in the namespace.
  */
 export function sandboxCommand(o: SandboxCommandOptions): string[] {
@@ -45,7 +53,12 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
     ? ['setpriv', `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, '--clear-groups', '--inh-caps=-all']
     : [];
   // Mapped to uid/gid nobody inside either way; without the drop the kernel still sees the worker's uid.
-  argv.push('bwrap', '--unshare-all', '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--cap-drop', 'ALL');
+  const agentProcs = o.gatewaySocket === null ? null : (o.agentCgroupProcs ?? null);
+  // Moving into the agent slot needs the host's cgroup namespace: cgroup v2 refuses a move to a cgroup outside the
+  // writer's namespace root, which an unshared namespace would put at the sandbox slot. The sandbox still sees the
+  // cgroup tree read-only (/sys is), as it would with its own namespace.
+  const namespaces = agentProcs === null ? ['--unshare-all'] : ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts'];
+  argv.push('bwrap', ...namespaces, '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--cap-drop', 'ALL');
   argv.push('--die-with-parent', '--new-session', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
   // /run holds host unix sockets (a net namespace does not cover those), so it is replaced too.
   const hidden = [...new Set(['/tmp', '/run', '/var/tmp', ...o.hide.map((d) => path.resolve(d))])];
@@ -59,6 +72,7 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
   for (const dir of hidden) if (o.readOnly.some((r) => inside(dir, path.resolve(r)) && dir !== path.resolve(r))) argv.push('--tmpfs', dir);
   argv.push('--bind', o.attemptDir, o.attemptDir);
   if (o.gatewaySocket !== null) argv.push('--ro-bind', o.gatewaySocket, SANDBOX_GATEWAY_SOCKET);
+  if (agentProcs !== null) argv.push('--bind', agentProcs, SANDBOX_AGENT_PROCS);
   // Last, once every mount point in them exists: the hidden dirs are empty and read-only.
   for (const dir of hidden) if (dir !== '/tmp' && dir !== '/run') argv.push('--remount-ro', dir);
   argv.push('--chdir', o.cwd);
@@ -71,7 +85,8 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
     return argv;
   }
   // socat binds within milliseconds; the agent starts only once /proc/net/tcp lists it listening.
-  const fail = (why: string) => `{ echo '${SANDBOX_FAILED_MARK} gateway forwarder ${why}' >&2; exit ${SANDBOX_FAILED_EXIT}; }`;
+  const failed = (what: string) => `{ echo '${SANDBOX_FAILED_MARK} ${what}' >&2; exit ${SANDBOX_FAILED_EXIT}; }`;
+  const fail = (why: string) => failed(`gateway forwarder ${why}`);
   const script = [
     `socat TCP-LISTEN:${o.gatewayPort},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${SANDBOX_GATEWAY_SOCKET} &`,
     'fwd=$! i=0',
@@ -79,6 +94,7 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
     `  kill -0 $fwd 2>/dev/null || ${fail('exited')}`,
     `  i=$((i+1)); [ $i -gt 5000 ] && ${fail('did not start')}`,
     'done',
+    ...(agentProcs === null ? [] : [`echo 0 > ${SANDBOX_AGENT_PROCS} || ${failed('joining the agent pids cgroup failed')}`]),
     `exec prlimit ${limits.join(' ')} -- "$@"`,
   ].join('\n');
   argv.push('/bin/sh', '-c', script, 'volt-sandbox', ...o.command);

@@ -20,7 +20,11 @@ export interface SandboxLauncherOptions {
   pidsCgroup: string | null | 'auto';
 }
 
-const SANDBOX_OWN_PIDS = 8;
+/**
+ * Pids of an attempt's cgroup beyond the agent's: bwrap twice and socat, plus one socat child per open gateway
+ * connection (about 60 at once), which an agent at its process limit cannot take (pids-cgroup.ts).
+ */
+const SANDBOX_OWN_PIDS = 64;
 
 /** One attempt's sandbox: who it runs as, what it may read, and its pids cgroup (removed with `close`). */
 export interface AttemptSandbox extends SandboxIdentity {
@@ -46,8 +50,10 @@ export class SandboxLauncher {
   /** The attempt's pids cgroup (when the identity has a root for one) and the attempt dir handed to its uid. */
   async prepare(identity: Omit<AttemptSandbox, 'cgroup'>, spec: RolloutSpec, attemptDir: string): Promise<AttemptSandbox> {
     await this.user.handOver(attemptDir, identity);
-    // The sandbox's own processes (bwrap twice, its shell, socat) share the cgroup: they get a few pids on top.
-    const cgroup = identity.cgroupRoot === null ? null : await PidsCgroup.create(identity.cgroupRoot, spec.limits.processes + SANDBOX_OWN_PIDS);
+    // The agent gets its limit in a slot of its own; the sandbox's processes (bwrap, socat) get their pids on top.
+    const cgroup = identity.cgroupRoot === null
+      ? null
+      : await PidsCgroup.create(identity.cgroupRoot, { total: spec.limits.processes + SANDBOX_OWN_PIDS, agent: spec.limits.processes });
     return { ...identity, cgroup };
   }
 
@@ -71,7 +77,7 @@ export class SandboxLauncher {
     for (const [name, value] of Object.entries(env)) if (value.startsWith(`${url.origin}/`)) env[name] = inner + value.slice(url.origin.length);
     const command = sandboxCommand({
       command: spec.agent.command, cwd: spec.agent.cwd ?? workdir, attemptDir, hide: this.hidden(), readOnly: sandbox.readOnly,
-      gatewaySocket, gatewayPort: innerPort, limits: spec.limits, dropToNobody: sandbox.dropToNobody,
+      gatewaySocket, gatewayPort: innerPort, limits: spec.limits, dropToNobody: sandbox.dropToNobody, agentCgroupProcs: sandbox.cgroup?.agentProcs ?? null,
     });
     return sandbox.cgroup ? sandbox.cgroup.enter(command) : command;
   }
