@@ -20,10 +20,8 @@ if [ -f "$config" ]; then
   trap 'printf "\nStopped watching; run %s goes on. Watch: %s/namespaces/%s/workflows/%s  (or: make demo)\n" "$run_id" "$web" "$ns" "$run_id"; exit 130' INT
   volt train "$config" --follow
   trap - INT
-  if [ -f scripts/report.ts ]; then
-    printf '\n==> report for %s\n' "$run_id"
-    node --import tsx scripts/report.ts "$run_id"
-  fi
+  printf '\n==> volt report %s\n' "$run_id"
+  volt report "$run_id"
   printf '\nThe run in Temporal Web: %s/namespaces/%s/workflows/%s\n' "$web" "$ns" "$run_id"
 else
   printf '\n==> volt smoke   (%s is not there yet)\n' "$config"
