@@ -5,7 +5,7 @@
  * `--timeout-sec` is also the agent's AGENT_REQUEST_TIMEOUT) apart, and the guard flags seen.
  *
  *   node --import tsx scripts/measure-coding.ts [-n 24] [--concurrency 2] [--temperature 0] [--timeout-sec 240]
- *     [--tasks examples/coding/tasks/eval.jsonl]
+ *     [--tasks examples/coding/tasks/eval.jsonl] [--transcripts]   (--transcripts: each rollout's steps, from its stderr)
  *
  * It borrows the test helpers that start a private S3 server, model server and gateway on free loopback ports.
  */
@@ -33,6 +33,7 @@ import { startTestServices } from '../test/helpers/services.js';
 const { values } = parseArgs({ options: {
   n: { type: 'string', short: 'n', default: '24' }, concurrency: { type: 'string', default: '2' },
   temperature: { type: 'string', default: '0' }, 'timeout-sec': { type: 'string', default: '240' }, tasks: { type: 'string', default: 'examples/coding/tasks/eval.jsonl' },
+  transcripts: { type: 'boolean', default: false },
 } });
 const env = () => new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
 
@@ -80,6 +81,7 @@ try {
     const timedOut = r.outcome === 'timed_out' || /APITimeoutError|Request timed out/.test(stderr);
     if (timedOut) timeouts += 1;
     console.log(`${r.taskId}\t${r.outcome}${timedOut ? ' (timeout)' : ''}\thidden_tests=${r.parts.hidden_tests ?? 'n/a'}\treward=${r.reward}\t${r.flags.join(' ')}`);
+    if (values.transcripts) for (const line of stderr.split('\n').filter((l) => l.startsWith('[step'))) console.log(`  ${line.slice(0, 240)}`);
   }
   console.log(`solved ${solved}/${file.rollouts.length} (${((100 * solved) / file.rollouts.length).toFixed(1)} %), scored ${file.scored}, ` +
     `infra failed ${file.infraFailed}, timeouts ${timeouts}, temperature ${values.temperature}, ${((Date.now() - started) / 1000).toFixed(0)} s, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);

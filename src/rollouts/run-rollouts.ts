@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { RunConfig } from '../config/run.js';
 import type { PolicyRef } from '../contracts/policy.js';
@@ -54,6 +55,9 @@ export async function runRollouts(
   input: RunRolloutsInput, deps: RunRolloutsDeps, opts: { signal: AbortSignal; onRecord?: (record: RolloutOutcomeRecord) => void },
 ): Promise<Map<string, RolloutOutcomeRecord>> {
   const { config, iteration, mode, policy } = input;
+  // Every waiting and running rollout listens on the activity's one signal (each removes its listeners when done):
+  // a few listeners per rollout are expected, not the leak node warns about past 10.
+  setMaxListeners(Math.max(10, 4 * input.jobs.length), opts.signal);
   const slots = new Semaphore(config.rollouts.concurrency);
   const baseDir = path.resolve(config.agent.cwd ?? '.');
   const runner = closingRunner(deps.runner, deps.gateway);

@@ -112,6 +112,22 @@ describe('runRollouts (domain module, no Temporal): real agent processes, FAKE s
     assert.equal(most, 1);
   });
 
+  it('many rollouts waiting on one activity signal raise no MaxListenersExceededWarning', async () => {
+    const jobs = Array.from({ length: 16 }, (_, i) => ({ taskId: 't0', groupId: 'g0', rolloutId: `many-${i}` }));
+    const { deps, input } = setup({ config: configWith({ rollouts: { sandbox: 'none', concurrency: 1, maxAttempts: 1 } }), jobs });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      const records = await runRollouts(input, deps, { signal: new AbortController().signal });
+      assert.equal(records.size, 16);
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    assert.deepEqual(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')), []);
+  });
+
   it('an attempt whose model calls failed upstream is infra_failed and runs again as the next attempt; a crashed attempt is skipped', async () => {
     const { store, gateway, deps, input } = setup({ jobs: [{ taskId: 't1', groupId: 'g1', rolloutId: 'r1', earlier: [{ attempt: 0, outcome: 'agent_failed', detail: null }] }] });
     // Attempt 0 ran before (the rerun's history); a crash left attempt 1 started without a result.
