@@ -86,6 +86,13 @@ try {
   console.log(`solved ${solved}/${file.rollouts.length} (${((100 * solved) / file.rollouts.length).toFixed(1)} %), scored ${file.scored}, ` +
     `infra failed ${file.infraFailed}, timeouts ${timeouts}, temperature ${values.temperature}, ${((Date.now() - started) / 1000).toFixed(0)} s, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log(`flags: ${JSON.stringify(Object.fromEntries(flags))}`);
+  const kindOf = new Map(tasks.map((t) => [t.id, t.kind ?? 'none']));
+  const byKind = new Map<string, { solved: number; of: number }>();
+  for (const r of file.rollouts) {
+    const k = byKind.get(kindOf.get(r.taskId) ?? 'none') ?? { solved: 0, of: 0 };
+    byKind.set(kindOf.get(r.taskId) ?? 'none', { solved: k.solved + (r.parts.hidden_tests === 1 ? 1 : 0), of: k.of + 1 });
+  }
+  console.log(`by kind: ${[...byKind].map(([k, v]) => `${k} ${v.solved}/${v.of}`).join(', ')}`);
   await (deps.runner as LocalRunner).close();
   await gateway.close();
 } finally {

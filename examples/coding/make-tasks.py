@@ -2,6 +2,10 @@
 tests/ (protected: the agent must fix the code, not the test) and hidden tests the runner writes into the workdir
 only after the agent exited (task.hidden). Train and held-out tasks come from disjoint parameters.
 
+Two levels, half of each split (task kind `hinted` / `bare`): a bare task shows the code and the failing assertion;
+a hinted one also names the line to replace and its replacement, so the agent only has to write the command. The
+base SmolLM2-135M solves no bare task greedily; the hinted ones are where it first succeeds (examples/README.md).
+
 Run: python3 examples/coding/make-tasks.py --seed 7 --train 48 --eval 24 --out examples/coding/tasks
 """
 import argparse
@@ -28,7 +32,7 @@ def arguments(name: str) -> str:
     return "a, b" if name in ("bigger", "smaller") else ("word" if name == "shout" else ("s" if name.startswith("length") else "x"))
 
 
-def make_task(task_id: str, family: int, k: int, module: str, bang: str) -> dict:
+def make_task(task_id: str, family: int, k: int, module: str, bang: str, hinted: bool) -> dict:
     name, bug, fix, visible, hidden = FAMILIES[family]
     fill = lambda s: s.format(k=k, k1=k + 1, bang=bang)  # noqa: E731
     fname = fill(name)
@@ -46,13 +50,15 @@ def make_task(task_id: str, family: int, k: int, module: str, bang: str) -> dict
         f"Fix the bug in {module}.py so the tests pass.\n{module}.py:\n```python\n{source}```\n"
         f"The test says: assert {fname}({call}) == {want}"
     )
+    if hinted:
+        instructions += f"\nThe fix: in {module}.py, replace `{fill(bug)}` with `{fill(fix)}`."
     files = {f"{module}.py": source, f"tests/test_{module}.py": visible_test, "tests/__init__.py": ""}
     return {
         "id": task_id,
-        # The bug family: evaluations are also reported per kind.
-        "kind": name.replace("_{k}", "").replace("_of", ""),
+        # Evaluations are also reported per kind: the level; the bug family is in the reference.
+        "kind": "hinted" if hinted else "bare",
         "input": {"instructions": instructions},
-        "reference": {"fixed": fill(fix), "file": f"{module}.py"},
+        "reference": {"fixed": fill(fix), "file": f"{module}.py", "family": name.replace("_{k}", "").replace("_of", "")},
         "setup": {"command": ["python3", "examples/coding/write-files.py", json.dumps(files, sort_keys=True)]},
         "hidden": {"files": {"hidden_tests/test_hidden.py": hidden_test, "hidden_tests/pytest.ini": "[pytest]\n"}},
     }
@@ -71,7 +77,9 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for split, (count, ks) in splits.items():
-        tasks = [make_task(f"code-{split}-{i:04d}", i % len(FAMILIES), rng.choice(ks), rng.choice(MODULES), rng.choice(BANGS)) for i in range(count)]
+        # Half of each round of families hinted, the other half the next round: every family at both levels.
+        tasks = [make_task(f"code-{split}-{i:04d}", i % len(FAMILIES), rng.choice(ks), rng.choice(MODULES), rng.choice(BANGS), (i + i // len(FAMILIES)) % 2 == 0)
+                 for i in range(count)]
         (out / f"{split}.jsonl").write_text("".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks), encoding="utf-8")
         print(f"wrote {count} {split} tasks to {out / f'{split}.jsonl'}")
 
