@@ -27,8 +27,8 @@ const HOST = '127.0.0.1';
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount: number; children?: number[] }
 
-function report(file: string): void {
-  const { nodes } = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes: ProfileNode[] };
+function report(file: string, calls: number): void {
+  const { nodes, startTime, endTime } = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; startTime: number; endTime: number };
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -48,8 +48,12 @@ function report(file: string): void {
       inclusive.set(where(m), (inclusive.get(where(m)) ?? 0) + n.hitCount);
     }
   }
-  const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(6)} %  ${k}`).join('\n');
-  console.log(`${total} samples\n-- self time\n${top(self)}\n-- inclusive time, src/ functions\n${top(inclusive)}`);
+  // Samples are taken at a fixed interval, so a function's share of the profile's time over the calls is µs per call.
+  const usPerSample = (endTime - startTime) / total;
+  const busy = total - (self.get('(idle) :0') ?? 0);
+  const line = ([k, v]: [string, number]) => `${((100 * v) / total).toFixed(1).padStart(6)} % ${((v * usPerSample) / calls).toFixed(0).padStart(6)} µs/call  ${k}`;
+  const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, 20).map(line).join('\n');
+  console.log(`${total} samples over ${((endTime - startTime) / 1e6).toFixed(1)} s, busy ${((busy * usPerSample) / calls).toFixed(0)} µs/call (${calls} calls, start-up included)\n-- self time\n${top(self)}\n-- inclusive time, src/ functions\n${top(inclusive)}`);
 }
 
 async function main() {
@@ -70,8 +74,8 @@ async function main() {
   try {
     const [up, gw] = [await freePort(HOST), await freePort(HOST)];
     await start([], ['upstream', String(up), SIZE]);
-    // SIGTERM exits normally, so --cpu-prof writes the profile.
-    const gateway = await start(['--cpu-prof', `--cpu-prof-dir=${OUT}`, '--import', 'data:text/javascript,process.on("SIGTERM",()=>process.exit(0))'],
+    // SIGTERM closes the gateway and exits normally (gateway-targets.ts), so --cpu-prof writes every thread's profile.
+    const gateway = await start(['--cpu-prof', `--cpu-prof-dir=${OUT}`],
       ['volt', String(gw), `http://${HOST}:${up}`, 'wal', path.join(dir, 'gw'), JSON.stringify(s3cfg), 'write', String(32 * 1024 * 1024)]);
     const admin = new GatewayAdminClient(`http://${HOST}:${gw}`, 'bench-admin-key');
     const paths = await Promise.all(Array.from({ length: CONNECTIONS }, async (_, i) => `/r/${(await admin.register({ runId: 'prof', iteration: 0, rolloutId: `p-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
@@ -82,11 +86,14 @@ async function main() {
     console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${r.requests} calls, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.errors} errors`);
     gateway.kill('SIGTERM');
     await new Promise((resolve) => gateway.once('exit', resolve));
-    // CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile: thread 0 is the event loop (others: module loader, workers).
-    const file = fs.readdirSync(OUT).filter((f) => /\.0\.\d+\.cpuprofile$/.test(f)).map((f) => path.join(OUT, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
-    if (!file) throw new Error(`no .cpuprofile in ${OUT}`);
-    console.log(`profile: ${file}`);
-    report(file);
+    // CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile: thread 0 is the event loop, the others the module loader and
+    // the span encoder's worker; each is reported with the calls it served, so a sample count reads as µs per call.
+    const files = fs.readdirSync(OUT).filter((f) => f.endsWith('.cpuprofile') && f.includes(`.${gateway.pid}.`)).sort();
+    if (!files.some((f) => /\.0\.\d+\.cpuprofile$/.test(f))) throw new Error(`no event-loop .cpuprofile in ${OUT}`);
+    for (const f of files) {
+      console.log(`\n== profile: ${path.join(OUT, f)} (thread ${f.split('.').at(-3)})`);
+      report(path.join(OUT, f), r.requests);
+    }
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await stopProcess(s3, 5_000);

@@ -35,6 +35,8 @@ if (mode === 'upstream') {
   const app = await buildApp({ store, dataDir: path.resolve(dataDir), modelServerUrl: upstreamUrl, adminKey: 'bench-admin-key', durability, walSync, uploadDeferBytes: Number(deferBytes), replicaId });
   app.server.keepAliveTimeout = 60_000;
   await app.listen({ host: '127.0.0.1', port });
+  // A clean close on SIGTERM ends the encoder's worker thread, so --cpu-prof writes its profile too.
+  process.once('SIGTERM', () => void app.close().finally(() => process.exit(0)));
 } else if (mode === 'portkey') {
   // Portkey's server binds every interface; keep it on loopback like everything else here.
   const listen = net.Server.prototype.listen;

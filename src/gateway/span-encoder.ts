@@ -60,7 +60,8 @@ export class SpanEncoder {
   }
 
   private start(): Worker {
-    const worker = new Worker(workerBootstrap(), { eval: true, execArgv: [] });
+    // Only --cpu-prof* is passed on (bench/gateway-profile.ts profiles this thread too); the rest stays the parent's.
+    const worker = new Worker(workerBootstrap(), { eval: true, execArgv: process.execArgv.filter((a) => a.startsWith('--cpu-prof')) });
     // The worker never keeps the gateway process alive on its own.
     worker.unref();
     worker.on('message', (m: { id: number; body?: Uint8Array; contentType?: string; spanChars?: number; error?: string }) => {
