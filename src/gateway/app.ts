@@ -41,7 +41,7 @@ export interface GatewayDeps {
   pauseRetryAfterS?: number;
   upstream?: UpstreamOptions;
   uploadConcurrency?: number;
-  /** Build and compress spans for upload, and read non-streamed answers, on worker threads (default), not on the event loop the calls use. */
+  /** Build and compress spans for upload on a worker thread (default), not on the event loop the calls use. */
   encoderWorker?: boolean;
   /** Bytes of spans whose upload may wait while calls are in flight (UploaderOptions.maxDeferredBytes); 0 = none. */
   uploadDeferBytes?: number;
@@ -100,7 +100,6 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     wal,
     uploader,
     upstream,
-    encoder,
     metrics,
     store: deps.store,
     overlays: new PromptOverlayCache(deps.store),

@@ -1,5 +1,4 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- engine JSON */
-import type { AnswerCache } from './answer-cache.js';
 import { serializeSpan, spanOf, type SpanMeta } from './span-record.js';
 import { StreamAssembler } from './stream-assembler.js';
 
@@ -38,12 +37,10 @@ export function isCallRecord(json: string): boolean {
  * The stored span line (serializeSpan's compact form) for a WAL entry: a call record is built into its span the way
  * the gateway built spans on the call's path before; an entry an older gateway wrote is already that line.
  */
-export function spanLineOf(json: string, answers?: AnswerCache): string {
+export function spanLineOf(json: string): string {
   if (!isCallRecord(json)) return json;
-  // An answer already parsed on this thread for the call's path is not parsed again (the rest of the record is).
-  const kept = answers?.take(json);
-  const record = JSON.parse(kept ? kept.head : json) as { meta: SpanMeta; upstreamRequest: unknown; response?: unknown; chunks?: unknown[] };
-  let response: any = kept ? kept.response : (record.response ?? null);
+  const record = JSON.parse(json) as { meta: SpanMeta; upstreamRequest: unknown; response?: unknown; chunks?: unknown[] };
+  let response: any = record.response ?? null;
   if (Array.isArray(record.chunks)) {
     const assembler = new StreamAssembler(record.meta.endpoint);
     for (const chunk of record.chunks) assembler.add(chunk);

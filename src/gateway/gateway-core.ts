@@ -6,7 +6,6 @@ import type { PromptOverlayCache } from './prompt-overlay-cache.js';
 import type { RolloutRegistry } from './registry.js';
 import type { SeqClaims } from './seq-claims.js';
 import type { SharedRollouts } from './shared-rollouts.js';
-import type { SpanEncoder } from './span-encoder.js';
 import type { SpanRecorder } from './span-recorder.js';
 import type { GatewayStore } from './store.js';
 import type { SpanUploader } from './uploader.js';
@@ -24,8 +23,6 @@ export interface GatewayCore {
   uploader: SpanUploader;
   recorder: SpanRecorder;
   upstream: Upstream;
-  /** Builds spans for upload, and reads non-streamed answers off the event loop (span-encoder.ts). */
-  encoder: SpanEncoder;
   store: GatewayStore;
   /** Prompt overlays by run and version, read from the store once each. */
   overlays: PromptOverlayCache;

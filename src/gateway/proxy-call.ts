@@ -24,18 +24,9 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
     return failBeforeFirstByte(core, ctx, err, link);
   }
   const firstByteAt = res.headersAt;
-  // The common answer (a JSON object, translated for no dialect) is read off the event loop when other calls wait on
-  // it (span-encoder.ts); the rest as before.
-  const checked = res.statusCode < 400 && !ctx.dialect ? await Promise.resolve(core.encoder.check(res.bytes, asked, core.inFlight.count <= 1)).catch(() => null) : null;
-  if (checked) {
-    await core.recorder.record(ctx, { answer: { json: checked.line ?? res.bytes }, firstByteAt, error: null, usage: checked.usage });
-    countCompletion(ctx.rollout, checked);
-    return reply.code(200).type('application/json; charset=utf-8').send(checked.agent ?? res.text);
-  }
-  const text = res.text;
-  const json = tryParse(text);
+  const json = tryParse(res.text);
   if (res.statusCode >= 400 || json === undefined) {
-    const message = upstreamMessage(json, text, res.statusCode);
+    const message = upstreamMessage(json, res.text, res.statusCode);
     await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
     await core.recorder.record(ctx, { answer: { json: answerText(res.bytes, json) }, firstByteAt, error: { status: res.statusCode, message }, usage: (json as any)?.usage });
     throw agentError(res, message);
@@ -45,7 +36,7 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   countCompletion(ctx.rollout, json);
   if (ctx.dialect) return reply.code(200).send(ctx.dialect.json(json as ChatCompletion));
   // Nothing to strip (the agent asked for the ids and logprobs): the answer goes out as received.
-  if (asked.tokenIds && asked.logprobs) return reply.code(200).type('application/json; charset=utf-8').send(text);
+  if (asked.tokenIds && asked.logprobs) return reply.code(200).type('application/json; charset=utf-8').send(res.text);
   return reply.code(200).send(stripExtensions(json, asked));
 }
 

@@ -174,8 +174,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     this.release();
     const bytes = Buffer.concat(this.chunks);
-    // Decoded only if read: the common answer is parsed from its bytes on the answer checker's thread.
-    this.resolve({ statusCode: this.statusCode, headers: this.headers, headersAt: this.headersAt, get text() { return bytes.toString('utf8'); }, bytes, attempts: this.attempts });
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, headersAt: this.headersAt, text: bytes.toString('utf8'), bytes, attempts: this.attempts });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
