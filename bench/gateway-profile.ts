@@ -1,7 +1,9 @@
 /**
  * CPU profile of the gateway on one call size: the mock upstream and a default Volt gateway (WAL, write mode) in
  * their own processes, the gateway under `node --cpu-prof`, `--seconds` of closed-loop load at `--connections`, then
- * the top functions by self time and the src/ functions by inclusive time. The .cpuprofile stays in --out.
+ * the top functions by self time and the src/ functions by inclusive time, for each of its threads (the event loop, the
+ * module loader, the span encoder's worker: SIGTERM closes the gateway cleanly, so every profile is written). The
+ * .cpuprofile files stay in --out.
  * Run: node --import tsx bench/gateway-profile.ts [--size agent] [--stream] [--seconds 8] [--connections 16] [--out dir]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -48,12 +50,13 @@ function report(file: string, calls: number): void {
       inclusive.set(where(m), (inclusive.get(where(m)) ?? 0) + n.hitCount);
     }
   }
-  // Samples are taken at a fixed interval, so a function's share of the profile's time over the calls is µs per call.
+  // A function's share of the profile's wall time over the calls. The sampler ticks on wall time, so on a loaded machine
+  // a thread's descheduled time lands on what it was running: compare shares, take CPU µs from bench/gateway-ab.ts.
   const usPerSample = (endTime - startTime) / total;
   const busy = total - (self.get('(idle) :0') ?? 0);
-  const line = ([k, v]: [string, number]) => `${((100 * v) / total).toFixed(1).padStart(6)} % ${((v * usPerSample) / calls).toFixed(0).padStart(6)} µs/call  ${k}`;
+  const line = ([k, v]: [string, number]) => `${((100 * v) / total).toFixed(1).padStart(6)} % ${((v * usPerSample) / calls).toFixed(0).padStart(6)} wall µs/call  ${k}`;
   const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, 20).map(line).join('\n');
-  console.log(`${total} samples over ${((endTime - startTime) / 1e6).toFixed(1)} s, busy ${((busy * usPerSample) / calls).toFixed(0)} µs/call (${calls} calls, start-up included)\n-- self time\n${top(self)}\n-- inclusive time, src/ functions\n${top(inclusive)}`);
+  console.log(`${total} samples over ${((endTime - startTime) / 1e6).toFixed(1)} s, busy ${((busy * usPerSample) / calls).toFixed(0)} wall µs/call (${calls} calls, start-up included)\n-- self time\n${top(self)}\n-- inclusive time, src/ functions\n${top(inclusive)}`);
 }
 
 async function main() {
