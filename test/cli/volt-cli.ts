@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { runCli } from '../../src/cli/run-cli.js';
-import { freePort } from '../../src/stack/ports.js';
 import { processGone } from '../../src/stack/processes.js';
+import { stablePort } from '../helpers/stable-port.js';
 
 const run = promisify(execFile);
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -31,7 +31,8 @@ export const pidAlive = (pid: number) => !processGone(pid);
 
 /** VOLT_* variables for a whole stack of its own: dataDir plus free loopback ports for every service. */
 export async function stackEnv(dataDir: string) {
-  const [grpc, ui, s3, model, gateway] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  // Below the ephemeral range: `up` again after `down` reuses them (stop 25's CI: S3's port was taken in between).
+  const [grpc, ui, s3, model, gateway] = [await stablePort(), await stablePort(), await stablePort(), await stablePort(), await stablePort()];
   return {
     VOLT_DATA_DIR: dataDir,
     VOLT_TEMPORAL_ADDRESS: `127.0.0.1:${grpc}`,
