@@ -51,6 +51,12 @@ export class ObjectStoreUnavailableError extends ObjectStoreError {
 const NOT_FOUND = new Set(['NoSuchKey', 'NotFound']);
 const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
 
+/** The store could not be reached at all (connection refused, reset, timed out): worth waiting out, unlike bad keys. */
+export function isStoreUnreachable(err: unknown): boolean {
+  const code = (err as { cause?: { code?: unknown } } | null)?.cause?.code;
+  return err instanceof ObjectStoreUnavailableError && typeof code === 'string' && NETWORK.has(code);
+}
+
 /** Map a minio/network error from operation `op` on `key` to one of the typed errors above. */
 export function toStoreError(err: unknown, ctx: { op: string; bucket: string; endpoint: string; key: string | null }): Error {
   if (err instanceof ObjectStoreError) return err;

@@ -229,6 +229,8 @@ describe('crash matrix: a part killed mid-work loses and duplicates nothing', { 
     assert.ok(live > 0, 'agents were running when S3 died');
     assert.ok(during.length > 0, 'calls were answered while S3 was down');
     const stored = during.filter((r) => report.storedRequests.has(r));
+    const attempts = report.outcomes.filter((o) => o.attempts.length > 1).map((o) => `${o.rolloutId}: ${o.attempts.map((a) => `${a.outcome}${a.detail ? ` (${a.detail.slice(0, 160)})` : ""}`).join(',')}`);
+    console.log(`S3 down: ${during.length} calls answered, ${stored.length} of them in final attempts; ${report.storedRequests.size} requests stored; retried: ${attempts.join('; ') || 'none'}`);
     assert.ok(stored.length > 0, 'spans recorded while S3 was down are in S3, in final attempts');
   });
 
