@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort } from '../../src/stack/ports.js';
+import { stablePort } from '../helpers/stable-port.js';
 
 export const SERVED_MODEL = 'smollm2-135m-instruct';
 /** The admin key the test model server's control endpoints (adapter load/unload) want. */
@@ -12,7 +12,7 @@ export const MODEL_ADMIN_KEY = 'test-model-admin-key';
  */
 export async function startModelServer(opts: { port?: number; readyMs?: number } = {}): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
   const readyMs = opts.readyMs ?? 120_000;
-  const port = opts.port ?? (await freePort('127.0.0.1'));
+  const port = opts.port ?? (await stablePort('127.0.0.1'));
   const child: ChildProcess = spawn('.venv/bin/python', ['-m', 'volt_trainer.serve', '--model', SERVED_MODEL, '--host', '127.0.0.1', '--port', String(port)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PYTHONPATH: 'trainer', VOLT_MODEL_SERVER_ADMIN_KEY: MODEL_ADMIN_KEY },

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../src/stack/ports.js';
+import { stablePort } from './stable-port.js';
 import { isOurProcess, stopProcess, type ServiceRecord } from '../../src/stack/processes.js';
 import { startS3Server } from '../../src/stack/s3.js';
 import { startTemporalServer } from '../../src/stack/temporal.js';
@@ -48,7 +48,8 @@ export async function startTestServices(want: { temporal?: boolean; s3?: boolean
   try {
     const jobs: Promise<void>[] = [];
     if (want.temporal) {
-      const port = await freePort(HOST);
+      // Below the ephemeral range: the Temporal dev server binds internal ports from it while S3 starts beside it.
+      const port = await stablePort(HOST);
       jobs.push(
         startTemporalServer({ dataDir, host: HOST, port, uiPort: null, namespace, detached: false }).then((r) => {
           started.push(r);
@@ -57,7 +58,7 @@ export async function startTestServices(want: { temporal?: boolean; s3?: boolean
       );
     }
     if (want.s3) {
-      const port = await freePort(HOST);
+      const port = await stablePort(HOST);
       jobs.push(
         startS3Server({ dataDir, host: HOST, port, ...s3, detached: false }).then((r) => {
           started.push(r);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadEnv, type VoltEnv } from '../../src/config/env.js';
 import type { RunConfigInput } from '../../src/config/run.js';
-import { freePort } from '../../src/stack/ports.js';
+import { stablePort } from '../helpers/stable-port.js';
 import { temporalAnswers } from '../../src/stack/readiness.js';
 import { devServerArgs } from '../../src/stack/temporal-config.js';
 import { TEMPORAL_BIN, temporalDbFile } from '../../src/stack/temporal.js';
@@ -61,11 +61,11 @@ function spawnLogged(args: string[], env: Record<string, string>) {
 /** Real Temporal + S3 + model server + gateway (a process); workers are processes the test starts and kills. */
 export async function startPipelineStack(options: PipelineStackOptions = {}): Promise<PipelineStack> {
   const services = await startTestServices({ temporal: !options.ownTemporal, s3: true });
-  const temporalPort = options.ownTemporal ? await freePort('127.0.0.1') : 0;
+  const temporalPort = options.ownTemporal ? await stablePort('127.0.0.1') : 0;
   const temporalAddress = options.ownTemporal ? `127.0.0.1:${temporalPort}` : services.temporalAddress;
   let model = await startModelServer({ readyMs: 600_000 }); // a loaded machine can take minutes
   const modelPort = Number(new URL(model.url).port);
-  const gatewayPort = await freePort('127.0.0.1');
+  const gatewayPort = await stablePort('127.0.0.1');
   const vars: Record<string, string> = {
     ...services.env,
     VOLT_TEMPORAL_ADDRESS: temporalAddress,
