@@ -58,6 +58,17 @@ function iterationTable(data: ReportData): string {
   return table(['iteration', 'rollouts', 'infra failures', 'mean reward', 'samples', 'tokens', 'eval score', 'eval reward sum / scored / tasks', 'promoted', 'trainer loss', 'KL', 'dynamic sampling'], rows, 'numbers');
 }
 
+const TIMED = ['rollouts', 'rewards', 'batch', 'update', 'evaluating', 'promoting'] as const;
+
+/** Where each iteration's wall time went, and when it ended counted from the run's start. */
+function timelineTable(data: ReportData): string {
+  const timed = data.status.history.filter((h) => h.timeline);
+  if (timed.length === 0) return '';
+  const start = Date.parse(data.timing.startedAt);
+  const rows = timed.map((h) => [h.iteration, ...TIMED.map((p) => fmt(h.timeline?.seconds[p], 0)), formatDuration((Date.parse(h.timeline!.endedAt) - start) / 1000)]);
+  return `<h2>Timeline (seconds per phase)</h2>${table(['iteration', ...TIMED, 'ended, since the run started'], rows, 'numbers')}`;
+}
+
 /** The eval score's numerator and denominator, or why the evaluation did not count. */
 function evalCounts(h: ReportData['status']['history'][number]): string {
   if (h.evalError) return 'incomplete (not promoted)';
@@ -137,6 +148,7 @@ ${summary(data)}
 <img src="${CURVE_FILE}" alt="mean training reward and held-out eval score per iteration" width="800">
 <h2>Iterations</h2>
 ${iterationTable(data)}
+${timelineTable(data)}
 ${kindSection(data)}
 ${extraSetsSection(data)}
 <h2>Promoted checkpoint</h2>

@@ -21,6 +21,11 @@ export const numericMatchSchema = z.object({
   kind: z.literal('numeric_match'),
   ...answerFields,
   tolerance: z.number().nonnegative().default(1e-6),
+  /**
+   * Shaping, in training only: a wrong number earns `partialCredit` × max(0, 1 − |got − want| / max(|want|, 1)), so a
+   * group whose rollouts all miss still ranks near misses above wild ones. Evaluation scores stay exact (0 or 1). 0: off.
+   */
+  partialCredit: z.number().min(0).lt(1).default(0),
   weight: z.number().default(1),
 });
 

@@ -7,7 +7,7 @@ import { beatsBest } from './promotion.js';
 import { activitiesFor } from './proxies.js';
 import { trainSetOf } from './rollout-inputs.js';
 import { sampleTaskIds } from './sampling.js';
-import type { DynamicSamplingSummary, Phase, TrainingIterationInput, TrainingIterationResult } from './types.js';
+import type { DynamicSamplingSummary, IterationTimeline, Phase, TimedPhase, TrainingIterationInput, TrainingIterationResult } from './types.js';
 
 /**
  * One training iteration: sample tasks → launch rollouts (a GRPO group per task) → rewards → batch → update on
@@ -20,7 +20,20 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
   const act = activitiesFor(config);
   const parent = workflowInfo().parent;
 
+  // Date.now() in a workflow is the workflow task's time: the same on replay.
+  const timeline: IterationTimeline = { seconds: {}, endedAt: '' };
+  let current: { phase: Phase; since: number } | null = null;
+  const clock = (next: Phase) => {
+    const now = Date.now();
+    if (current && current.phase !== 'done') {
+      const key = current.phase as TimedPhase;
+      timeline.seconds[key] = Math.round(((timeline.seconds[key] ?? 0) + (now - current.since) / 1000) * 10) / 10;
+    }
+    current = { phase: next, since: now };
+    if (next === 'done') timeline.endedAt = new Date(now).toISOString();
+  };
   const phase = async (p: Phase, detail: string) => {
+    clock(p);
     setCurrentDetails(`iteration ${iteration}: ${detail}`);
     upsertSearchAttributes([{ key: PhaseKey, value: p }]);
     if (parent) await getExternalWorkflowHandle(parent.workflowId, parent.runId).signal(phaseSignal, { iteration, phase: p, detail });
@@ -71,6 +84,7 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     promoted: false,
     trainMetrics: null as Record<string, number> | null,
     ...(dynamicSampling && { dynamicSampling }),
+    timeline,
   };
   if (batch.samples === 0) {
     // Every group had zero reward variance (or was dropped): no signal to learn from, keep the policy.

@@ -48,6 +48,16 @@ export interface IterationSummary {
   trainMetrics: Record<string, number> | null;
   /** rollouts.dynamicSampling: the extra rounds it ran (absent when off or in iterations recorded before it). */
   dynamicSampling?: DynamicSamplingSummary | null;
+  /** Seconds spent in each phase (workflow time; dynamic sampling's extra rounds count as rollouts) and when the iteration ended. */
+  timeline?: IterationTimeline;
+}
+
+/** The phases of an iteration that take time, timed from the workflow's own clock (replay-safe). */
+export type TimedPhase = 'sampling-tasks' | 'rollouts' | 'rewards' | 'batch' | 'update' | 'evaluating' | 'promoting';
+export interface IterationTimeline {
+  seconds: Partial<Record<TimedPhase, number>>;
+  /** ISO time the iteration ended. */
+  endedAt: string;
 }
 
 /** What dynamic sampling did in one iteration: informative groups wanted, had before and after the extra rounds. */

@@ -109,6 +109,18 @@ describe('report rendering (pure)', () => {
     assert.match(html, /<td>\+10 in 2 rounds; informative 1 → 3\/4<\/td>/);
   });
 
+  it('prints each iteration\'s seconds per phase and when it ended since the run started', () => {
+    assert.doesNotMatch(renderReportHtml(data()), /Timeline/, 'no section when no iteration has a timeline');
+    const start = Date.parse(data().timing.startedAt);
+    const timed = { ...status, history: status.history.map((h, i) => ({
+      ...h, timeline: { seconds: { rollouts: 95.4, rewards: 2, batch: 3, update: 61, evaluating: 80 }, endedAt: new Date(start + (i + 1) * 250_000).toISOString() },
+    })) };
+    const html = renderReportHtml(data({ status: timed }));
+    assert.match(html, /<h2>Timeline \(seconds per phase\)<\/h2>/);
+    assert.match(html, /<tr><td>0<\/td><td>95<\/td><td>2<\/td><td>3<\/td><td>61<\/td><td>80<\/td><td>-<\/td><td>4m 10s<\/td><\/tr>/);
+    assert.match(html, /<td>8m 20s<\/td><\/tr>/);
+  });
+
   it('describes a running run with nothing finished and nothing promoted', () => {
     const running = { ...status, phase: 'rollouts' as const, iteration: 0, best: null, history: [], meanRewards: [], evalScores: [] };
     const html = renderReportHtml(data({ status: running, promoted: null, baseScore: null, timing: { state: 'RUNNING', startedAt: '2026-11-30T12:59:30.000Z', closedAt: null } }));

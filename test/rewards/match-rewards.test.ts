@@ -24,6 +24,20 @@ void describe('answer-matching rewards', () => {
     assert.deepEqual(r, { value: 2, parts: { numeric_match: 1 }, flags: [] });
   });
 
+  void it('numeric_match partialCredit: near misses earn relative credit in training only, evaluation stays exact', async () => {
+    const spec = { kind: 'numeric_match', partialCredit: 0.5 };
+    const train = (text: string) => makeEvidence({ outputText: text });
+    const evaluation = (text: string) => ({ ...train(text), result: { ...train(text).result, mode: 'eval' as const } });
+    assert.deepEqual(await score(spec, train('42')), { value: 1, parts: { numeric_match: 1 }, flags: [] });
+    assert.deepEqual(await score(spec, train('21')), { value: 0.25, parts: { numeric_match: 0, near_miss: 0.25 }, flags: ['near_miss'] });
+    assert.equal((await score(spec, train('63'))).value, 0.25);
+    assert.deepEqual(await score(spec, train('100')), { value: 0, parts: { numeric_match: 0, near_miss: 0 }, flags: [] });
+    assert.deepEqual(await score(spec, evaluation('21')), { value: 0, parts: { numeric_match: 0 }, flags: [] });
+    assert.equal((await score(spec, evaluation('42'))).value, 1);
+    assert.equal((await score({ kind: 'numeric_match' }, train('21'))).value, 0);
+    assert.throws(() => rewardSpecSchema.parse({ kind: 'numeric_match', partialCredit: 1 }), /partialCredit/);
+  });
+
   void it('flags a missing or unparseable answer instead of guessing', async () => {
     assert.deepEqual((await score({ kind: 'numeric_match' })).flags, ['no_answer']);
     assert.deepEqual((await score({ kind: 'numeric_match' }, makeEvidence({ outputText: 'forty-two' }))).flags, ['unparseable_answer']);

@@ -60,6 +60,7 @@ function stubs(informative: Set<string>) {
   const gpu: GpuStubs = {
     servePolicy: async () => undefined,
     trainPolicy: async ({ iteration }) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_200)); // an update that takes time, for the iteration's timeline
       const policy: PolicyRef = { name: `cand-${iteration}`, checkpointKey: `ckpt/${iteration}`, sha256: `sha-${iteration}`, iteration };
       return { policy, metrics: { loss: 0.5 } };
     },
@@ -87,6 +88,10 @@ void describe('rollouts.dynamicSampling: groups of other tasks until the batch h
     const h = result.history[0]!;
     assert.equal(h.rollouts, 12);
     assert.deepEqual(h.dynamicSampling, { wanted: 2, informativeBefore: 0, informative: 2, extraRounds: 2, extraGroups: 4, extraRollouts: 8 });
+    // The timeline: seconds per phase from the workflow's clock (the 1.2 s update shows), and when the iteration ended.
+    assert.deepEqual(Object.keys(h.timeline!.seconds).sort(), ['batch', 'evaluating', 'rewards', 'rollouts', 'sampling-tasks', 'update']);
+    assert.ok(h.timeline!.seconds.update! >= 1.1 && h.timeline!.seconds.update! < 60, `update took ${h.timeline!.seconds.update} s`);
+    assert.ok(Date.parse(h.timeline!.endedAt) > Date.now() - 600_000);
   });
 
   void it('stops at maxExtraRounds with what it has, and never reuses a task of the iteration', { timeout: 180_000 }, async () => {

@@ -2,7 +2,7 @@ import { connectClient } from '../../client/connect.js';
 import { apoStatusLines, isApoStatus } from '../../client/prompt-optimization.js';
 import { pauseRun, queryStatus, resumeRun, runHandle, setHyperParameters } from '../../client/runs.js';
 import type { HyperParameterPatch } from '../../workflows/definitions.js';
-import type { DynamicSamplingSummary, ExtraSetResult } from '../../workflows/types.js';
+import type { DynamicSamplingSummary, ExtraSetResult, IterationTimeline } from '../../workflows/types.js';
 import { formatByKind } from '../../rewards/by-kind.js';
 import { UsageError, type Command, type CommandContext } from '../command.js';
 
@@ -69,6 +69,7 @@ export const runStatusCommand: Command = {
         const evalText = h.evalError ? `incomplete (${h.evalError})` : h.evalScore === null ? '-' : evalLine(h.evalScore, h.eval);
         ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`);
         if (h.dynamicSampling) ctx.out(`    dynamic sampling: ${dynamicSamplingText(h.dynamicSampling)}`);
+        if (h.timeline) ctx.out(`    seconds: ${timelineText(h.timeline)}`);
         if (h.eval?.byKind) ctx.out(`    eval by task kind: ${formatByKind(h.eval.byKind)}`);
         for (const line of extraSetLines(h.eval?.extraSets)) ctx.out(`    ${line}`);
       }
@@ -78,6 +79,12 @@ export const runStatusCommand: Command = {
 /** eval.extraSets, one line each: "set b (not for promotion): 0.100 = 3.00/30 scored of 30 tasks; word 0.100 (3/30)". */
 function extraSetLines(sets: ExtraSetResult[] | undefined): string[] {
   return (sets ?? []).map((x) => `set ${x.name} (not for promotion): ${x.error ? `incomplete (${x.error})` : evalLine(x.score ?? 0, x)}${x.byKind ? `; ${formatByKind(x.byKind)}` : ''}`);
+}
+
+/** "rollouts 95, rewards 2, batch 3, update 61, evaluating 80; ended 2026-12-02T06:05:12.000Z". */
+function timelineText(t: IterationTimeline): string {
+  const parts = Object.entries(t.seconds).map(([phase, s]) => `${phase} ${Math.round(s)}`);
+  return `${parts.join(', ')}; ended ${t.endedAt}`;
 }
 
 /** "2 extra rounds, +4 groups (+32 rollouts); informative groups 1 → 4 of 4 wanted". */
