@@ -7,10 +7,14 @@ volt() { node bin/volt.mjs "$@"; }
 web="http://127.0.0.1:${VOLT_TEMPORAL_UI_PORT:-8233}"
 ns=${VOLT_TEMPORAL_NAMESPACE:-default}
 
+started=$SECONDS
 bash scripts/setup.sh
+setup_s=$((SECONDS - started))
 
 printf '\n==> volt up (Temporal, S3, model server, gateway, worker)\n'
 volt up
+printf 'setup %d s, volt up %d s: the run starts %d s after `make demo` (the report times iterations from the run'"'"'s start)\n' \
+  "$setup_s" "$((SECONDS - started - setup_s))" "$((SECONDS - started))"
 
 config=examples/calculator/run.json
 if [ -f "$config" ]; then

@@ -26,12 +26,28 @@ function summary(data: ReportData): string {
     ['base held-out score', fmt(baseScore)],
     ['best held-out score', `${fmt(best)}${status.best ? ` (${status.best.policy.name})` : ''}`],
     ['best − base', diff === null ? '-' : `${diff >= 0 ? '+' : ''}${diff.toFixed(1)} points`],
+    ...kindGainRows(data),
     ['wall time', `${formatDuration(wallSeconds(data))}${data.timing.closedAt ? '' : ' so far'}`],
     ['started / closed', `${data.timing.startedAt} / ${data.timing.closedAt ?? '-'}`],
     ['total rollouts', rollouts],
     ...lineageRows(status),
   ];
   return `<table>${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('\n')}</table>`;
+}
+
+/** Per task kind, base → best (the promoted checkpoint's own evaluation): the headline when a kind is the real task. */
+function kindGainRows(data: ReportData): [string, unknown][] {
+  const { status } = data;
+  const base = status.baseEval?.byKind;
+  if (!base) return [];
+  const promoted = [...status.history].reverse().find((h) => h.promoted && h.eval?.byKind);
+  const best = promoted?.eval?.byKind ?? base;
+  const rate = (c: ScoreCounts | undefined) => (c && c.scored ? c.rewardSum / c.scored : null);
+  return Object.keys(base).sort().map((kind) => {
+    const [b, a] = [rate(base[kind]), rate(best[kind])];
+    const gain = b !== null && a !== null ? ` (${a >= b ? '+' : ''}${((a - b) * 100).toFixed(1)} points)` : '';
+    return [`held-out "${kind}" tasks, base → best`, `${countsCell(base[kind])} → ${countsCell(best[kind])}${gain}`];
+  });
 }
 
 /** Run → started from → promoted, for runs with model.startFrom, a lineage or a task source. */

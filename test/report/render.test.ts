@@ -80,13 +80,16 @@ describe('report rendering (pure)', () => {
     const byKind = (plain: number, word: number) => ({ plain: { rewardSum: plain, scored: 4, tasks: 4 }, word: { rewardSum: word, scored: 3, tasks: 4 } });
     const kinded = {
       ...status, baseEval: { score: 0.25, rewardSum: 2, scored: 7, tasks: 8, byKind: byKind(2, 0) },
-      history: status.history.map((h) => (h.eval ? { ...h, eval: { ...h.eval, byKind: byKind(3, 1.5) } } : h)),
+      history: status.history.map((h) => (h.eval ? { ...h, promoted: true, eval: { ...h.eval, byKind: byKind(3, 1.5) } } : h)),
     };
     const html = renderReportHtml(data({ status: kinded }));
     assert.match(html, /<h2>Held-out score per task kind<\/h2>/);
     assert.match(html, /<tr><th>evaluation<\/th><th>plain<\/th><th>word<\/th><\/tr>/);
     assert.match(html, /<tr><td>base<\/td><td>0\.500 \(2\/4\)<\/td><td>0\.000 \(0\/3 of 4\)<\/td><\/tr>/);
-    assert.match(html, /<tr><td>iteration 1<\/td><td>0\.750 \(3\/4\)<\/td><td>0\.500 \(1\.50\/3 of 4\)<\/td><\/tr>/);
+    assert.match(html, /<tr><td>iteration 1 \(promoted\)<\/td><td>0\.750 \(3\/4\)<\/td><td>0\.500 \(1\.50\/3 of 4\)<\/td><\/tr>/);
+    // the summary's per-kind headline: base → the promoted checkpoint's evaluation (iteration 1 here)
+    assert.match(html, /<th>held-out &quot;word&quot; tasks, base → best<\/th><td>0\.000 \(0\/3 of 4\) → 0\.500 \(1\.50\/3 of 4\) \(\+50\.0 points\)<\/td>/);
+    assert.match(html, /<th>held-out &quot;plain&quot; tasks, base → best<\/th><td>0\.500 \(2\/4\) → 0\.750 \(3\/4\) \(\+25\.0 points\)<\/td>/);
   });
 
   it('reports each eval.extraSets set (score and kinds, incomplete ones as such) and what dynamic sampling added', () => {
