@@ -35,13 +35,15 @@ function summary(data: ReportData): string {
   return `<table>${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('\n')}</table>`;
 }
 
-/** Per task kind, base → best (the promoted checkpoint's own evaluation): the headline when a kind is the real task. */
+/** Per task kind, base → best (the best policy's own evaluation): the headline when a kind is the real task. */
 function kindGainRows(data: ReportData): [string, unknown][] {
   const { status } = data;
   const base = status.baseEval?.byKind;
   if (!base) return [];
-  const promoted = [...status.history].reverse().find((h) => h.promoted && h.eval?.byKind);
-  const best = promoted?.eval?.byKind ?? base;
+  // "best" after promotions and rollbacks; a policy that is no candidate of this run is the one the base eval measured.
+  const bestIteration = status.history.find((h) => h.candidate && h.candidate.sha256 === status.best?.policy.sha256);
+  const best = bestIteration ? bestIteration.eval?.byKind : base;
+  if (!best) return [];
   const rate = (c: ScoreCounts | undefined) => (c && c.scored ? c.rewardSum / c.scored : null);
   return Object.keys(base).sort().map((kind) => {
     const [b, a] = [rate(base[kind]), rate(best[kind])];

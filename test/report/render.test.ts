@@ -80,6 +80,7 @@ describe('report rendering (pure)', () => {
     const byKind = (plain: number, word: number) => ({ plain: { rewardSum: plain, scored: 4, tasks: 4 }, word: { rewardSum: word, scored: 3, tasks: 4 } });
     const kinded = {
       ...status, baseEval: { score: 0.25, rewardSum: 2, scored: 7, tasks: 8, byKind: byKind(2, 0) },
+      best: { policy: status.history[1]!.candidate!, score: 0.375 },
       history: status.history.map((h) => (h.eval ? { ...h, promoted: true, eval: { ...h.eval, byKind: byKind(3, 1.5) } } : h)),
     };
     const html = renderReportHtml(data({ status: kinded }));
@@ -90,6 +91,10 @@ describe('report rendering (pure)', () => {
     // the summary's per-kind headline: base → the promoted checkpoint's evaluation (iteration 1 here)
     assert.match(html, /<th>held-out &quot;word&quot; tasks, base → best<\/th><td>0\.000 \(0\/3 of 4\) → 0\.500 \(1\.50\/3 of 4\) \(\+50\.0 points\)<\/td>/);
     assert.match(html, /<th>held-out &quot;plain&quot; tasks, base → best<\/th><td>0\.500 \(2\/4\) → 0\.750 \(3\/4\) \(\+25\.0 points\)<\/td>/);
+    // rolled back to the base model: best is what the base evaluation measured; to a candidate without kinds: no rows
+    const base = { policy: { name: 'smollm2-135m-instruct', checkpointKey: null, sha256: null, iteration: null }, score: 0.25 };
+    assert.match(renderReportHtml(data({ status: { ...kinded, best: base } })), /<td>0\.000 \(0\/3 of 4\) → 0\.000 \(0\/3 of 4\) \(\+0\.0 points\)<\/td>/);
+    assert.doesNotMatch(renderReportHtml(data({ status: { ...kinded, best: status.best } })), /base → best/);
   });
 
   it('reports each eval.extraSets set (score and kinds, incomplete ones as such) and what dynamic sampling added', () => {
