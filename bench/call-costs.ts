@@ -1,16 +1,19 @@
 /**
  * CPU time of each piece of work one agent-sized, non-streamed call costs, in one process (so a loaded machine skews
  * it less than a wall-time profile): on the event loop (the request's check, the upstream body, the answer's parse,
- * the call record's meta, the agent's stripped answer) and on the span encoder's thread (the record's parse, the span
- * built and serialised). Median of 9 rounds of 200. Run: node --import tsx bench/call-costs.ts [--size agent]
+ * the call record's meta, the agent's stripped answer), on the span encoder's thread (the record compressed; before
+ * call records were stored, it parsed the record and built the compact span line), and for a reader of the store.
+ * Median of 9 rounds of 200. Run: node --import tsx bench/call-costs.ts [--size agent]
  */
 import os from 'node:os';
-import { callRecordText, spanLineOf } from '../src/gateway/call-record.js';
+import { callRecordText } from '../src/gateway/call-record.js';
 import { stripExtensions, upstreamBody } from '../src/gateway/extensions.js';
 import type { Rollout } from '../src/gateway/registry.js';
 import { chatRequestSchema } from '../src/gateway/request-schema.js';
-import { serializeSpan, spanMeta, spanOf, type CallContext, type SpanMeta } from '../src/gateway/span-record.js';
-import { compactResponse } from '../src/storage/span-codec.js';
+import { serializeSpan, spanMeta, type CallContext } from '../src/gateway/span-record.js';
+import { spanOf, type SpanMeta } from '../src/storage/call-records.js';
+import { compressSegment } from '../src/storage/span-compression.js';
+import { spanOfStoredLine } from '../src/storage/spans.js';
 import { CALL_SIZES, engineTokens, requestBody, type CallSize } from './gateway-sizes.js';
 
 const size = (process.argv.includes('--size') ? process.argv[process.argv.indexOf('--size') + 1] : 'agent') as CallSize;
@@ -27,7 +30,8 @@ const ctx: CallContext = { rollout, seq: 1, endpoint: 'chat.completions', api: '
 const meta = spanMeta(ctx, new Date(), null);
 const record = callRecordText(meta, ctx.upstreamText, { json: answer });
 const parsed = JSON.parse(record) as { meta: SpanMeta; upstreamRequest: unknown; response: unknown };
-const span = spanOf(parsed.meta, parsed.upstreamRequest, parsed.response);
+const compact = serializeSpan(spanOf(parsed.meta, parsed.upstreamRequest, parsed.response), ctx);
+const recordBytes = Buffer.from(`${record}\n`);
 const none = { tokenIds: false, logprobs: false, usage: false };
 
 const cases: [string, () => unknown][] = [
@@ -37,14 +41,14 @@ const cases: [string, () => unknown][] = [
   ['loop: answer JSON.parse', () => JSON.parse(answer)],
   ['loop: call record meta stringify', () => JSON.stringify(spanMeta(ctx, new Date(), null))],
   ['loop: agent answer strip + stringify', () => JSON.stringify(stripExtensions(JSON.parse(answer), none))],
-  ['encoder: record JSON.parse', () => JSON.parse(record)],
-  ['encoder: compactResponse', () => compactResponse(span, parsed.response)],
-  ['encoder: serializeSpan', () => serializeSpan(span, ctx)],
-  ['encoder: spanLineOf (all of it)', () => spanLineOf(record)],
+  ['encoder: the record stored (brotli, alone)', () => compressSegment(recordBytes, 'brotli')],
+  ['before: encoder built the compact span line', () => serializeSpan(spanOf((JSON.parse(record) as typeof parsed).meta, parsed.upstreamRequest, (JSON.parse(record) as typeof parsed).response), ctx)],
+  ['reader: span of a stored call record', () => spanOfStoredLine(record)],
+  ['reader: span of a compact span line (before)', () => spanOfStoredLine(compact)],
 ];
 const cpu = () => { const u = process.cpuUsage(); return u.user + u.system; };
 const us = new Map<string, number[]>();
-console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${size}: request ${requestText.length} chars, answer ${answer.length}, call record ${record.length}, span line ${spanLineOf(record).length}`);
+console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${size}: request ${requestText.length} chars, answer ${answer.length}, call record ${record.length}, compact span line (before) ${compact.length}`);
 for (let round = 0; round < 9; round++) {
   for (const [name, f] of round % 2 ? [...cases].reverse() : cases) {
     const t = cpu();

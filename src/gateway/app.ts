@@ -80,9 +80,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     idleForMs: () => inFlight.idleForMs(),
     log: (msg, err) => app.log.warn({ err }, msg),
     encoder,
-    onUploaded: (bytes, lags, spanChars) => {
+    onUploaded: (bytes, lags, spanBytes) => {
       metrics.uploadedBytes.inc(bytes);
-      metrics.spanBytes.inc(spanChars);
+      metrics.spanBytes.inc(spanBytes);
       for (const lag of lags) metrics.uploadLag.observe(lag);
     },
   });

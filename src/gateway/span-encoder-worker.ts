@@ -4,8 +4,8 @@ import { encodeSpanObject, type EncodeJob } from './span-encoder.js';
 // The span encoder's worker thread (span-encoder.ts): one job at a time, answered by id.
 parentPort!.on('message', ({ id, job }: { id: number; job: EncodeJob }) => {
   try {
-    const { body, contentType, spanChars } = encodeSpanObject(job);
-    parentPort!.postMessage({ id, body, contentType, spanChars });
+    const { body, contentType, spanBytes } = encodeSpanObject(job);
+    parentPort!.postMessage({ id, body, contentType, spanBytes });
   } catch (err) {
     parentPort!.postMessage({ id, error: err instanceof Error ? err.message : String(err) });
   }

@@ -1,13 +1,12 @@
 import { Worker } from 'node:worker_threads';
 import { compressSegment, compressSegmentAsync, SEGMENT_CONTENT_TYPE, type SegmentCompression } from '../storage/span-compression.js';
-import { spanLineOf } from './call-record.js';
-import { readEntries, type EntryRef } from './wal-segment.js';
+import { readEntryBytes, type EntryRef } from './wal-segment.js';
 
-/** One span object ready to put: its bytes, their content type, and the compact span text it holds (metrics). */
+/** One span object ready to put: its bytes, their content type, and the bytes of the records it holds (metrics). */
 export interface EncodedObject {
   body: Buffer;
   contentType: string;
-  spanChars: number;
+  spanBytes: number;
 }
 
 export interface EncodeJob {
@@ -18,18 +17,23 @@ export interface EncodeJob {
   compression: SegmentCompression;
 }
 
-/** Builds the spans of WAL entries and the object that holds them; pure, so it runs the same in a worker. */
+/**
+ * The object that holds WAL entries as stored: the entries' lines as logged (call records, read as spans by
+ * readSpans), joined and compressed, never parsed. Pure, so it runs the same in a worker.
+ */
 export function encodeSpanObject(job: EncodeJob): EncodedObject {
-  const lines = readEntries(job.entries).map(spanLineOf);
-  const spanChars = lines.reduce((n, l) => n + l.length, 0);
-  if (!job.segment) return { body: Buffer.from(lines[0] ?? ''), contentType: 'application/json', spanChars };
-  const text = Buffer.from(lines.map((l) => `${l}\n`).join(''));
-  return { body: compressSegment(text, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanChars };
+  const lines = readEntryBytes(job.entries).map((l) => (typeof l === 'string' ? Buffer.from(l) : l));
+  const spanBytes = lines.reduce((n, l) => n + l.length, 0);
+  if (!job.segment) return { body: lines[0] ?? Buffer.alloc(0), contentType: 'application/json', spanBytes };
+  const text = Buffer.concat(lines.flatMap((l) => [l, NEWLINE]));
+  return { body: compressSegment(text, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanBytes };
 }
 
+const NEWLINE = Buffer.from('\n');
+
 /**
- * Turns WAL entries into span objects for the uploader. With `worker` (the gateway's default) the parsing, span
- * building and compression run on a worker thread, so they use another core instead of the event loop the agents' calls
+ * Turns WAL entries into span objects for the uploader. With `worker` (the gateway's default) reading them back
+ * and compressing run on a worker thread, so they use another core instead of the event loop the agents' calls
  * wait on; without, on the event loop (compression on libuv's pool). A worker that dies is replaced at the next job.
  */
 export class SpanEncoder {
@@ -43,7 +47,7 @@ export class SpanEncoder {
     if (!this.opts.worker) {
       const inline = encodeSpanObject({ ...job, compression: 'none' });
       if (!job.segment || job.compression === 'none') return inline;
-      return { body: await compressSegmentAsync(inline.body, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanChars: inline.spanChars };
+      return { body: await compressSegmentAsync(inline.body, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanBytes: inline.spanBytes };
     }
     const worker = this.worker ?? this.start();
     const id = this.nextId++;
@@ -64,11 +68,11 @@ export class SpanEncoder {
     const worker = new Worker(workerBootstrap(), { eval: true, execArgv: process.execArgv.filter((a) => a.startsWith('--cpu-prof')) });
     // The worker never keeps the gateway process alive on its own.
     worker.unref();
-    worker.on('message', (m: { id: number; body?: Uint8Array; contentType?: string; spanChars?: number; error?: string }) => {
+    worker.on('message', (m: { id: number; body?: Uint8Array; contentType?: string; spanBytes?: number; error?: string }) => {
       const waiter = this.waiting.get(m.id);
       this.waiting.delete(m.id);
       if (m.error !== undefined) waiter?.reject(new Error(`span encoder: ${m.error}`));
-      else waiter?.resolve({ body: Buffer.from(m.body!.buffer, m.body!.byteOffset, m.body!.byteLength), contentType: m.contentType!, spanChars: m.spanChars! });
+      else waiter?.resolve({ body: Buffer.from(m.body!.buffer, m.body!.byteOffset, m.body!.byteLength), contentType: m.contentType!, spanBytes: m.spanBytes! });
     });
     const fail = (err: Error) => {
       if (this.worker === worker) this.worker = null;

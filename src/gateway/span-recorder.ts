@@ -1,5 +1,5 @@
 import { keys } from '../storage/keys.js';
-import { callRecordParts, spanLineOf, type RecordedAnswer } from './call-record.js';
+import { callRecordParts, type RecordedAnswer } from './call-record.js';
 import type { InFlight } from './in-flight.js';
 import type { GatewayMetrics } from './metrics.js';
 import { spanMeta, type CallContext, type CallOutcome } from './span-record.js';
@@ -19,8 +19,8 @@ export interface RecordedCall {
 }
 
 /**
- * Makes a call's record durable; returns only once it would survive `kill -9` of the gateway. With the WAL, the
- * record is the answer's text as received (call-record.ts) and the span is built when it is uploaded.
+ * Makes a call's record durable; returns only once it would survive `kill -9` of the gateway. The record holds the
+ * answer's text as received (call-record.ts); it is what the store keeps, and the span is built from it when read.
  */
 export class SpanRecorder {
   constructor(
@@ -32,7 +32,7 @@ export class SpanRecorder {
     const key = keys.span(ctx.rollout.ref, ctx.seq);
     const parts = callRecordParts(spanMeta(ctx, call.firstByteAt, call.error), ctx.upstreamText, call.answer);
     if (this.deps.durability === 'direct') {
-      const body = Buffer.from(spanLineOf(Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))).toString('utf8')));
+      const body = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
       await this.deps.store.putBytes(key, body, body.length, 'application/json');
     } else {
       // A lone call has nobody to share its write(2) with, so it skips the wait for the end of the event-loop turn.

@@ -45,7 +45,7 @@ export interface UploaderOptions {
   encoder?: SpanEncoder;
   log?: (msg: string, err: unknown) => void;
   /** After each put: the object's bytes, its compact span text, and per span seconds since it was queued (metrics). */
-  onUploaded?: (bytes: number, lagsS: number[], spanChars: number) => void;
+  onUploaded?: (bytes: number, lagsS: number[], spanBytes: number) => void;
 }
 
 /**
@@ -195,7 +195,7 @@ export class SpanUploader {
         encoded ??= await this.encoder.encode({ entries: jobs.map((j) => entryRef(j.entry)), segment: first.group !== null, compression });
         await this.store.putBytes(key, encoded.body, encoded.body.length, encoded.contentType);
         const now = performance.now();
-        this.opts.onUploaded?.(encoded.body.length, jobs.map((j) => (now - j.queuedAt) / 1000), encoded.spanChars);
+        this.opts.onUploaded?.(encoded.body.length, jobs.map((j) => (now - j.queuedAt) / 1000), encoded.spanBytes);
         for (const j of jobs) {
           await this.wal.markUploaded(j.entry);
           this.pending.delete(j);

@@ -1,6 +1,5 @@
-import { parseSpanKey, readSpans, type SpanStore } from '../storage/spans.js';
+import { parseSpanKey, readSpans, spanOfStoredLine, type SpanStore } from '../storage/spans.js';
 import { keys } from '../storage/keys.js';
-import { spanLineOf } from './call-record.js';
 import type { Rollout } from './registry.js';
 import type { WalEntry } from './wal.js';
 import { entryRef, readEntries } from './wal-segment.js';
@@ -18,7 +17,7 @@ export async function rebuildUsage(rollout: Rollout, replay: readonly WalEntry[]
   for (const entry of replay) {
     const seq = entry.key.startsWith(prefix) ? parseSpanKey(entry.key)?.first : undefined;
     if (seq === undefined || tokensBySeq.has(seq)) continue;
-    const span = JSON.parse(spanLineOf(entry.json ?? readEntries([entryRef(entry)])[0]!)) as { usage?: { completion_tokens?: unknown } | null };
+    const span = spanOfStoredLine(entry.json ?? readEntries([entryRef(entry)])[0]!) as { usage?: { completion_tokens?: unknown } | null };
     tokensBySeq.set(seq, completionTokens(span.usage));
   }
   for await (const span of readSpans(store, rollout.ref)) {

@@ -76,6 +76,11 @@ export async function readSegment(dir: string, name: string): Promise<{ segment:
 
 /** The documents of entries, read back from their segments' files where they are not held in memory. */
 export function readEntries(refs: readonly EntryRef[]): string[] {
+  return readEntryBytes(refs).map((b) => (typeof b === 'string' ? b : b.toString('utf8')));
+}
+
+/** The same as their UTF-8 bytes as read from the file (or the document held in memory), for writing them on as they are. */
+export function readEntryBytes(refs: readonly EntryRef[]): (Buffer | string)[] {
   const fds = new Map<string, number>();
   try {
     return refs.map((r) => {
@@ -88,7 +93,7 @@ export function readEntries(refs: readonly EntryRef[]): string[] {
         if (n === 0) throw new Error(`${r.file}: entry at ${r.offset} is cut short`);
         off += n;
       }
-      return buf.toString('utf8');
+      return buf;
     });
   } finally {
     for (const fd of fds.values()) fs.closeSync(fd);

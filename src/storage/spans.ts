@@ -1,6 +1,7 @@
 import { spanSchema, type Span } from '../contracts/span.js';
 import { CorruptObjectError } from './errors.js';
 import { keys, spanSegmentName } from './keys.js';
+import { isCallRecord, spanOfCallRecord, type CallRecord } from './call-records.js';
 import { restoreSpan } from './span-codec.js';
 import { spanObjectText } from './span-compression.js';
 import type { RolloutRef } from '../contracts/rollout.js';
@@ -49,6 +50,16 @@ export function segmentKeyFor(spanKey: string, first: number, last: number): str
   return `${parsed.spansPrefix}${spanSegmentName(first, last)}`;
 }
 
+/**
+ * The span one stored line holds, not yet checked against the Span contract: a call record (what gateways store now,
+ * call-records.ts) is built into its span; a span line (the compact form with `elided`, or a whole span, as older
+ * gateways stored) has what was elided put back. Throws on a line that is not JSON or does not fit its form.
+ */
+export function spanOfStoredLine(line: string): unknown {
+  const value: unknown = JSON.parse(line);
+  return isCallRecord(line) ? spanOfCallRecord(value as CallRecord) : restoreSpan(value);
+}
+
 function parseObject(key: string, bytes: Buffer, segment: boolean): Span[] {
   let text: string;
   try {
@@ -61,7 +72,7 @@ function parseObject(key: string, bytes: Buffer, segment: boolean): Span[] {
     const where = segment ? `line ${i + 1}: ` : '';
     let value: unknown;
     try {
-      value = restoreSpan(JSON.parse(line));
+      value = spanOfStoredLine(line);
     } catch (err) {
       throw new CorruptSpanError(key, `${where}${(err as Error).message}`);
     }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StreamAssembler } from '../../src/gateway/stream-assembler.js';
+import { StreamAssembler } from '../../src/storage/stream-assembler.js';
 
 const head = { id: 'chatcmpl-1', created: 1, model: 'policy', system_fingerprint: 'policy@base' };
 

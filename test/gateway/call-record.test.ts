@@ -2,12 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { RolloutRef } from '../../src/contracts/rollout.js';
-import { callRecordText, isCallRecord, oneLine, spanLineOf } from '../../src/gateway/call-record.js';
+import { callRecordText, oneLine } from '../../src/gateway/call-record.js';
 import type { Rollout } from '../../src/gateway/registry.js';
 import { encodeSpanObject, SpanEncoder } from '../../src/gateway/span-encoder.js';
-import { serializeSpan, spanMeta, spanOf, type CallContext } from '../../src/gateway/span-record.js';
+import { serializeSpan, spanMeta, type CallContext } from '../../src/gateway/span-record.js';
+import { isCallRecord, spanOf } from '../../src/storage/call-records.js';
+import { spanOfStoredLine } from '../../src/storage/spans.js';
 import { sseBatches } from '../../src/gateway/sse.js';
-import { StreamAssembler } from '../../src/gateway/stream-assembler.js';
+import { StreamAssembler } from '../../src/storage/stream-assembler.js';
 import { engineAnswer, recordedRollout } from './engine-spans.js';
 
 const ref: RolloutRef = { runId: 'rec-run', iteration: 3, rolloutId: 'r-7', attempt: 1 };
@@ -28,17 +30,22 @@ function engineChunks(): string[] {
   return chunks.map((c) => JSON.stringify(c));
 }
 
-void describe('call records (the WAL form of a call)', () => {
-  void it('build the same stored span line, byte for byte, as building the span on the call path did', () => {
+/** A span as it reads back from a stored line: JSON's own round trip (no undefined fields). */
+const asRead = (span: unknown) => JSON.parse(JSON.stringify(span)) as unknown;
+
+void describe('call records (the WAL and stored form of a call)', () => {
+  void it('read back as the span the call path built, and as the compact span line an older gateway stored reads', () => {
     const calls = recordedRollout(ref, { turns: 4, seed: 9, promptLen: 200, completionLen: 30 });
     for (const c of calls) {
       assert.ok(isCallRecord(c.record));
       assert.equal(c.record.includes('\n'), false, 'one WAL line');
-      assert.equal(spanLineOf(c.record), c.stored);
+      assert.deepEqual(spanOfStoredLine(c.record), asRead(c.span));
+      assert.deepEqual(spanOfStoredLine(c.record), spanOfStoredLine(c.stored));
+      assert.deepEqual(spanOfStoredLine(c.record), spanOfStoredLine(c.today));
     }
   });
 
-  void it('keep a pretty-printed answer on one line, and still build the span of what it parsed to', () => {
+  void it('keep a pretty-printed answer on one line, and still read back as the span of what it parsed to', () => {
     const answer = engineAnswer([1, 2, 3], [7, 8], [-0.5, -1.25]);
     const pretty = JSON.stringify(answer, null, 2);
     const text = oneLine(pretty, JSON.parse(pretty));
@@ -47,7 +54,8 @@ void describe('call records (the WAL form of a call)', () => {
     const meta = spanMeta(ctx(false), new Date(), null);
     const record = callRecordText(meta, ctx(false).upstreamText, { json: text });
     assert.equal(record.includes('\n'), false);
-    assert.equal(spanLineOf(record), serializeSpan(spanOf(meta, upstreamRequest, answer), ctx(false)));
+    assert.deepEqual(spanOfStoredLine(record), asRead(spanOf(meta, upstreamRequest, answer)));
+    assert.deepEqual(spanOfStoredLine(record), spanOfStoredLine(serializeSpan(spanOf(meta, upstreamRequest, answer), ctx(false))));
   });
 
   void it('of a stream assemble its chunks the way the call path did, ids and logprobs in order', () => {
@@ -55,9 +63,8 @@ void describe('call records (the WAL form of a call)', () => {
     const assembler = new StreamAssembler('chat.completions');
     for (const c of chunks) assembler.add(JSON.parse(c));
     const meta = spanMeta(ctx(true), new Date(), null);
-    const line = spanLineOf(callRecordText(meta, ctx(true).upstreamText, { chunks }));
-    assert.equal(line, serializeSpan(spanOf(meta, upstreamRequest, assembler.response()), ctx(true)));
-    const span = JSON.parse(line) as { choices: { tokenIds: number[]; logprobs: number[]; text: string }[]; promptTokenIds: number[]; usage: unknown; promptOverlay: unknown };
+    const span = spanOfStoredLine(callRecordText(meta, ctx(true).upstreamText, { chunks })) as { choices: { tokenIds: number[]; logprobs: number[]; text: string }[]; promptTokenIds: number[]; usage: unknown; promptOverlay: unknown };
+    assert.deepEqual(span, asRead(spanOf(meta, upstreamRequest, assembler.response())));
     assert.deepEqual(span.choices[0], { index: 0, tokenIds: [40, 41, 42], logprobs: [0, -0.25, -0.5], text: '42.', finishReason: 'stop' });
     assert.deepEqual(span.promptTokenIds, [11, 12, 13]);
     assert.deepEqual(span.usage, { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 });
@@ -66,26 +73,24 @@ void describe('call records (the WAL form of a call)', () => {
 
   void it('of a failed call keep its error and a null answer', () => {
     const meta = spanMeta(ctx(false), null, { status: null, message: 'upstream unreachable: ECONNREFUSED' });
-    const span = JSON.parse(spanLineOf(callRecordText(meta, ctx(false).upstreamText, { json: 'null' }))) as Record<string, unknown>;
+    const span = spanOfStoredLine(callRecordText(meta, ctx(false).upstreamText, { json: 'null' })) as Record<string, unknown>;
     assert.equal(span.status, 'error');
     assert.deepEqual(span.error, { status: null, message: 'upstream unreachable: ECONNREFUSED' });
     assert.equal(span.response, null);
     assert.deepEqual(span.choices, []);
   });
 
-  void it('leave a span line an older gateway wrote to its WAL as it is', () => {
-    const [call] = recordedRollout(ref, { turns: 1, seed: 2 });
-    assert.equal(isCallRecord(call!.stored), false);
-    assert.equal(spanLineOf(call!.stored), call!.stored);
-    assert.equal(spanLineOf(call!.today), call!.today);
+  void it('name what is wrong with a record that does not parse or has no meta', () => {
+    assert.throws(() => spanOfStoredLine('{"callRecord":1,"meta":'), /JSON/);
+    assert.throws(() => spanOfStoredLine('{"callRecord":1,"meta":null,"upstreamRequest":{}}'), /call record: expected an object with a meta object/);
   });
 });
 
 void describe('span encoder', () => {
   const calls = recordedRollout(ref, { turns: 5, seed: 4, promptLen: 100, completionLen: 20 });
-  const lines = calls.map((c) => `${c.stored}\n`).join('');
+  const lines = calls.map((c) => `${c.record}\n`).join('');
 
-  void it('on its worker thread puts out the same brotli (or gzip) segment as on the event loop, and plain single spans', async () => {
+  void it('stores the records as logged: the same brotli (or gzip) segment on its worker thread as on the event loop, and plain single records', async () => {
     const encoder = new SpanEncoder({ worker: true });
     const inline = new SpanEncoder({ worker: false });
     try {
@@ -94,24 +99,25 @@ void describe('span encoder', () => {
       assert.equal(a.contentType, 'application/x-brotli');
       assert.equal(brotliDecompressSync(a.body).toString(), lines);
       assert.equal(brotliDecompressSync(b.body).toString(), lines);
-      assert.equal(a.spanChars, lines.length - calls.length);
+      assert.equal(a.spanBytes, Buffer.byteLength(lines) - calls.length);
       const gz = await Promise.all([encoder.encode({ ...job, compression: 'gzip' }), inline.encode({ ...job, compression: 'gzip' })]);
       assert.deepEqual(gz.map((g) => [g.contentType, gunzipSync(g.body).toString()]), [['application/gzip', lines], ['application/gzip', lines]]);
       const single = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: false, compression: 'brotli' });
-      assert.deepEqual([single.contentType, single.body.toString()], ['application/json', calls[0]!.stored]);
+      assert.deepEqual([single.contentType, single.body.toString()], ['application/json', calls[0]!.record]);
+      // A span line an older gateway left in its WAL is stored as it is, beside records.
       const plain = encodeSpanObject({ entries: [{ json: calls[1]!.stored }, { json: calls[2]!.record }], segment: true, compression: 'none' });
-      assert.deepEqual([plain.contentType, plain.body.toString()], ['application/x-ndjson', `${calls[1]!.stored}\n${calls[2]!.stored}\n`]);
+      assert.deepEqual([plain.contentType, plain.body.toString()], ['application/x-ndjson', `${calls[1]!.stored}\n${calls[2]!.record}\n`]);
     } finally {
       await encoder.close();
     }
   });
 
-  void it('fails a job whose record does not parse with a named error, and keeps working after', async () => {
+  void it('fails a job whose WAL entry cannot be read with a named error, and keeps working after', async () => {
     const encoder = new SpanEncoder({ worker: true });
     try {
-      await assert.rejects(encoder.encode({ entries: [{ json: '{"callRecord":1,"meta":' }], segment: true, compression: 'brotli' }), /span encoder: .*JSON/);
+      await assert.rejects(encoder.encode({ entries: [{ file: '/nonexistent/volt-wal', offset: 0, bytes: 10 }], segment: true, compression: 'brotli' }), /span encoder: .*ENOENT/);
       const ok = await encoder.encode({ entries: [{ json: calls[0]!.record }], segment: true, compression: 'none' });
-      assert.equal(ok.body.toString(), `${calls[0]!.stored}\n`);
+      assert.equal(ok.body.toString(), `${calls[0]!.record}\n`);
     } finally {
       await encoder.close();
     }

@@ -4,7 +4,8 @@ import type { Span } from '../../src/contracts/span.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 import type { Rollout } from '../../src/gateway/registry.js';
 import { callRecordText } from '../../src/gateway/call-record.js';
-import { serializeSpan, spanMeta, spanOf, type CallContext } from '../../src/gateway/span-record.js';
+import { serializeSpan, spanMeta, type CallContext } from '../../src/gateway/span-record.js';
+import { spanOf } from '../../src/storage/call-records.js';
 
 /** A chat answer shaped like vLLM's (>= 0.10.2) with return_token_ids and logprobs, as the engine sends it. */
 export function engineAnswer(promptIds: number[], completionIds: number[], logprobs: number[]): any {
@@ -23,8 +24,9 @@ export function engineAnswer(promptIds: number[], completionIds: number[], logpr
 
 /**
  * A multi-turn rollout as the gateway records it from engine answers: each span built as buildSpan builds it, with
- * `today` = the span as one JSON document (the format stored before compact spans), `stored` = serializeSpan's line,
- * and `record` = the call record the gateway appends to its WAL for it (the answer as the engine's JSON text).
+ * `today` = the span as one JSON document (the format stored before compact spans), `stored` = serializeSpan's line
+ * (the compact form stored before call records), and `record` = the call record the gateway appends to its WAL and
+ * stores for it (the answer as the engine's JSON text).
  */
 export function recordedRollout(ref: RolloutRef, o: { turns: number; seed: number; promptLen?: number; completionLen?: number }) {
   const rollout = { record: { ...ref, mode: 'train', policyModel: 'policy', sampling: null, promptOverlay: null }, ref } as unknown as Rollout;

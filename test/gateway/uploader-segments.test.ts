@@ -23,12 +23,16 @@ const ref = (rolloutId: string): RolloutRef => ({ runId: 'seg-run', iteration: 1
 // A whole span: readSpans checks the Span contract.
 const span = (r: RolloutRef, seq: number) => JSON.stringify({ ...syntheticRollout(r, { turns: 1, seed: seq })[0]!, seq });
 
-/** The real store, recording the key of every put. */
+/**
+ * The real store, recording the key of every put that succeeded. A put that failed (a loaded CI machine's S3 server
+ * can drop one) is retried by the uploader and is not a second upload; two successful puts of one key are.
+ */
 function recording(puts: string[]): ObjectStore {
   return Object.assign(Object.create(store) as ObjectStore, {
     putBytes: async (...args: Parameters<ObjectStore['putBytes']>) => {
+      const out = await store.putBytes(...args);
       puts.push(args[0]);
-      return store.putBytes(...args);
+      return out;
     },
   });
 }

@@ -7,7 +7,7 @@ import { startTrainingRun } from '../../src/client/runs.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import type { Span } from '../../src/contracts/span.js';
 import { keys } from '../../src/storage/keys.js';
-import { restoreSpan } from '../../src/storage/span-codec.js';
+import { spanOfStoredLine } from '../../src/storage/spans.js';
 import { spanObjectText } from '../../src/storage/span-compression.js';
 import { createObjectStore } from '../../src/storage/object-store.js';
 import type { RunStatus } from '../../src/workflows/types.js';
@@ -48,8 +48,8 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
     const spans: Span[] = [];
     for await (const o of store.list(keys.iteration('responses-run', 0))) {
       if (!o.key.includes('/spans/')) continue;
-      // Segments are gzip'd and compact (engine fields elided): decode them the way readSpans does.
-      for (const line of spanObjectText(await store.getBytes(o.key)).split('\n')) if (line) spans.push(restoreSpan(JSON.parse(line)) as Span);
+      // Segments are compressed call records: decode them the way readSpans does.
+      for (const line of spanObjectText(await store.getBytes(o.key)).split('\n')) if (line) spans.push(spanOfStoredLine(line) as Span);
     }
     const train = spans.filter((s) => s.mode === 'train');
     const failed = train.filter((s) => s.status !== 'ok');

@@ -25,7 +25,7 @@ async function collect(store: ObjectStore, ref: RolloutRef): Promise<Span[]> {
   return out;
 }
 
-void describe('span formats: segments from before compact spans, compact (gzip) segments and spans built from call records read alike', () => {
+void describe('span formats: segments from before compact spans, compact (gzip) segments and stored call records read alike', () => {
   let services: TestServices;
   let old: ObjectStore;
   let compact: ObjectStore;
@@ -41,8 +41,8 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
     records = createObjectStore({ ...services.s3, bucket: 'volt-fmt-rec' });
     await records.ensureBucket();
     const encoder = new SpanEncoder({ worker: true });
-    // The same recorded calls, stored as the gateway stored them before (whole JSON spans) and as it stores them now:
-    // a gzip'd segment for seqs 0..2, a plain compact segment for 3..4 and a single compact span for the last.
+    // The same recorded calls, stored as gateways stored them before: whole JSON spans, then compact span lines (a
+    // gzip'd segment for seqs 0..2, a plain compact segment for 3..4 and a single compact span for the last).
     for (const { result } of scored) {
       const r = result.ref;
       const calls = recordedRollout(r, { turns: 6, seed: r.rolloutId.charCodeAt(1) * 13 + r.rolloutId.length, promptLen: 300, completionLen: 40 });
@@ -50,8 +50,8 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
       await compact.putBytes(keys.spanSegment(r, 0, 2), gzipSync(lines(calls.slice(0, 3).map((c) => c.stored))));
       await compact.putBytes(keys.spanSegment(r, 3, 4), lines(calls.slice(3, 5).map((c) => c.stored)));
       await compact.putBytes(keys.span(r, 5), Buffer.from(calls[5]!.stored));
-      // And as the gateway stores them since it records calls (WAL call records built into spans by the uploader's
-      // encoder thread): a brotli segment for 0..3, single spans for 4 and 5.
+      // And as the gateway stores them now: its WAL's call records as they are (the uploader's encoder thread only
+      // compresses them), a brotli segment for 0..3, single records for 4 and 5; readSpans builds the spans.
       const seg = await encoder.encode({ entries: calls.slice(0, 4).map((c) => ({ json: c.record })), segment: true, compression: 'brotli' });
       await records.putBytes(keys.spanSegment(r, 0, 3), seg.body, seg.body.length, seg.contentType);
       for (const seq of [4, 5]) await records.putBytes(keys.span(r, seq), (await encoder.encode({ entries: [{ json: calls[seq]!.record }], segment: false, compression: 'brotli' })).body);
@@ -66,7 +66,7 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
       const now = await collect(compact, result.ref);
       assert.equal(now.length, 6);
       assert.deepStrictEqual(now, before);
-      assert.deepStrictEqual(await collect(records, result.ref), before, 'spans built from call records read the same');
+      assert.deepStrictEqual(await collect(records, result.ref), before, 'stored call records read as the same spans');
       const answer = now[2]!.response as { prompt_token_ids: number[]; choices: { token_ids: number[]; logprobs: { content: Record<string, unknown>[] } }[] };
       assert.deepEqual(answer.prompt_token_ids, now[2]!.promptTokenIds);
       assert.deepEqual(Object.keys(answer.choices[0]!.logprobs.content[0]!), ['token', 'logprob', 'bytes', 'top_logprobs'], 'entries keep the engine\'s field order');
@@ -103,5 +103,11 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
     const r3 = { ...r, rolloutId: 'bad-br' };
     await compact.putBytes(keys.spanSegment(r3, 0, 1), compressSegment(lines([call!.stored]), 'brotli').subarray(0, 20));
     await assert.rejects(collect(compact, r3), (e: Error) => e instanceof CorruptSpanError && /not brotli, gzip or JSON text/.test(e.message));
+    // A stored call record whose meta breaks the Span contract is named by line and field.
+    const r4 = { ...r, rolloutId: 'bad-rec' };
+    const record = JSON.parse(call!.record) as { meta: Record<string, unknown> };
+    record.meta.seq = 'one';
+    await records.putBytes(keys.spanSegment(r4, 0, 1), compressSegment(lines([call!.record, JSON.stringify(record)]), 'brotli'));
+    await assert.rejects(collect(records, r4), (e: Error) => e instanceof CorruptSpanError && /line 2: seq:/.test(e.message) && (e as CorruptSpanError & { fields: string[] }).fields.includes('seq'));
   });
 });
