@@ -7,6 +7,7 @@
  */
 import os from 'node:os';
 import { callRecordText } from '../src/gateway/call-record.js';
+import { parseAnswer } from '../src/gateway/answer-parse.js';
 import { stripExtensions, upstreamBody } from '../src/gateway/extensions.js';
 import type { Rollout } from '../src/gateway/registry.js';
 import { chatRequestSchema } from '../src/gateway/request-schema.js';
@@ -40,7 +41,8 @@ const cases: [string, () => unknown][] = [
   ['loop: upstream body + stringify', () => JSON.stringify(upstreamBody(body, 'chat.completions', 'policy'))],
   ['loop: answer JSON.parse', () => JSON.parse(answer)],
   ['loop: call record meta stringify', () => JSON.stringify(spanMeta(ctx, new Date(), null))],
-  ['loop: agent answer strip + stringify', () => JSON.stringify(stripExtensions(JSON.parse(answer), none))],
+  ['before: agent answer JSON.parse + strip + stringify', () => JSON.stringify(stripExtensions(JSON.parse(answer), none))],
+  ['loop: agent answer parseAnswer + strip + stringify', () => JSON.stringify(stripExtensions(parseAnswer(answer, { ids: true, logprobs: true }), none))],
   ['encoder: the record stored (brotli, alone)', () => compressSegment(recordBytes, 'brotli')],
   ['before: encoder built the compact span line', () => serializeSpan(spanOf((JSON.parse(record) as typeof parsed).meta, parsed.upstreamRequest, (JSON.parse(record) as typeof parsed).response), ctx)],
   ['reader: span of a stored call record', () => spanOfStoredLine(record)],
@@ -57,4 +59,4 @@ for (let round = 0; round < 9; round++) {
   }
 }
 for (const [name, xs] of us) console.log(`${name.padEnd(40)} ${[...xs].sort((a, b) => a - b)[4]!.toFixed(1).padStart(7)} µs`);
-console.log('(the agent answer line includes its own parse)');
+console.log('(the agent answer lines include their own parse)');

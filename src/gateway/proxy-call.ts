@@ -10,6 +10,7 @@ import type { GatewayCore } from './gateway-core.js';
 import { GatewayError, errorBody, typeForStatus } from './openai-error.js';
 import type { CallContext } from './span-record.js';
 import { oneLine } from './call-record.js';
+import { parseAnswer, tryParse } from './answer-parse.js';
 import { sseBatches } from './sse.js';
 import { header, ResponseTooLargeError, type BufferedResponse, type UpstreamHeaders, type UpstreamResponse } from './upstream.js';
 
@@ -24,7 +25,10 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
     return failBeforeFirstByte(core, ctx, err, link);
   }
   const firstByteAt = res.headersAt;
-  const json = tryParse(res.text);
+  // Nothing to strip when the agent asked for the ids and logprobs: the answer goes out as received.
+  const passThrough = !ctx.dialect && asked.tokenIds && asked.logprobs;
+  // What the agent gets no copy of is checked, not parsed (answer-parse.ts); a dialect translates the whole answer.
+  const json = ctx.dialect ? tryParse(res.text) : parseAnswer(res.text, passThrough ? { ids: true, logprobs: true } : { ids: !asked.tokenIds, logprobs: !asked.logprobs });
   if (res.statusCode >= 400 || json === undefined) {
     const message = upstreamMessage(json, res.text, res.statusCode);
     await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
@@ -35,8 +39,7 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   await core.recorder.record(ctx, { answer: { json: answerText(res.bytes, json) }, firstByteAt, error: null, usage: (json as any)?.usage });
   countCompletion(ctx.rollout, json);
   if (ctx.dialect) return reply.code(200).send(ctx.dialect.json(json as ChatCompletion));
-  // Nothing to strip (the agent asked for the ids and logprobs): the answer goes out as received.
-  if (asked.tokenIds && asked.logprobs) return reply.code(200).type('application/json; charset=utf-8').send(res.text);
+  if (passThrough) return reply.code(200).type('application/json; charset=utf-8').send(res.text);
   return reply.code(200).send(stripExtensions(json, asked));
 }
 
@@ -173,10 +176,3 @@ function answerText<T extends string | Buffer>(text: T, parsed: unknown): T | st
   return parsed === undefined ? 'null' : oneLine(text, parsed);
 }
 
-function tryParse(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
