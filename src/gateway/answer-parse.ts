@@ -48,8 +48,11 @@ export function parseAnswer(text: string, cut: Cut): unknown {
   let from = 0;
   let marks = 0;
   let at = 0;
+  // Where each key next occurs (-1: nowhere further; a key not cut is never searched): each is searched for again
+  // only once the scan has passed it, so the text is read about once per key.
+  const next = KEYS.map((key) => ((key === '"logprobs":' ? cutLogprobs : cutIds) ? -2 : -1));
   for (;;) {
-    const hit = nextKey(text, at, cutIds, cutLogprobs);
+    const hit = nextKey(text, at, next);
     if (!hit) break;
     const value = hit.index + hit.key.length;
     at = value;
@@ -69,14 +72,14 @@ export function parseAnswer(text: string, cut: Cut): unknown {
   return tryParse(text);
 }
 
-function nextKey(text: string, at: number, ids: boolean, logprobs: boolean): { index: number; key: string } | null {
-  let best: { index: number; key: string } | null = null;
-  for (const key of KEYS) {
-    if (key === '"logprobs":' ? !logprobs : !ids) continue;
-    const index = text.indexOf(key, at);
-    if (index >= 0 && (!best || index < best.index)) best = { index, key };
+function nextKey(text: string, at: number, next: number[]): { index: number; key: string } | null {
+  let best = -1;
+  for (let k = 0; k < KEYS.length; k++) {
+    if (next[k] === -1) continue;
+    if (next[k]! < at) next[k] = text.indexOf(KEYS[k]!, at);
+    if (next[k]! >= 0 && (best < 0 || next[k]! < next[best]!)) best = k;
   }
-  return best;
+  return best < 0 ? null : { index: next[best]!, key: KEYS[best]! };
 }
 
 const MARK_TEXT = JSON.parse(`"${MARK}"`) as string;
