@@ -44,7 +44,7 @@ export interface UploaderOptions {
   /** Builds span objects from WAL entries (span-encoder.ts); default: on the event loop, compression on libuv's pool. */
   encoder?: SpanEncoder;
   log?: (msg: string, err: unknown) => void;
-  /** After each put: the object's bytes, its compact span text, and per span seconds since it was queued (metrics). */
+  /** After each put: the object's bytes, the bytes of the records it holds, and per span seconds since it was queued (metrics). */
   onUploaded?: (bytes: number, lagsS: number[], spanBytes: number) => void;
 }
 

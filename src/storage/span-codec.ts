@@ -2,7 +2,7 @@
 import type { Span } from '../contracts/span.js';
 
 /**
- * The stored form of a span. The engine's answer (`response`) repeats what the span already holds as
+ * The compact span form gateways stored before call records (call-records.ts; still read). The engine's answer (`response`) repeats what the span already holds as
  * `promptTokenIds` and `choices[i].tokenIds` / `logprobs` (vLLM's `prompt_token_ids`, per-choice `token_ids`, each
  * token's `logprob`, and each token's `bytes`, the UTF-8 of its `token`); storing them twice doubled a span. A stored span therefore carries its answer with those
  * copies removed and `elided` naming what was removed; reading puts them back, so a reader sees the answer the
