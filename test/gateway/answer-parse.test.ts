@@ -35,7 +35,14 @@ function vllm(n = 1): Record<string, unknown> {
   return answer;
 }
 
+/**
+ * The trainer's model server answer as FastAPI's JSONResponse renders it (compact separators, raw UTF-8, Python floats
+ * such as -0.0 and -1e-05): bytes taken from `JSONResponse(body).body` in the project's venv.
+ */
+const FASTAPI = "{\"id\":\"c\",\"object\":\"chat.completion\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"logprobs\":{\"content\":[{\"token\":\" a\",\"logprob\":-0.0,\"bytes\":[32,97],\"top_logprobs\":[{\"token\":\"x\",\"logprob\":-1e-05,\"bytes\":[120]}]},{\"token\":\"é\\\"\\\\\",\"logprob\":-12.5,\"bytes\":[195,169,34,92],\"top_logprobs\":[{\"token\":\"x\",\"logprob\":-1e-05,\"bytes\":[120]}]},{\"token\":\"\\n\",\"logprob\":-3.25e-07,\"bytes\":[10],\"top_logprobs\":[{\"token\":\"x\",\"logprob\":-1e-05,\"bytes\":[120]}]}]},\"finish_reason\":\"stop\",\"token_ids\":[1,2,3]}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3,\"total_tokens\":5},\"prompt_token_ids\":[0,5]}";
+
 const CORPUS: [string, string][] = [
+  ['FastAPI JSONResponse (the trainer model server)', FASTAPI],
   ['vLLM chat, one choice', JSON.stringify(vllm())],
   ['vLLM chat, two choices', JSON.stringify(vllm(2))],
   ['OpenAI-shaped logprobs with refusal', JSON.stringify({ ...vllm(), choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, logprobs: { content: [{ token: 'ok', logprob: -0.1, bytes: [111, 107], top_logprobs: [] }], refusal: null }, finish_reason: 'stop', token_ids: [5] }] })],
@@ -77,6 +84,8 @@ void describe('parseAnswer: the engine answer parsed without materialising what 
     assert.deepEqual(parsed.choices.map((c) => c.message), whole.choices.map((c) => c.message));
     const idsOnly = parseAnswer(text, { ids: true, logprobs: false }) as typeof parsed;
     assert.deepEqual(idsOnly.choices[1]!.logprobs, whole.choices[1]!.logprobs, 'logprobs the agent asked for are parsed');
+    const served = parseAnswer(FASTAPI, { ids: true, logprobs: true }) as typeof parsed;
+    assert.deepEqual([typeof served.prompt_token_ids, typeof served.choices[0]!.token_ids, typeof served.choices[0]!.logprobs], ['string', 'string', 'string'], 'the trainer model server\'s answers take the fast path');
     const nested = CORPUS.find(([n]) => n === 'a nested logprobs key elsewhere')![1];
     assert.deepEqual((parseAnswer(nested, { ids: true, logprobs: true }) as typeof parsed).prompt_token_ids, [2], 'a marker in the wrong place sends the text to JSON.parse');
   });
