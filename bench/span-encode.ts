@@ -1,6 +1,6 @@
 /**
- * CPU per span of the span encoder's work on one segment (span-encoder.ts: read the call records, build each span,
- * compress the segment): brotli (the default) against gzip level 1 and none, on an 8-turn agent-sized rollout
+ * CPU per span of the span encoder's work on one segment (span-encoder.ts: read the call records back, join and
+ * compress them): brotli (the default) against gzip level 1 and none, on an 8-turn agent-sized rollout
  * (2,000 prompt ids, 256 tokens with logprobs; random-ish ids as test/gateway/engine-spans.ts makes them) and on the
  * gateway bench's mock answer (bench/gateway-mock-upstream.ts, which compresses far better). CPU time
  * (process.cpuUsage), median of 11 interleaved rounds, so other load on the machine matters less.

@@ -3,8 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Span } from '../contracts/span.js';
 import type { AgentDialect } from './agent-apis/dialect.js';
 import type { Rollout } from './registry.js';
-import { spanOf, type SpanMeta } from '../storage/call-records.js';
-import { compactResponse } from '../storage/span-codec.js';
+import type { SpanMeta } from '../storage/call-records.js';
 
 export interface CallContext {
   rollout: Rollout;
@@ -65,20 +64,4 @@ export function spanMeta(ctx: CallContext, firstByteAt: Date | null, error: Call
     promptOverlay: record.promptOverlay ? { version: record.promptOverlay.version } : null,
     error,
   };
-}
-
-export function buildSpan(ctx: CallContext, outcome: CallOutcome): Span {
-  return spanOf(spanMeta(ctx, outcome.firstByteAt, outcome.error), ctx.upstreamRequest, outcome.response);
-}
-
-/**
- * The span as one JSON line in the compact form gateways stored before call records (src/storage/span-codec.ts): the
- * answer without the token ids and logprobs the span already holds. Objects of that form still read (readSpans); this
- * writer is kept beside its reader so tests and benches can make them. The upstream request goes in as the text sent.
- */
-export function serializeSpan(span: Span, sent: Pick<CallContext, 'upstreamText'>): string {
-  const { upstreamRequest: _sent, response, ...rest } = span;
-  const stored = compactResponse(span, response);
-  const elided = stored.elided.length ? `,"elided":${JSON.stringify(stored.elided)}` : '';
-  return `${JSON.stringify(rest).slice(0, -1)},"upstreamRequest":${sent.upstreamText},"response":${JSON.stringify(stored.response)}${elided}}`;
 }

@@ -4,7 +4,8 @@ import type { Span } from '../../src/contracts/span.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 import type { Rollout } from '../../src/gateway/registry.js';
 import { callRecordText } from '../../src/gateway/call-record.js';
-import { serializeSpan, spanMeta, type CallContext } from '../../src/gateway/span-record.js';
+import { spanMeta, type CallContext } from '../../src/gateway/span-record.js';
+import { serializeSpan } from '../helpers/compact-spans.js';
 import { spanOf } from '../../src/storage/call-records.js';
 
 /** A chat answer shaped like vLLM's (>= 0.10.2) with return_token_ids and logprobs, as the engine sends it. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { utf8Bytes } from '../../src/storage/span-codec.js';
+import { utf8Bytes } from '../helpers/compact-spans.js';
 
 const reference = (token: string, bytes: number[]) => Buffer.from(token, 'utf8').equals(Buffer.from(bytes));
 
