@@ -1,7 +1,7 @@
 /**
  * Two builds of the gateway side by side on one call size: `--before <checkout>` (its bench/gateway-targets.ts)
  * against this checkout, same mock upstream, interleaved rounds, medians and ratios (the shared machine's load lands
- * on both alike). Run: node --import tsx bench/gateway-ab.ts --before /path/to/old/checkout [--size agent] [--rounds 7]
+ * on both alike). Run: node --import tsx bench/gateway-ab.ts --before /path/to/old/checkout [--size agent] [--rounds 7] [--defer-mb N]
  * `--after-replica <id>` runs this checkout as a gateway replica (VOLT_GATEWAY_REPLICA_ID): `--before .` then measures
  * what sharing the registry and seqs through S3 costs.
  */
@@ -15,6 +15,7 @@ import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { startS3Server } from '../src/stack/s3.js';
 import { createObjectStore } from '../src/storage/object-store.js';
+import { loadEnv } from '../src/config/env.js';
 import { cpuMs, drainUploads, load, type Target } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
@@ -25,6 +26,8 @@ if (!CALL_SIZES.includes(SIZE) || !fs.existsSync(path.join(BEFORE, 'bench/gatewa
 const ROUNDS = Number(flag('--rounds', '7'));
 const AFTER_REPLICA = flag('--after-replica', '');
 const SECONDS = Number(flag('--seconds', '1'));
+// Both builds defer the same bytes of uploads (this checkout's default unless --defer-mb), so the code is what differs.
+const DEFER_MB = Number(flag('--defer-mb', String(loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB)));
 const HOST = '127.0.0.1';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -51,7 +54,7 @@ async function main() {
     const pids: number[] = [];
     for (const [i, [name, cwd]] of builds.entries()) {
       const replica = name === 'after' && AFTER_REPLICA ? [AFTER_REPLICA] : [];
-      pids[i] = await start(cwd, ['volt', String(ports[i]), `http://${HOST}:${up}`, 'wal', path.join(dir, name), JSON.stringify(s3cfg), 'write', String(32 * 1024 * 1024), ...replica]);
+      pids[i] = await start(cwd, ['volt', String(ports[i]), `http://${HOST}:${up}`, 'wal', path.join(dir, name), JSON.stringify(s3cfg), 'write', String(DEFER_MB * 1024 * 1024), ...replica]);
     }
     let n = 0;
     const target = async (i: number, c: number): Promise<Target> => {

@@ -29,8 +29,11 @@ export const envSchema = z.object({
   VOLT_GATEWAY_WAL_SYNC: z.enum(['write', 'fsync']).default('write'),
   /** 'write' mode: at most this long between a span's write and its background fdatasync (the OS-crash window). */
   VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS: z.coerce.number().int().min(1).max(10_000).default(100),
-  /** MiB of spans whose upload may wait (in the WAL and in memory) while agent calls are in flight; 0 = none. */
-  VOLT_GATEWAY_UPLOAD_DEFER_MB: z.coerce.number().int().min(0).max(4096).default(32),
+  /**
+   * MiB of call records whose upload may wait while agent calls are in flight (on disk in the WAL, read back when
+   * uploaded, not held in memory); 0 = none. Larger means fewer, larger segment puts under load.
+   */
+  VOLT_GATEWAY_UPLOAD_DEFER_MB: z.coerce.number().int().min(0).max(4096).default(128),
   /**
    * Set on each of several gateway replicas behind one address (unique, stable across restarts: e.g. the pod name):
    * rollouts and span seqs are then shared through the object store. Unset: one gateway with a local registry.

@@ -23,6 +23,13 @@ import { Upstream, type UpstreamOptions } from './upstream.js';
 import { rebuildUsage } from './usage-rebuild.js';
 import { WriteAheadLog, type WalSync } from './wal.js';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** A JSON body's text as received (null for other bodies): see keepRequestText. */
+    jsonText: string | null;
+  }
+}
+
 export interface GatewayDeps {
   store: GatewayStore;
   /** Registry and WAL live under `<dataDir>/gateway/`. */
@@ -63,8 +70,23 @@ export interface GatewayDeps {
  * The gateway app: loads the rollout registry, replays the WAL (uploading what a crashed process left), and
  * registers the agent, admin and ops routes. The caller listens and closes it.
  */
+/**
+ * JSON bodies are parsed by fastify's own parser (same errors, same prototype-poisoning checks), and their text is
+ * kept as `request.jsonText`: the call record stores the agent's request as it came instead of serialising it again.
+ */
+function keepRequestText(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.decorateRequest('jsonText', null);
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    request.jsonText = body as string;
+    void parse(request, body as string, done);
+  });
+}
+
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: deps.logger ?? false, bodyLimit: deps.bodyLimit ?? 16 * 1024 * 1024 });
+  keepRequestText(app);
   const root = path.join(deps.dataDir, 'gateway');
   const registry = new RolloutRegistry(path.join(root, 'rollouts.json'));
   const wal = new WriteAheadLog(path.join(root, 'wal'), {

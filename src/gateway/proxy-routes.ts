@@ -57,6 +57,7 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
         startedAt: new Date(),
         startMs: performance.now(),
         request: { body: request.body, headers: redactHeaders(request.headers) },
+        requestText: request.jsonText,
         upstreamRequest,
         upstreamText: JSON.stringify(upstreamRequest),
       };

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { compressSegment, compressSegmentAsync, SEGMENT_CONTENT_TYPE, type SegmentCompression } from '../storage/span-compression.js';
-import { readEntryBytes, type EntryRef } from './wal-segment.js';
+import { readEntryLines, type EntryRef } from './wal-segment.js';
 
 /** One span object ready to put: its bytes, their content type, and the bytes of the records it holds (metrics). */
 export interface EncodedObject {
@@ -22,14 +22,13 @@ export interface EncodeJob {
  * readSpans), joined and compressed, never parsed. Pure, so it runs the same in a worker.
  */
 export function encodeSpanObject(job: EncodeJob): EncodedObject {
-  const lines = readEntryBytes(job.entries).map((l) => (typeof l === 'string' ? Buffer.from(l) : l));
-  const spanBytes = lines.reduce((n, l) => n + l.length, 0);
-  if (!job.segment) return { body: lines[0] ?? Buffer.alloc(0), contentType: 'application/json', spanBytes };
-  const text = Buffer.concat(lines.flatMap((l) => [l, NEWLINE]));
-  return { body: compressSegment(text, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanBytes };
+  if (!job.segment) {
+    const body = readEntryLines(job.entries.slice(0, 1), false);
+    return { body, contentType: 'application/json', spanBytes: body.length };
+  }
+  const text = readEntryLines(job.entries);
+  return { body: compressSegment(text, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanBytes: text.length - job.entries.length };
 }
-
-const NEWLINE = Buffer.from('\n');
 
 /**
  * Turns WAL entries into span objects for the uploader. With `worker` (the gateway's default) reading them back

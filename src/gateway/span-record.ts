@@ -18,6 +18,8 @@ export interface CallContext {
   startedAt: Date;
   startMs: number;
   request: Span['request'];
+  /** `request.body` as the text the agent sent (it parsed to exactly that body), when there is one. */
+  requestText?: string | null;
   upstreamRequest: unknown;
   /** `upstreamRequest` as sent: serialised once, for the model server and for the span. */
   upstreamText: string;

@@ -30,7 +30,7 @@ export class SpanRecorder {
   async record(ctx: CallContext, call: RecordedCall): Promise<void> {
     if (ctx.seqClaim) ctx.seq = await ctx.seqClaim;
     const key = keys.span(ctx.rollout.ref, ctx.seq);
-    const parts = callRecordParts(spanMeta(ctx, call.firstByteAt, call.error), ctx.upstreamText, call.answer);
+    const parts = callRecordParts(spanMeta(ctx, call.firstByteAt, call.error), ctx.upstreamText, call.answer, ctx.requestText);
     if (this.deps.durability === 'direct') {
       const body = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
       await this.deps.store.putBytes(key, body, body.length, 'application/json');

@@ -59,6 +59,21 @@ void describe('call records (the WAL and stored form of a call)', () => {
     assert.deepEqual(spanOfStoredLine(record), spanOfStoredLine(serializeSpan(spanOf(meta, upstreamRequest, answer), ctx(false))));
   });
 
+  void it('splice in the agent\'s request text when it is one line, and read back the span as if it had been serialised', () => {
+    const meta = spanMeta(ctx(false), new Date(), null);
+    const answer = { json: JSON.stringify(engineAnswer([1, 2], [7], [-0.5])) };
+    const serialised = spanOfStoredLine(callRecordText(meta, ctx(false).upstreamText, answer));
+    const asSent = '{"model": "gpt-4o-mini",  "messages": [{"role": "user", "content": "sum \\"1\\"\\n and 2"}]}';
+    assert.deepEqual(JSON.parse(asSent), meta.request.body, 'the fixture is the text of the same body');
+    const spliced = callRecordText(meta, ctx(false).upstreamText, answer, asSent);
+    assert.ok(spliced.includes(`"body":${asSent}`));
+    assert.deepEqual(spanOfStoredLine(spliced), serialised);
+    const pretty = JSON.stringify(meta.request.body, null, 2);
+    const fallback = callRecordText(meta, ctx(false).upstreamText, answer, pretty);
+    assert.equal(fallback.includes('\n'), false, 'a multi-line request is serialised again, the record stays one line');
+    assert.deepEqual(spanOfStoredLine(fallback), serialised);
+  });
+
   void it('of a stream assemble its chunks the way the call path did, ids and logprobs in order', () => {
     const chunks = engineChunks();
     const assembler = new StreamAssembler('chat.completions');

@@ -5,6 +5,9 @@ import { promisify } from 'node:util';
 import { ChatOpenAI } from '@langchain/openai';
 import OpenAI from 'openai';
 import type { Span } from '../../src/contracts/span.js';
+import { request } from 'undici';
+import { keys } from '../../src/storage/keys.js';
+import { spanObjectText } from '../../src/storage/span-compression.js';
 import { readSpans } from '../../src/storage/spans.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
@@ -105,6 +108,29 @@ void describe('real clients through the gateway to the real model server', () =>
     assert.equal(s1.choices[0]!.text, streamed);
     assert.equal(streamedLogprobs, s1.choices[0]!.tokenIds!.length, 'asked-for logprobs reach the agent');
     assert.deepEqual((s1.upstreamRequest as { logprobs: number }).logprobs, 0);
+  });
+
+  void it('the agent\'s request is stored as the text it sent: spacing, escapes and numbers as written, read back as it parsed', async () => {
+    const r = await open();
+    const bodies = [
+      // Python's json.dumps: ", " and ": " separators, non-ASCII escaped; a float written 0.0; a key repeated (the last wins).
+      '{"model": "any", "messages": [{"role": "user", "content": "Caf\\u00e9 \\"q\\" \\ud83d\\ude00?"}], "max_tokens": 4, "temperature": 0.0, "max_tokens": 5}',
+      // Pretty-printed over several lines: stored re-serialised, so the record stays one line.
+      JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'Line one\nline two' }], max_tokens: 4, temperature: 0 }, null, 2),
+    ];
+    for (const body of bodies) {
+      const res = await request(`${r.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8', authorization: `Bearer ${r.token}` }, body });
+      assert.equal(res.statusCode, 200, await res.body.text());
+      await res.body.dump();
+    }
+    const spans = await r.spans();
+    assert.deepEqual(spans.map((s) => s.request.body), bodies.map((b) => JSON.parse(b) as unknown));
+    assert.equal((spans[0]!.request.body as { max_tokens: number }).max_tokens, 5);
+    let stored = '';
+    for await (const o of store.list(keys.spans(r.ref))) stored += spanObjectText(await store.getBytes(o.key));
+    assert.equal(stored.split('\n').filter(Boolean).length, 2, 'one line per call');
+    assert.ok(stored.includes(`"body":${bodies[0]}`), 'a one-line request is stored as sent');
+    assert.ok(!stored.includes(bodies[1]!), 'a multi-line request is not spliced in as it is');
   });
 
   void it('Python openai SDK streaming: the span text is what the client printed', async () => {
