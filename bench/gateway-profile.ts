@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { loadEnv } from '../src/config/env.js';
 import { GatewayAdminClient } from '../src/gateway/admin-client.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
@@ -79,7 +80,7 @@ async function main() {
     await start([], ['upstream', String(up), SIZE]);
     // SIGTERM closes the gateway and exits normally (gateway-targets.ts), so --cpu-prof writes every thread's profile.
     const gateway = await start(['--cpu-prof', `--cpu-prof-dir=${OUT}`],
-      ['volt', String(gw), `http://${HOST}:${up}`, 'wal', path.join(dir, 'gw'), JSON.stringify(s3cfg), 'write', String(32 * 1024 * 1024)]);
+      ['volt', String(gw), `http://${HOST}:${up}`, 'wal', path.join(dir, 'gw'), JSON.stringify(s3cfg), 'write', String(loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB * 1024 * 1024)]);
     const admin = new GatewayAdminClient(`http://${HOST}:${gw}`, 'bench-admin-key');
     const paths = await Promise.all(Array.from({ length: CONNECTIONS }, async (_, i) => `/r/${(await admin.register({ runId: 'prof', iteration: 0, rolloutId: `p-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
     const target = { name: 'volt', origin: `http://${HOST}:${gw}`, paths, headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${gw}/healthz` };
