@@ -2,7 +2,7 @@
  * Gateway overhead, side by side: direct to a mock upstream, through Volt (WAL durability in its sync modes, and
  * direct-to-S3 durability), through Portkey, and through a bare undici passthrough (the floor), at one call size
  * (bench/gateway-sizes.ts: tiny, agent, long), plain and streamed. Figures are printed, not asserted.
- * Run: node --import tsx bench/gateway.ts [--size tiny|agent|long] [--seconds 3] [--rounds 3]
+ * Run: node --import tsx bench/gateway.ts [--size tiny|agent|long] [--seconds 3] [--rounds 3] [--defer-mb N (default: the gateway's)]
  * The Responses and Messages endpoints beside chat, through the same gateway and mock upstream: bench/agent-apis.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -30,7 +30,8 @@ const PLAIN = requestBody(SIZE, false);
 const STREAMED = requestBody(SIZE, true);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const HOST = '127.0.0.1';
-const DEFER_MB = loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB;
+const DEFER_MB = process.argv.includes('--defer-mb') ? Number(process.argv[process.argv.indexOf('--defer-mb') + 1]) : loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB;
+if (!Number.isInteger(DEFER_MB) || DEFER_MB < 0) throw new Error('--defer-mb must be a whole number of MiB, 0 or more');
 const children: ChildProcess[] = [];
 /** Bench target name -> pid of the process serving it (for its CPU time). */
 const pids = new Map<string, number>();
@@ -119,7 +120,7 @@ async function main() {
       await load(await cell(t, 'warmup', 4), 4, 1, PLAIN); // warm-up: JIT, keep-alive sockets
       await drainUploads(t);
     }
-    console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell (latency cells: median of ${ROUNDS} interleaved slices), call size ${SIZE}: ${PLAIN.length} B request, mock upstream answering ${JSON.stringify(SIZE === 'tiny' ? '24 prompt ids, 5 tokens' : SIZE === 'agent' ? '2,000 prompt ids, 256 tokens with logprobs' : '8,000 prompt ids, 256 tokens with logprobs')}`);
+    console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell (latency cells: median of ${ROUNDS} interleaved slices; max req/s: median of ${ROUNDS} interleaved slices of ${Math.max(1, Math.round(SECONDS / ROUNDS))}s), call size ${SIZE}: ${PLAIN.length} B request, mock upstream answering ${JSON.stringify(SIZE === 'tiny' ? '24 prompt ids, 5 tokens' : SIZE === 'agent' ? '2,000 prompt ids, 256 tokens with logprobs' : '8,000 prompt ids, 256 tokens with logprobs')}`);
     console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 100 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
     console.log('volt-upl-now = same, uploading at once (a segment holds what queued meanwhile); volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
     console.log('CPU us/call = CPU time of the process serving the target (for direct: the mock upstream) per call of the max req/s cell, all threads; [its event-loop thread alone].');
@@ -142,22 +143,32 @@ async function main() {
       }
       for (const [name, rs] of slices) results.set(`${name}@${at}`, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
     }
-    const rps = new Map<string, number>();
-    const sustained = new Map<string, number>();
-    const cpu = new Map<string, [number, number, number] | null>();
-    for (const t of targets) {
-      const ready = await cell(t, 'max', 64);
-      const before = cpuMs(pids.get(t.name));
-      const beforeMain = cpuMs(pids.get(t.name), true);
-      const r = await maxRps(ready, SECONDS, PLAIN);
-      const during = cpuMs(pids.get(t.name));
-      const duringMain = cpuMs(pids.get(t.name), true);
-      rps.set(t.name, r.rps);
-      // Requests over load time plus the time their spans took to reach S3 afterwards.
-      sustained.set(t.name, r.requests / (SECONDS + (await drainUploads(t))));
-      const after = cpuMs(pids.get(t.name));
-      cpu.set(t.name, before === null || during === null || after === null ? null : [(1000 * (during - before)) / r.requests, (1000 * (after - before)) / r.requests, (1000 * (duringMain! - beforeMain!)) / r.requests]);
+    // Max req/s too runs in ROUNDS interleaved slices (median slice), so a slow stretch of the shared machine does
+    // not land on one target's whole cell; CPU per call is over all its slices.
+    const rpsSlices = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+    const sustainedSlices = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+    const cpuSums = new Map<string, [number, number, number, number] | null>(targets.map((t) => [t.name, [0, 0, 0, 0]]));
+    const sliceSeconds = Math.max(1, Math.round(SECONDS / ROUNDS));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const t of targets) {
+        const ready = await cell(t, round === 0 ? 'max' : `max${round}`, 64);
+        const before = cpuMs(pids.get(t.name));
+        const beforeMain = cpuMs(pids.get(t.name), true);
+        const r = await maxRps(ready, sliceSeconds, PLAIN);
+        const during = cpuMs(pids.get(t.name));
+        const duringMain = cpuMs(pids.get(t.name), true);
+        rpsSlices.get(t.name)!.push(r.rps);
+        // Requests over load time plus the time their spans took to reach S3 afterwards.
+        sustainedSlices.get(t.name)!.push(r.requests / (sliceSeconds + (await drainUploads(t))));
+        const after = cpuMs(pids.get(t.name));
+        const sums = cpuSums.get(t.name);
+        if (!sums || before === null || during === null || after === null) cpuSums.set(t.name, null);
+        else cpuSums.set(t.name, [sums[0] + during - before, sums[1] + after - before, sums[2] + duringMain! - beforeMain!, sums[3] + r.requests]);
+      }
     }
+    const rps = new Map([...rpsSlices].map(([name, xs]) => [name, median(xs)]));
+    const sustained = new Map([...sustainedSlices].map(([name, xs]) => [name, median(xs)]));
+    const cpu = new Map([...cpuSums].map(([name, c]): [string, [number, number, number] | null] => [name, c && [(1000 * c[0]) / c[3], (1000 * c[1]) / c[3], (1000 * c[2]) / c[3]]]));
     const ttfbs = new Map<string, number>();
     for (const t of targets) {
       ttfbs.set(t.name, await ttfb(await cell(t, 'sse', 1), STREAMED));

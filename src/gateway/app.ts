@@ -79,8 +79,10 @@ function keepRequestText(app: FastifyInstance): void {
   app.decorateRequest('jsonText', null);
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    request.jsonText = body as string;
-    void parse(request, body as string, done);
+    const text = body as string;
+    // The parser skips a byte order mark; the text kept must be the JSON it parsed, so it does too.
+    request.jsonText = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+    void parse(request, text, done);
   });
 }
 
