@@ -67,10 +67,6 @@ export interface GatewayDeps {
 }
 
 /**
- * The gateway app: loads the rollout registry, replays the WAL (uploading what a crashed process left), and
- * registers the agent, admin and ops routes. The caller listens and closes it.
- */
-/**
  * JSON bodies are parsed by fastify's own parser (same errors, same prototype-poisoning checks), and their text is
  * kept as `request.jsonText`: the call record stores the agent's request as it came instead of serialising it again.
  */
@@ -86,6 +82,10 @@ function keepRequestText(app: FastifyInstance): void {
   });
 }
 
+/**
+ * The gateway app: loads the rollout registry, replays the WAL (uploading what a crashed process left), and
+ * registers the agent, admin and ops routes. The caller listens and closes it.
+ */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: deps.logger ?? false, bodyLimit: deps.bodyLimit ?? 16 * 1024 * 1024 });
   keepRequestText(app);
