@@ -9,9 +9,10 @@ mkdir -p "$stamps"
 
 step() { printf '\n==> %s\n' "$*"; }
 fresh() { # fresh NAME FILE... : true when the stamp for NAME matches the hash of FILEs
+  local name=$1; shift
   local want; want=$(cat "$@" | sha256sum | cut -d' ' -f1)
-  [ -f "$stamps/$1.sha" ] && [ "$(cat "$stamps/$1.sha")" = "$want" ] && return 0
-  echo "$want" > "$stamps/$1.want"; return 1
+  [ -f "$stamps/$name.sha" ] && [ "$(cat "$stamps/$name.sha")" = "$want" ] && return 0
+  echo "$want" > "$stamps/$name.want"; return 1
 }
 done_step() { mv "$stamps/$1.want" "$stamps/$1.sha"; }
 
