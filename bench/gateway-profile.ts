@@ -5,6 +5,7 @@
  * module loader, the span encoder's worker: SIGTERM closes the gateway cleanly, so every profile is written). The
  * .cpuprofile files stay in --out.
  * Run: node --import tsx bench/gateway-profile.ts [--size agent] [--stream] [--seconds 8] [--connections 16] [--out dir]
+ * [--autocannon: the load of bench/gateway.ts's max req/s cell, 64 connections cycling through the rollouts]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,7 +18,7 @@ import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { startS3Server } from '../src/stack/s3.js';
 import { createObjectStore } from '../src/storage/object-store.js';
-import { drainUploads, load } from './gateway-load.js';
+import { drainUploads, load, maxRps } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
@@ -85,7 +86,7 @@ async function main() {
     const paths = await Promise.all(Array.from({ length: CONNECTIONS }, async (_, i) => `/r/${(await admin.register({ runId: 'prof', iteration: 0, rolloutId: `p-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
     const target = { name: 'volt', origin: `http://${HOST}:${gw}`, paths, headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${gw}/healthz` };
     const body = requestBody(SIZE, process.argv.includes('--stream'));
-    const r = await load(target, CONNECTIONS, SECONDS, body);
+    const r = process.argv.includes('--autocannon') ? { ...(await maxRps(target, SECONDS, body)), p50: NaN, p99: NaN, errors: 0 } : await load(target, CONNECTIONS, SECONDS, body);
     await drainUploads(target);
     console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${r.requests} calls, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.errors} errors`);
     gateway.kill('SIGTERM');
