@@ -6,7 +6,7 @@
  * Median of 9 rounds of 200. Run: node --import tsx bench/call-costs.ts [--size agent]
  */
 import os from 'node:os';
-import { callRecordText } from '../src/gateway/call-record.js';
+import { callRecordParts, callRecordText } from '../src/gateway/call-record.js';
 import { parseAnswer } from '../src/gateway/answer-parse.js';
 import { stripExtensions, upstreamBody } from '../src/gateway/extensions.js';
 import type { Rollout } from '../src/gateway/registry.js';
@@ -41,7 +41,8 @@ const cases: [string, () => unknown][] = [
   ['loop: request zod check', () => chatRequestSchema.parse(body)],
   ['loop: upstream body + stringify', () => JSON.stringify(upstreamBody(body, 'chat.completions', 'policy'))],
   ['loop: answer JSON.parse', () => JSON.parse(answer)],
-  ['loop: call record meta stringify', () => JSON.stringify(spanMeta(ctx, new Date(), null))],
+  ['before: call record head, request serialised again', () => callRecordParts(spanMeta(ctx, new Date(), null), ctx.upstreamText, { json: answer })],
+  ['loop: call record head, request text spliced', () => callRecordParts(spanMeta(ctx, new Date(), null), ctx.upstreamText, { json: answer }, requestText)],
   ['before: agent answer JSON.parse + strip + stringify', () => JSON.stringify(stripExtensions(JSON.parse(answer), none))],
   ['loop: agent answer parseAnswer + strip + stringify', () => JSON.stringify(stripExtensions(parseAnswer(answer, { ids: true, logprobs: true }), none))],
   ['encoder: the record stored (brotli, alone)', () => compressSegment(recordBytes, 'brotli')],
