@@ -16,8 +16,7 @@ import { GatewayAdminClient } from '../src/gateway/admin-client.js';
 import { chatRequestSchema, parseBody } from '../src/gateway/request-schema.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
-import { startS3Server } from '../src/stack/s3.js';
-import { createObjectStore } from '../src/storage/object-store.js';
+import { startBenchS3 } from './gateway-load.js';
 
 const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback);
 const SECONDS = arg('--seconds', 2);
@@ -97,10 +96,7 @@ async function main() {
   const cpu = translationCpu();
   console.log(`translation CPU per call (request validated + translated, answer translated back), µs: chat (validation only) ${cpu.chat.toFixed(1)}, responses ${cpu.responses.toFixed(1)}, messages ${cpu.messages.toFixed(1)}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-bench-apis-'));
-  const s3cfg = { endpoint: '', accessKey: 'volt-bench', secretKey: 'volt-bench-secret', bucket: 'volt-bench', region: 'us-east-1' };
-  const s3 = await startS3Server({ dataDir: dir, host: HOST, port: await freePort(HOST), accessKey: s3cfg.accessKey, secretKey: s3cfg.secretKey, region: s3cfg.region, bucket: s3cfg.bucket, detached: false });
-  s3cfg.endpoint = s3.address;
-  await createObjectStore(s3cfg).ensureBucket();
+  const { s3, s3cfg } = await startBenchS3(dir);
   try {
     const [up, gw] = (await Promise.all([1, 2].map(() => freePort(HOST)))) as [number, number];
     const upstream = `http://${HOST}:${up}`;

@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
+import { freePort } from '../src/stack/ports.js';
+import { startS3Server } from '../src/stack/s3.js';
+import { createObjectStore } from '../src/storage/object-store.js';
 
 /**
  * One thing the bench sends chat completions to. Connection i uses paths[i % paths.length] (a Volt target gets one
@@ -10,6 +13,17 @@ import { Pool } from 'undici';
 export interface Target { name: string; origin: string; paths: string[]; headers: Record<string, string>; health?: string }
 
 const MAX_REQUESTS = 200_000;
+
+/** The benches' S3 server (rclone, data under `dir`) on a free loopback port, its bucket made; `s3cfg` is what gateways get. */
+export async function startBenchS3(dir: string) {
+  const host = '127.0.0.1';
+  const creds = { accessKey: 'volt-bench', secretKey: 'volt-bench-secret', bucket: 'volt-bench', region: 'us-east-1' };
+  const s3 = await startS3Server({ dataDir: dir, host, port: await freePort(host), ...creds, detached: false });
+  const s3cfg = { endpoint: s3.address, ...creds };
+  const store = createObjectStore(s3cfg);
+  await store.ensureBucket();
+  return { s3, s3cfg, store };
+}
 
 /** Closed-loop load: `concurrency` workers send `payload` back to back for `seconds` (bounded count); float ms latencies (streams: to the last byte). */
 export async function load(t: Target, concurrency: number, seconds: number, payload: string) {

@@ -16,9 +16,7 @@ import { loadEnv } from '../src/config/env.js';
 import { GatewayAdminClient } from '../src/gateway/admin-client.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
-import { startS3Server } from '../src/stack/s3.js';
-import { createObjectStore } from '../src/storage/object-store.js';
-import { drainUploads, load, maxRps } from './gateway-load.js';
+import { drainUploads, load, maxRps, startBenchS3 } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
@@ -63,10 +61,7 @@ function report(file: string, calls: number): void {
 
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-prof-data-'));
-  const s3cfg = { endpoint: '', accessKey: 'volt-bench', secretKey: 'volt-bench-secret', bucket: 'volt-bench', region: 'us-east-1' };
-  const s3 = await startS3Server({ dataDir: dir, host: HOST, port: await freePort(HOST), accessKey: s3cfg.accessKey, secretKey: s3cfg.secretKey, region: s3cfg.region, bucket: s3cfg.bucket, detached: false });
-  s3cfg.endpoint = s3.address;
-  await createObjectStore(s3cfg).ensureBucket();
+  const { s3, s3cfg } = await startBenchS3(dir);
   const children: ChildProcess[] = [];
   const start = async (nodeFlags: string[], args: string[]) => {
     const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'bench/gateway-targets.ts', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });

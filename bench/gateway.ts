@@ -14,11 +14,10 @@ import { loadEnv } from '../src/config/env.js';
 import { GatewayAdminClient } from '../src/gateway/admin-client.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
-import { startS3Server } from '../src/stack/s3.js';
 import { keys } from '../src/storage/keys.js';
-import { createObjectStore } from '../src/storage/object-store.js';
+import type { ObjectStore } from '../src/storage/object-store.js';
 import { readSpans } from '../src/storage/spans.js';
-import { cpuMs, drainUploads, load, maxRps, ttfb, type Target } from './gateway-load.js';
+import { cpuMs, drainUploads, load, maxRps, startBenchS3, type Target, ttfb } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback);
@@ -60,7 +59,7 @@ async function spawnTarget(name: string, args: string[]): Promise<void> {
 }
 
 /** Bytes per span of one of the default Volt's c=1 rollouts: as stored in S3 and as whole JSON spans (before compact spans). */
-async function spanBytes(store: ReturnType<typeof createObjectStore>): Promise<void> {
+async function spanBytes(store: ObjectStore): Promise<void> {
   const ref = { runId: 'bench', iteration: 0, rolloutId: `volt-c1-0-0`, attempt: 0 };
   let stored = 0;
   for await (const o of store.list(keys.spans(ref))) stored += o.size;
@@ -75,11 +74,7 @@ async function spanBytes(store: ReturnType<typeof createObjectStore>): Promise<v
 
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-bench-'));
-  const s3cfg = { endpoint: '', accessKey: 'volt-bench', secretKey: 'volt-bench-secret', bucket: 'volt-bench', region: 'us-east-1' };
-  const s3 = await startS3Server({ dataDir: dir, host: HOST, port: await freePort(HOST), accessKey: s3cfg.accessKey, secretKey: s3cfg.secretKey, region: s3cfg.region, bucket: s3cfg.bucket, detached: false });
-  s3cfg.endpoint = s3.address;
-  const store = createObjectStore(s3cfg);
-  await store.ensureBucket();
+  const { s3, s3cfg, store } = await startBenchS3(dir);
   try {
     const [up, pass, portkey] = (await Promise.all([1, 2, 3].map(() => freePort(HOST)))) as [number, number, number];
     const upstream = `http://${HOST}:${up}`;
@@ -149,18 +144,17 @@ async function main() {
     const rpsSlices = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     const sustainedSlices = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     const cpuSums = new Map<string, [number, number, number, number] | null>(targets.map((t) => [t.name, [0, 0, 0, 0]]));
-    const sliceSeconds = SECONDS;
     for (let round = 0; round < ROUNDS; round++) {
       for (const t of targets) {
         const ready = await cell(t, round === 0 ? 'max' : `max${round}`, 64);
         const before = cpuMs(pids.get(t.name));
         const beforeMain = cpuMs(pids.get(t.name), true);
-        const r = await maxRps(ready, sliceSeconds, PLAIN);
+        const r = await maxRps(ready, SECONDS, PLAIN);
         const during = cpuMs(pids.get(t.name));
         const duringMain = cpuMs(pids.get(t.name), true);
         rpsSlices.get(t.name)!.push(r.rps);
         // Requests over load time plus the time their spans took to reach S3 afterwards.
-        sustainedSlices.get(t.name)!.push(r.requests / (sliceSeconds + (await drainUploads(t))));
+        sustainedSlices.get(t.name)!.push(r.requests / (SECONDS + (await drainUploads(t))));
         const after = cpuMs(pids.get(t.name));
         const sums = cpuSums.get(t.name);
         if (!sums || before === null || during === null || after === null) cpuSums.set(t.name, null);
