@@ -14,7 +14,7 @@ import { GatewayAdminClient } from '../src/gateway/admin-client.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { loadEnv } from '../src/config/env.js';
-import { cpuMs, drainUploads, load, startBenchS3, type Target } from './gateway-load.js';
+import { cpuMs, drainUploads, load, startBenchS3, type Target, warmUp } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
@@ -57,15 +57,13 @@ async function main() {
       const paths = await Promise.all(Array.from({ length: c }, async () => `/r/${(await admin.register({ runId: 'ab', iteration: 0, rolloutId: `ab-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
       return { name: builds[i]![0], origin: `http://${HOST}:${ports[i]}`, paths, headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${ports[i]}/healthz` };
     };
-    // Warm-up (JIT, keep-alive sockets, the span encoder's worker thread) outside every measured cell.
+    // Both builds warm (JIT, keep-alive sockets, the span encoder's worker thread) before any measured cell.
+    const warm: string[] = [];
     for (const i of [0, 1]) {
-      for (const stream of [false, true]) {
-        const t = await target(i, 4);
-        await load(t, 4, 0.5, requestBody(SIZE, stream));
-        await drainUploads(t);
-      }
+      const w = await warmUp(() => target(i, 16), pids[i], requestBody(SIZE, false), requestBody(SIZE, true));
+      warm.push(`${builds[i]![0]} ${w.calls} calls in ${w.seconds.toFixed(0)} s, CPU µs/call ${w.windows.map((x) => x.toFixed(0)).join(' → ')}`);
     }
-    console.log(`A/B ${SIZE}: load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ${ROUNDS} interleaved rounds of ${SECONDS}s per cell`);
+    console.log(`A/B ${SIZE}: load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ${ROUNDS} interleaved rounds of ${SECONDS}s per cell; warm-up: ${warm.join('; ')}`);
     for (const [label, stream, c] of [['plain c=1', false, 1], ['plain c=64', false, 64], ['stream c=1', true, 1], ['stream c=64', true, 64]] as const) {
       const rs: { p50: number; p99: number; rps: number }[][] = [[], []];
       // CPU per call of each build: its event-loop thread during the load, and all its threads over load + drain.

@@ -5,7 +5,7 @@
  * target, the mock upstream, the S3 server (span uploads), the load generator (this process) and the whole machine
  * (/proc/stat), each slice followed by the uploads' drain, which its CPU includes. Interleaved rounds; every slice
  * printed, then medians. Run: node --import tsx bench/gateway-machine-cpu.ts [--size agent] [--defer-mb 32,128]
- * [--rounds 4] [--seconds 4] [--autocannon]
+ * [--rounds 4] [--seconds 4] [--connections 64 (the undici closed loop's)] [--autocannon]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -15,12 +15,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { GatewayAdminClient } from '../src/gateway/admin-client.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
-import { cpuMs, drainUploads, load, maxRps, startBenchS3, type Target } from './gateway-load.js';
+import { cpuMs, drainUploads, load, maxRps, startBenchS3, type Target, warmUp } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
 const SIZE = flag('--size', 'agent') as CallSize;
 if (!CALL_SIZES.includes(SIZE)) throw new Error(`--size must be one of ${CALL_SIZES.join(', ')}`);
+const CONNECTIONS = Number(flag('--connections', '64'));
+if (!Number.isInteger(CONNECTIONS) || CONNECTIONS < 1) throw new Error('--connections must be a whole number, 1 or more');
 const DEFERS = flag('--defer-mb', '32,128').split(',').map(Number);
 if (DEFERS.some((d) => !Number.isInteger(d) || d < 0)) throw new Error('--defer-mb: comma-separated whole MiB, 0 or more');
 const ROUNDS = Number(flag('--rounds', '4'));
@@ -66,17 +68,24 @@ async function main() {
       const origin = `http://${HOST}:${port}`;
       targets.push({ target: { name: `volt-defer-${mb}`, origin, paths: [], headers: { authorization: 'Bearer bench' }, health: `${origin}/healthz` }, pid: child.pid!, admin: new GatewayAdminClient(origin, 'bench-admin-key') });
     }
-    console.log(`machine CPU per call: ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, size ${SIZE}, c=64 ${AUTOCANNON ? 'autocannon' : 'undici closed loop'}, ${ROUNDS} interleaved rounds of ${SECONDS}s, each slice incl. its upload drain`);
+    // Every target warm before any slice (JIT, keep-alive sockets, the encoder thread): gateway-load.ts's warmUp.
+    for (const { target, pid, admin } of targets) {
+      let n = 0;
+      const fresh = async () => (admin ? { ...target, paths: await Promise.all(Array.from({ length: 16 }, async () => `/r/${(await admin.register({ runId: 'cpu', iteration: 0, rolloutId: `warm-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`)) } : target);
+      const w = await warmUp(fresh, pid, requestBody(SIZE, false), requestBody(SIZE, true));
+      console.log(`warm-up ${target.name}: ${w.calls} calls in ${w.seconds.toFixed(0)} s, CPU µs/call ${w.windows.map((x) => x.toFixed(0)).join(' → ')}`);
+    }
+    console.log(`machine CPU per call: ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, size ${SIZE}, c=${AUTOCANNON ? 64 : CONNECTIONS} ${AUTOCANNON ? 'autocannon' : 'undici closed loop'}, ${ROUNDS} interleaved rounds of ${SECONDS}s, each slice incl. its upload drain`);
     const rows = new Map<string, number[][]>();
     for (let round = 0; round < ROUNDS; round++) {
       for (const { target, pid, admin } of targets) {
         // Fresh rollouts per slice, one per connection (like one agent each).
         const paths = admin
-          ? await Promise.all(Array.from({ length: 64 }, async (_, i) => `/r/${(await admin.register({ runId: 'cpu', iteration: 0, rolloutId: `${round}-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`))
+          ? await Promise.all(Array.from({ length: AUTOCANNON ? 64 : CONNECTIONS }, async (_, i) => `/r/${(await admin.register({ runId: 'cpu', iteration: 0, rolloutId: `${round}-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`))
           : target.paths;
         const t = { ...target, paths };
         const before = [cpuMs(pid)!, cpuMs(upstream.pid)!, cpuMs(s3.pid)!, selfMs(), machineMs()] as const;
-        const r = AUTOCANNON ? { ...(await maxRps(t, SECONDS, requestBody(SIZE, false))), p50: NaN, p99: NaN } : await load(t, 64, SECONDS, requestBody(SIZE, false));
+        const r = AUTOCANNON ? { ...(await maxRps(t, SECONDS, requestBody(SIZE, false))), p50: NaN, p99: NaN } : await load(t, CONNECTIONS, SECONDS, requestBody(SIZE, false));
         await drainUploads(t);
         const after = [cpuMs(pid)!, cpuMs(upstream.pid)!, cpuMs(s3.pid)!, selfMs(), machineMs()] as const;
         const per = (ms: number) => (1000 * ms) / r.requests;

@@ -29,6 +29,8 @@ if (mode === 'upstream') {
       () => res.writeHead(502).end(),
     );
   }).listen(port, '127.0.0.1');
+  // Exit normally on SIGTERM, so --cpu-prof writes its profile (bench/gateway-profile.ts --target passthrough).
+  process.once('SIGTERM', () => process.exit(0));
 } else if (mode === 'volt') {
   const [upstreamUrl, durability, dataDir, s3, walSync, deferBytes, replicaId] = rest as [string, 'wal' | 'direct', string, string, 'write' | 'fsync', string, string | undefined];
   const store = createObjectStore(JSON.parse(s3) as Parameters<typeof createObjectStore>[0]);

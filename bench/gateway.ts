@@ -3,6 +3,7 @@
  * direct-to-S3 durability), through Portkey, and through a bare undici passthrough (the floor), at one call size
  * (bench/gateway-sizes.ts: tiny, agent, long), plain and streamed. Figures are printed, not asserted.
  * Run: node --import tsx bench/gateway.ts [--size tiny|agent|long] [--seconds 3] [--rounds 3] [--defer-mb N (default: the gateway's)]
+ * [--warmup 40: most seconds of each target's plain warm-up, half that streamed]
  * The Responses and Messages endpoints beside chat, through the same gateway and mock upstream: bench/agent-apis.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -17,12 +18,13 @@ import { stopProcess } from '../src/stack/processes.js';
 import { keys } from '../src/storage/keys.js';
 import type { ObjectStore } from '../src/storage/object-store.js';
 import { readSpans } from '../src/storage/spans.js';
-import { cpuMs, drainUploads, load, maxRps, startBenchS3, type Target, ttfb } from './gateway-load.js';
+import { cpuMs, drainUploads, load, maxRps, startBenchS3, type Target, ttfb, warmUp } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback);
 const SECONDS = arg('--seconds', 3);
 const ROUNDS = Math.max(1, Math.round(arg('--rounds', 3)));
+const WARMUP_S = arg('--warmup', 40);
 const SIZE = (process.argv.includes('--size') ? process.argv[process.argv.indexOf('--size') + 1] : 'tiny') as CallSize;
 if (!CALL_SIZES.includes(SIZE)) throw new Error(`--size must be one of ${CALL_SIZES.join(', ')}`);
 const PLAIN = requestBody(SIZE, false);
@@ -111,14 +113,17 @@ async function main() {
       ...volts,
       ...(portkeyOk ? [{ name: 'portkey', origin: `http://${HOST}:${portkey}`, paths: ['/v1/chat/completions'], headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1`, authorization: 'Bearer bench' } }] : []),
     ];
+    // Every target warm before any cell (JIT, keep-alive sockets, the encoder thread): gateway-load.ts's warmUp.
+    const warm: string[] = [];
     for (const t of targets) {
-      await load(await cell(t, 'warmup', 4), 4, 1, PLAIN); // warm-up: JIT, keep-alive sockets
-      await drainUploads(t);
+      const w = await warmUp((label) => cell(t, label, 16), pids.get(t.name), PLAIN, STREAMED, { maxS: WARMUP_S });
+      warm.push(`${t.name} ${w.calls} calls in ${w.seconds.toFixed(0)} s, CPU µs/call ${w.windows.map((x) => x.toFixed(0)).join(' → ')}`);
     }
     console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell (latency cells: median of ${ROUNDS} interleaved slices; max req/s: median of ${ROUNDS} interleaved slices of ${SECONDS}s), call size ${SIZE}: ${PLAIN.length} B request, mock upstream answering ${JSON.stringify(SIZE === 'tiny' ? '24 prompt ids, 5 tokens' : SIZE === 'agent' ? '2,000 prompt ids, 256 tokens with logprobs' : '8,000 prompt ids, 256 tokens with logprobs')}`);
     console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 100 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
     console.log('volt-upl-now = same, uploading at once (a segment holds what queued meanwhile); volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
     console.log('CPU us/call = CPU time of the process serving the target (for direct: the mock upstream) per call of the max req/s cell, all threads; [its event-loop thread alone].');
+    console.log(`Warm-up per target (c=16, 2 s windows of plain calls until CPU per call settles, then streamed): ${warm.join('; ')}`);
     console.log('Each Volt cell uses fresh rollouts (one per connection) and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
     // Latency cells run in ROUNDS interleaved slices (every target once per round), and report the median slice, so a
     // burst of noise on the shared machine lands on one slice of every target rather than on one target's whole cell.
