@@ -107,6 +107,11 @@ export function cpuMs(pid: number | undefined, mainThread = false): number | nul
   }
 }
 
+/** Paths of `n` fresh rollouts registered through a Volt gateway's admin API (one per connection, like one agent each). */
+export async function rolloutPaths(admin: { register: (r: { runId: string; iteration: number; rolloutId: string; attempt: number; mode: 'train'; policyModel: string }) => Promise<{ token: string }> }, runId: string, prefix: string, n: number): Promise<string[]> {
+  return Promise.all(Array.from({ length: n }, async (_, i) => `/r/${(await admin.register({ runId, iteration: 0, rolloutId: `${prefix}-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
+}
+
 export interface WarmUp {
   calls: number;
   seconds: number;
@@ -117,7 +122,7 @@ export interface WarmUp {
 /**
  * Runs a target until it is warm, so no cell measures its JIT: V8 keeps optimising a large server's code for
  * thousands of calls (Volt on the agent-sized call: ~1.6x the CPU per call and ~0.7 ms more at c=1 over its first
- * ~10,000 calls), where the bare passthrough settles within hundreds. Windows of `windowS` seconds of closed-loop load
+ * ~10,000 calls), where the bare passthrough settles within its first few thousand. Windows of `windowS` seconds of closed-loop load
  * at c=16 with the plain body until the target's CPU per call falls less than 5 % from one window to the next (at
  * least 3 windows, at most `maxS` seconds), then the streamed body the same way, uploads drained after each window.
  * `fresh(label)` gives the target with new rollouts (a Volt target) or as it is.

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { GatewayAdminClient } from '../src/gateway/admin-client.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
-import { cpuMs, drainUploads, load, maxRps, startBenchS3, type Target, warmUp } from './gateway-load.js';
+import { cpuMs, drainUploads, load, maxRps, rolloutPaths, startBenchS3, type Target, warmUp } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
@@ -70,8 +70,7 @@ async function main() {
     }
     // Every target warm before any slice (JIT, keep-alive sockets, the encoder thread): gateway-load.ts's warmUp.
     for (const { target, pid, admin } of targets) {
-      let n = 0;
-      const fresh = async () => (admin ? { ...target, paths: await Promise.all(Array.from({ length: 16 }, async () => `/r/${(await admin.register({ runId: 'cpu', iteration: 0, rolloutId: `warm-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`)) } : target);
+      const fresh = async (label: string) => (admin ? { ...target, paths: await rolloutPaths(admin, 'cpu', label, 16) } : target);
       const w = await warmUp(fresh, pid, requestBody(SIZE, false), requestBody(SIZE, true));
       console.log(`warm-up ${target.name}: ${w.calls} calls in ${w.seconds.toFixed(0)} s, CPU µs/call ${w.windows.map((x) => x.toFixed(0)).join(' → ')}`);
     }

@@ -17,7 +17,7 @@ import { loadEnv } from '../src/config/env.js';
 import { GatewayAdminClient } from '../src/gateway/admin-client.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
-import { drainUploads, load, maxRps, startBenchS3, warmUp } from './gateway-load.js';
+import { drainUploads, load, maxRps, rolloutPaths, startBenchS3, warmUp } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
 const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
@@ -102,12 +102,11 @@ async function main() {
     const admin = new GatewayAdminClient(`http://${HOST}:${gw}`, 'bench-admin-key');
     const paths = TARGET === 'passthrough'
       ? ['/v1/chat/completions']
-      : await Promise.all(Array.from({ length: CONNECTIONS }, async (_, i) => `/r/${(await admin.register({ runId: 'prof', iteration: 0, rolloutId: `p-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
+      : await rolloutPaths(admin, 'prof', 'p', CONNECTIONS);
     const target = { name: TARGET, origin: `http://${HOST}:${gw}`, paths, headers: { authorization: 'Bearer bench' }, health: TARGET === 'volt' ? `http://${HOST}:${gw}/healthz` : undefined };
     const body = requestBody(SIZE, process.argv.includes('--stream'));
     // Warm first (V8 optimises the gateway's code over its first ~10,000 calls), then profile the load alone.
-    let n = 0;
-    const fresh = async () => (TARGET === 'volt' ? { ...target, paths: await Promise.all(Array.from({ length: 16 }, async () => `/r/${(await admin.register({ runId: 'prof', iteration: 0, rolloutId: `warm-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`)) } : target);
+    const fresh = async (label: string) => (TARGET === 'volt' ? { ...target, paths: await rolloutPaths(admin, 'prof', label, 16) } : target);
     const warm = WARMUP_S > 0 ? await warmUp(fresh, gateway.pid, requestBody(SIZE, false), requestBody(SIZE, true), { maxS: WARMUP_S }) : null;
     if (warm) console.log(`warm-up: ${warm.calls} calls in ${warm.seconds.toFixed(0)} s, CPU µs/call ${warm.windows.map((x) => x.toFixed(0)).join(' → ')}`);
     const window = { from: Number(process.hrtime.bigint() / 1000n), to: 0 };
