@@ -1,4 +1,4 @@
-.PHONY: setup test test-unit test-integration test-py demo up down status lint typecheck
+.PHONY: setup test test-unit test-integration test-py demo up down status lint format typecheck
 
 setup:
 	bash scripts/setup.sh
@@ -30,8 +30,18 @@ down:
 status:
 	node bin/volt.mjs status
 
+# Formatters (Prettier for TypeScript/JavaScript, ruff for Python) in check mode, then the linters.
 lint:
+	npx prettier --check --log-level warn "**/*.{ts,mts,js,mjs,cjs}"
+	.venv/bin/ruff format --check -q .
+	.venv/bin/ruff check -q .
 	npx eslint .
+
+# Rewrites files in place: what `make lint` checks.
+format:
+	npx prettier --write --log-level warn "**/*.{ts,mts,js,mjs,cjs}"
+	.venv/bin/ruff format -q .
+	.venv/bin/ruff check -q --fix .
 
 typecheck:
 	npx tsc --noEmit

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything and runs the tests, fastest feedback first:
-#   static       typecheck + lint
+#   static       typecheck + formatters' checks + lint (make lint)
 #   unit         node:test files that start no service (scripts/test-layers.ts decides; a few minutes)
 #   py           pytest trainer/tests
 #   integration  node:test files that start a Temporal dev server, S3 server, model server or the volt CLI's stack
@@ -27,7 +27,7 @@ node_layer() {
 
 if [ "$layer" = all ] || [ "$layer" = static ]; then
   phase typecheck; npx tsc --noEmit; took typecheck
-  phase lint; npx eslint .; took lint
+  phase lint; make --no-print-directory lint; took lint
 fi
 if [ "$layer" = all ] || [ "$layer" = unit ]; then node_layer unit; fi
 if [ "$layer" = all ] || [ "$layer" = py ]; then
