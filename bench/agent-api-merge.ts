@@ -28,7 +28,11 @@ const SETTINGS = { AGENT_MAX_TURNS: '3', AGENT_MAX_TOKENS: '24', AGENT_TEMPERATU
 
 function runProcess(argv: string[], env: Record<string, string>): Promise<number | null> {
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { cwd: root, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: 'ignore' });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: 'ignore',
+    });
     child.on('error', reject);
     child.on('close', resolve);
   });
@@ -39,7 +43,14 @@ async function messagesAgent(baseURL: string, apiKey: string, question: string):
   const client = new Anthropic({ baseURL, apiKey, maxRetries: 0 });
   const messages: Anthropic.MessageParam[] = [...EXAMPLE, { role: 'user', content: `${question}\n${HINT}` }];
   for (let turn = 1; turn <= Number(SETTINGS.AGENT_MAX_TURNS); turn++) {
-    const res = await client.messages.create({ model: 'policy', system: SYSTEM_PROMPT, messages, max_tokens: Number(SETTINGS.AGENT_MAX_TOKENS), stop_sequences: ['</calc>', '</answer>'], temperature: 0 } as Anthropic.MessageCreateParamsNonStreaming);
+    const res = await client.messages.create({
+      model: 'policy',
+      system: SYSTEM_PROMPT,
+      messages,
+      max_tokens: Number(SETTINGS.AGENT_MAX_TOKENS),
+      stop_sequences: ['</calc>', '</answer>'],
+      temperature: 0,
+    } as Anthropic.MessageCreateParamsNonStreaming);
     const text = res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
     messages.push({ role: 'assistant', content: text });
     const next = reactTo(text);
@@ -58,9 +69,16 @@ try {
     for (const api of apis) {
       const ref = rolloutInput({ policyModel: SERVED_MODEL });
       const { token, baseUrl } = await gw.admin.register(ref);
-      const env = { ...SETTINGS, OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: token, VOLT_TASK: JSON.stringify({ id: `t${t}`, input: { question } }) };
-      if (api === 'chat.completions') await runProcess([path.join(root, 'node_modules/.bin/tsx'), 'examples/calculator-ts/agent.ts'], env);
-      else if (api === 'responses') await runProcess([path.join(root, 'node_modules/.bin/tsx'), 'examples/calculator-responses/agent.ts'], env);
+      const env = {
+        ...SETTINGS,
+        OPENAI_BASE_URL: baseUrl,
+        OPENAI_API_KEY: token,
+        VOLT_TASK: JSON.stringify({ id: `t${t}`, input: { question } }),
+      };
+      if (api === 'chat.completions')
+        await runProcess([path.join(root, 'node_modules/.bin/tsx'), 'examples/calculator-ts/agent.ts'], env);
+      else if (api === 'responses')
+        await runProcess([path.join(root, 'node_modules/.bin/tsx'), 'examples/calculator-responses/agent.ts'], env);
       else await messagesAgent(baseUrl.replace(/\/v1$/, ''), token, question);
       await gw.admin.close(token);
       const spans: Span[] = [];
@@ -76,13 +94,25 @@ try {
       const at = (spanId: string) => {
         const prev = spans[spans.findIndex((s) => s.spanId === spanId) - 1];
         const answer = prev?.choices[0]?.tokenIds ?? [];
-        return prev ? ` (previous call: ${prev.promptTokenIds?.length ?? '?'} prompt + ${answer.length} answer tokens, answer text ${JSON.stringify(prev.choices[0]?.text ?? '')})` : '';
+        return prev
+          ? ` (previous call: ${prev.promptTokenIds?.length ?? '?'} prompt + ${answer.length} answer tokens, answer text ${JSON.stringify(prev.choices[0]?.text ?? '')})`
+          : '';
       };
-      console.log(`task ${t} ${api}: ${spans.length} spans (${[...new Set(spans.map((s) => s.api))].join(',')}), ${tr.merges} merges, breaks: ${tr.breaks.map((b) => `${b.reason}@${b.position}${at(b.spanId)}`).join(' ') || 'none'}`);
+      console.log(
+        `task ${t} ${api}: ${spans.length} spans (${[...new Set(spans.map((s) => s.api))].join(',')}), ${tr.merges} merges, breaks: ${tr.breaks.map((b) => `${b.reason}@${b.position}${at(b.spanId)}`).join(' ') || 'none'}`,
+      );
     }
   }
-  console.log(`\nMerge rate per API (${TASKS} tasks, greedy, ${SETTINGS.AGENT_MAX_TURNS} turns max, ${SETTINGS.AGENT_MAX_TOKENS} tokens a turn), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}:`);
-  for (const [api, a] of totals) console.log(`  ${api.padEnd(17)} ${a.rollouts} rollouts, ${a.calls} calls, ${a.merges}/${a.followUps} follow-up calls merged (${a.followUps ? ((100 * a.merges) / a.followUps).toFixed(0) : 'n/a'} %)`);
+  console.log(
+    `\nMerge rate per API (${TASKS} tasks, greedy, ${SETTINGS.AGENT_MAX_TURNS} turns max, ${SETTINGS.AGENT_MAX_TOKENS} tokens a turn), load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}:`,
+  );
+  for (const [api, a] of totals)
+    console.log(
+      `  ${api.padEnd(17)} ${a.rollouts} rollouts, ${a.calls} calls, ${a.merges}/${a.followUps} follow-up calls merged (${a.followUps ? ((100 * a.merges) / a.followUps).toFixed(0) : 'n/a'} %)`,
+    );
 } finally {
   await gw.close();
   await model.stop();

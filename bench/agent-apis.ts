@@ -18,7 +18,8 @@ import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { startBenchS3 } from './gateway-load.js';
 
-const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback);
+const arg = (name: string, fallback: number) =>
+  process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback;
 const SECONDS = arg('--seconds', 2);
 const ROUNDS = Math.max(1, Math.round(arg('--rounds', 5)));
 const HOST = '127.0.0.1';
@@ -28,14 +29,22 @@ const children: ChildProcess[] = [];
 const ask = 'What is the answer?';
 /** Each API's smallest real request, as its SDK sends it. */
 const BODIES = {
-  chat: (stream: boolean) => ({ path: 'v1/chat/completions', body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: ask }], stream } }),
+  chat: (stream: boolean) => ({
+    path: 'v1/chat/completions',
+    body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: ask }], stream },
+  }),
   responses: (stream: boolean) => ({ path: 'v1/responses', body: { model: 'gpt-4.1', input: ask, stream } }),
-  messages: (stream: boolean) => ({ path: 'v1/messages', body: { model: 'claude-x', max_tokens: 16, messages: [{ role: 'user', content: ask }], stream } }),
+  messages: (stream: boolean) => ({
+    path: 'v1/messages',
+    body: { model: 'claude-x', max_tokens: 16, messages: [{ role: 'user', content: ask }], stream },
+  }),
 } as const;
 type Api = keyof typeof BODIES;
 
 async function spawnTarget(args: string[]): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/gateway-targets.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/gateway-targets.ts', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -58,16 +67,23 @@ async function load(origin: string, calls: Call[], body: string, concurrency: nu
   let errors = 0;
   const end = performance.now() + seconds * 1000;
   const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async (_, i) => {
-    while (performance.now() < end) {
-      const t0 = performance.now();
-      const call = calls[i % calls.length]!;
-      const res = await pool.request({ method: 'POST', path: call.path, headers: { 'content-type': 'application/json', authorization: `Bearer ${call.key}` }, body });
-      await res.body.text();
-      if (res.statusCode !== 200) errors++;
-      latencies.push(performance.now() - t0);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, i) => {
+      while (performance.now() < end) {
+        const t0 = performance.now();
+        const call = calls[i % calls.length]!;
+        const res = await pool.request({
+          method: 'POST',
+          path: call.path,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${call.key}` },
+          body,
+        });
+        await res.body.text();
+        if (res.statusCode !== 200) errors++;
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
   const elapsed = (performance.now() - started) / 1000;
   await pool.close();
   return { p50: median(latencies), rps: latencies.length / elapsed, errors };
@@ -75,7 +91,21 @@ async function load(origin: string, calls: Call[], body: string, concurrency: nu
 
 /** Gateway CPU of the translation alone, µs per call (request in, whole answer out), interleaved rounds, median. */
 function translationCpu(): Record<Api, number> {
-  const chat = { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'policy', choices: [{ index: 0, message: { role: 'assistant', content: 'The answer is 42.', refusal: null }, logprobs: null, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 5, total_tokens: 14 } } as const;
+  const chat = {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'policy',
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: 'The answer is 42.', refusal: null },
+        logprobs: null,
+        finish_reason: 'stop',
+      },
+    ],
+    usage: { prompt_tokens: 9, completion_tokens: 5, total_tokens: 14 },
+  } as const;
   const steps: Record<Api, () => unknown> = {
     chat: () => parseBody(chatRequestSchema, BODIES.chat(false).body),
     responses: () => translateResponses(BODIES.responses(false).body).dialect.json(chat as never),
@@ -94,7 +124,9 @@ function translationCpu(): Record<Api, number> {
 
 async function main() {
   const cpu = translationCpu();
-  console.log(`translation CPU per call (request validated + translated, answer translated back), µs: chat (validation only) ${cpu.chat.toFixed(1)}, responses ${cpu.responses.toFixed(1)}, messages ${cpu.messages.toFixed(1)}`);
+  console.log(
+    `translation CPU per call (request validated + translated, answer translated back), µs: chat (validation only) ${cpu.chat.toFixed(1)}, responses ${cpu.responses.toFixed(1)}, messages ${cpu.messages.toFixed(1)}`,
+  );
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-bench-apis-'));
   const { s3, s3cfg } = await startBenchS3(dir);
   try {
@@ -102,25 +134,75 @@ async function main() {
     const upstream = `http://${HOST}:${up}`;
     const gateway = `http://${HOST}:${gw}`;
     await spawnTarget(['upstream', String(up)]);
-    await spawnTarget(['volt', String(gw), upstream, 'wal', path.join(dir, 'volt'), JSON.stringify(s3cfg), 'write', String(64 * 1024 * 1024)]);
+    await spawnTarget([
+      'volt',
+      String(gw),
+      upstream,
+      'wal',
+      path.join(dir, 'volt'),
+      JSON.stringify(s3cfg),
+      'write',
+      String(64 * 1024 * 1024),
+    ]);
     const admin = new GatewayAdminClient(gateway, 'bench-admin-key');
     let n = 0;
-    const rollouts = async (count: number) => Promise.all(Array.from({ length: count }, async () => {
-      const { token } = await admin.register({ runId: 'bench', iteration: 0, rolloutId: `apis-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' });
-      return (p: string): Call => ({ path: `/r/${token}/${p}`, key: token });
-    }));
-    const cells: [Api, boolean][] = (['chat', 'responses', 'messages'] as const).flatMap((api) => [[api, false], [api, true]] as [Api, boolean][]);
+    const rollouts = async (count: number) =>
+      Promise.all(
+        Array.from({ length: count }, async () => {
+          const { token } = await admin.register({
+            runId: 'bench',
+            iteration: 0,
+            rolloutId: `apis-${n++}`,
+            attempt: 0,
+            mode: 'train',
+            policyModel: 'policy',
+          });
+          return (p: string): Call => ({ path: `/r/${token}/${p}`, key: token });
+        }),
+      );
+    const cells: [Api, boolean][] = (['chat', 'responses', 'messages'] as const).flatMap(
+      (api) =>
+        [
+          [api, false],
+          [api, true],
+        ] as [Api, boolean][],
+    );
     const direct = (stream: boolean) => JSON.stringify(BODIES.chat(stream).body);
-    for (const [api, stream] of cells) await load(gateway, (await rollouts(2)).map((at) => at(BODIES[api](stream).path)), JSON.stringify(BODIES[api](stream).body), 2, 0.5);
+    for (const [api, stream] of cells)
+      await load(
+        gateway,
+        (await rollouts(2)).map((at) => at(BODIES[api](stream).path)),
+        JSON.stringify(BODIES[api](stream).body),
+        2,
+        0.5,
+      );
 
-    console.log(`\nAgent-API bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${ROUNDS} interleaved rounds of ${(SECONDS / ROUNDS).toFixed(2)} s per latency cell, ${SECONDS} s per max req/s cell; mock upstream with a fixed 5-token answer\n`);
+    console.log(
+      `\nAgent-API bench: ${os.cpus().length} CPUs (shared), load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(
+          ' ',
+        )}, Node ${process.version}, ${ROUNDS} interleaved rounds of ${(SECONDS / ROUNDS).toFixed(2)} s per latency cell, ${SECONDS} s per max req/s cell; mock upstream with a fixed 5-token answer\n`,
+    );
     const slices = new Map<string, number[]>();
     const put = (k: string, v: number) => slices.set(k, [...(slices.get(k) ?? []), v]);
     for (let round = 0; round < ROUNDS; round++) {
-      for (const stream of [false, true]) put(`direct:${stream}`, (await load(upstream, [{ path: '/v1/chat/completions', key: 'direct' }], direct(stream), 1, SECONDS / ROUNDS)).p50);
+      for (const stream of [false, true])
+        put(
+          `direct:${stream}`,
+          (await load(upstream, [{ path: '/v1/chat/completions', key: 'direct' }], direct(stream), 1, SECONDS / ROUNDS))
+            .p50,
+        );
       for (const [api, stream] of cells) {
         const { path: p, body } = BODIES[api](stream);
-        const r = await load(gateway, (await rollouts(1)).map((at) => at(p)), JSON.stringify(body), 1, SECONDS / ROUNDS);
+        const r = await load(
+          gateway,
+          (await rollouts(1)).map((at) => at(p)),
+          JSON.stringify(body),
+          1,
+          SECONDS / ROUNDS,
+        );
         if (r.errors) console.log(`  ${api} stream=${stream}: ${r.errors} non-200 answers`);
         put(`${api}:${stream}`, r.p50);
       }
@@ -128,19 +210,41 @@ async function main() {
     const rps = new Map<string, number>();
     for (const [api, stream] of cells) {
       const { path: p, body } = BODIES[api](stream);
-      rps.set(`${api}:${stream}`, (await load(gateway, (await rollouts(32)).map((at) => at(p)), JSON.stringify(body), 32, SECONDS)).rps);
+      rps.set(
+        `${api}:${stream}`,
+        (
+          await load(
+            gateway,
+            (await rollouts(32)).map((at) => at(p)),
+            JSON.stringify(body),
+            32,
+            SECONDS,
+          )
+        ).rps,
+      );
     }
     const p50 = (k: string) => median(slices.get(k)!);
-    console.log(`${'endpoint'.padEnd(22)}${'c=1 p50 ms'.padStart(12)}${'added p50 ms'.padStart(14)}${'vs chat'.padStart(10)}${'max req/s (c=32)'.padStart(18)}${'vs chat'.padStart(10)}`);
+    console.log(
+      `${'endpoint'.padEnd(22)}${'c=1 p50 ms'.padStart(12)}${'added p50 ms'.padStart(14)}${'vs chat'.padStart(10)}${'max req/s (c=32)'.padStart(18)}${'vs chat'.padStart(10)}`,
+    );
     for (const [api, stream] of cells) {
       const key = `${api}:${stream}`;
       const added = p50(key) - p50(`direct:${stream}`);
       const chatAdded = p50(`chat:${stream}`) - p50(`direct:${stream}`);
       const label = `${api}${stream ? ' (stream)' : ''}`;
-      console.log(`${label.padEnd(22)}${p50(key).toFixed(3).padStart(12)}${added.toFixed(3).padStart(14)}${`${(added / chatAdded).toFixed(2)}x`.padStart(10)}${rps.get(key)!.toFixed(0).padStart(18)}${`${(rps.get(key)! / rps.get(`chat:${stream}`)!).toFixed(2)}x`.padStart(10)}`);
+      console.log(
+        `${label.padEnd(22)}${p50(key).toFixed(3).padStart(12)}${added.toFixed(3).padStart(14)}${`${(added / chatAdded).toFixed(2)}x`.padStart(10)}${rps.get(key)!.toFixed(0).padStart(18)}${`${(rps.get(key)! / rps.get(`chat:${stream}`)!).toFixed(2)}x`.padStart(10)}`,
+      );
     }
-    console.log(`direct (mock upstream)${p50('direct:false').toFixed(3).padStart(12)} plain, ${p50('direct:true').toFixed(3)} streamed`);
-    console.log(`\nGoal: each API's added p50 within 1.3x of chat's (same stream mode). Load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+    console.log(
+      `direct (mock upstream)${p50('direct:false').toFixed(3).padStart(12)} plain, ${p50('direct:true').toFixed(3)} streamed`,
+    );
+    console.log(
+      `\nGoal: each API's added p50 within 1.3x of chat's (same stream mode). Load average now ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
+    );
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await stopProcess(s3, 5_000);

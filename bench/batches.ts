@@ -17,28 +17,56 @@ import type { ScoredRollout } from '../src/batches/groups.js';
 import { syntheticRollout } from '../src/batches/synthetic-spans.js';
 import type { RolloutRef } from '../src/contracts/rollout.js';
 
-const { values } = parseArgs({ options: { spans: { type: 'string', default: '100000' }, turns: { type: 'string', default: '8' }, reps: { type: 'string', default: '3' }, only: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    spans: { type: 'string', default: '100000' },
+    turns: { type: 'string', default: '8' },
+    reps: { type: 'string', default: '3' },
+    only: { type: 'string' },
+  },
+});
 const turns = Number(values.turns);
 const rollouts = Math.ceil(Number(values.spans) / turns);
 const reps = Number(values.reps);
 const GROUP = 8;
 
 const scored: ScoredRollout[] = Array.from({ length: rollouts }, (_, i) => ({
-  reward: (i * 7919) % 5 / 4,
+  reward: ((i * 7919) % 5) / 4,
   result: {
-    ref: { runId: 'bench', iteration: 0, rolloutId: `r${i}`, attempt: 0 }, taskId: `t${Math.floor(i / GROUP)}`, groupId: `g${Math.floor(i / GROUP)}`,
-    mode: 'train', outcome: 'succeeded', exitCode: 0, signal: null, durationMs: 0, outputText: null, stdoutKey: 'x', stderrKey: 'x', detail: null,
+    ref: { runId: 'bench', iteration: 0, rolloutId: `r${i}`, attempt: 0 },
+    taskId: `t${Math.floor(i / GROUP)}`,
+    groupId: `g${Math.floor(i / GROUP)}`,
+    mode: 'train',
+    outcome: 'succeeded',
+    exitCode: 0,
+    signal: null,
+    durationMs: 0,
+    outputText: null,
+    stdoutKey: 'x',
+    stderrKey: 'x',
+    detail: null,
   },
 }));
 // Realistic agent shapes: 256-token system+task prompt, 64-token turns, 32 tokens of tool output between them;
 // every 4th rollout trims its history once (a break), every 50th has a failed call.
 // CPU time, not wall time: the benchmark machine is shared, and the goal is per core.
-const cpuSeconds = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e6; };
+const cpuSeconds = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
 let generationS = 0;
 const spansOf = (ref: RolloutRef) => {
   const t0 = cpuSeconds();
   const i = Number(ref.rolloutId.slice(1));
-  const spans = syntheticRollout(ref, { turns, seed: i, promptLen: 256, completionLen: 64, gapLen: 32, rewriteAt: i % 4 === 0 ? [5] : [], errorAt: i % 50 === 0 ? [3] : [] });
+  const spans = syntheticRollout(ref, {
+    turns,
+    seed: i,
+    promptLen: 256,
+    completionLen: 64,
+    gapLen: 32,
+    rewriteAt: i % 4 === 0 ? [5] : [],
+    errorAt: i % 50 === 0 ? [3] : [],
+  });
   generationS += cpuSeconds() - t0;
   return spans;
 };
@@ -46,7 +74,8 @@ const config = batchConfigSchema.parse({ estimator: 'grpo', maxTokens: 8192 });
 
 type Encoding = 'none' | 'jsonl' | 'safetensors';
 const kinds: Encoding[] = values.only === undefined ? ['none', 'jsonl', 'safetensors'] : [values.only as Encoding];
-if (!kinds.every((k) => ['none', 'jsonl', 'safetensors'].includes(k))) throw new Error(`--only: ${values.only} is not none, jsonl or safetensors`);
+if (!kinds.every((k) => ['none', 'jsonl', 'safetensors'].includes(k)))
+  throw new Error(`--only: ${values.only} is not none, jsonl or safetensors`);
 const tmp = await mkdtemp(path.join(os.tmpdir(), 'volt-bench-batches-'));
 
 /** One full build; the time spent generating spans inside it is measured and subtracted. */
@@ -62,16 +91,31 @@ async function pass(encoding: Encoding) {
     bytes = built.bytes;
   } else {
     const build = buildBatch(scored, spansOf, config);
-    for await (const row of build.samples) if (encoding === 'jsonl') bytes += Buffer.byteLength(JSON.stringify(row)) + 1;
+    for await (const row of build.samples)
+      if (encoding === 'jsonl') bytes += Buffer.byteLength(JSON.stringify(row)) + 1;
     m = build.manifest();
   }
   const total = cpuSeconds() - t0;
   const wall = Number(process.hrtime.bigint() - w0) / 1e9;
-  return { seconds: total - generationS, generation: generationS, wall, transitions: m.counts.transitions, tokens: m.tokens.prompt + m.tokens.response, bytes, manifestBytes: JSON.stringify(m).length };
+  return {
+    seconds: total - generationS,
+    generation: generationS,
+    wall,
+    transitions: m.counts.transitions,
+    tokens: m.tokens.prompt + m.tokens.response,
+    bytes,
+    manifestBytes: JSON.stringify(m).length,
+  };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const runs = { generation: [] as number[], none: [] as number[], jsonl: [] as number[], safetensors: [] as number[], wall: [] as number[] };
+const runs = {
+  generation: [] as number[],
+  none: [] as number[],
+  jsonl: [] as number[],
+  safetensors: [] as number[],
+  wall: [] as number[],
+};
 let last = await pass(kinds[0]!);
 let jsonlBytes = 0;
 try {
@@ -91,13 +135,22 @@ try {
 const n = last.transitions;
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 const fmt = (x: number) => Math.round(x).toLocaleString('en-US').padStart(14);
-console.log(`${rollouts.toLocaleString()} rollouts × ${turns} turns = ${(rollouts * turns).toLocaleString()} spans; ${n.toLocaleString()} transitions; ${last.tokens.toLocaleString()} sample tokens; median of ${reps}`);
-if (jsonlBytes > 0 && last.bytes > 0) console.log(`batch file: JSONL ${mib(jsonlBytes)}, safetensors ${mib(last.bytes)} (${(last.bytes / jsonlBytes).toFixed(2)}x); manifest ${mib(last.manifestBytes)}`);
-console.log(`${'pass'.padEnd(36)}${'CPU s'.padStart(10)}${'transitions/s'.padStart(14)}${'tokens/s'.padStart(14)}  vs goal 100k/s`);
+console.log(
+  `${rollouts.toLocaleString()} rollouts × ${turns} turns = ${(rollouts * turns).toLocaleString()} spans; ${n.toLocaleString()} transitions; ${last.tokens.toLocaleString()} sample tokens; median of ${reps}`,
+);
+if (jsonlBytes > 0 && last.bytes > 0)
+  console.log(
+    `batch file: JSONL ${mib(jsonlBytes)}, safetensors ${mib(last.bytes)} (${(last.bytes / jsonlBytes).toFixed(2)}x); manifest ${mib(last.manifestBytes)}`,
+  );
+console.log(
+  `${'pass'.padEnd(36)}${'CPU s'.padStart(10)}${'transitions/s'.padStart(14)}${'tokens/s'.padStart(14)}  vs goal 100k/s`,
+);
 const row = (name: string, xs: number[]) => {
   if (xs.length === 0) return;
   const s = median(xs);
-  console.log(`${name.padEnd(36)}${s.toFixed(3).padStart(10)}${fmt(n / s)}${fmt(last.tokens / s)}  ${(n / s / 100_000).toFixed(2)}x`);
+  console.log(
+    `${name.padEnd(36)}${s.toFixed(3).padStart(10)}${fmt(n / s)}${fmt(last.tokens / s)}  ${(n / s / 100_000).toFixed(2)}x`,
+  );
 };
 row('generate synthetic spans (input)', runs.generation);
 row('build samples + manifest', runs.none);
@@ -105,7 +158,13 @@ row('build + JSONL encode (old, no write)', runs.jsonl);
 row('build + safetensors file (written)', runs.safetensors);
 if (runs.jsonl.length > 0 && runs.safetensors.length > 0) {
   const [b, j, st] = [median(runs.none), median(runs.jsonl), median(runs.safetensors)];
-  console.log(`safetensors vs JSONL, build + encode: ${(j / st).toFixed(2)}x faster; encoding alone: JSONL ${(j - b).toFixed(3)} s, safetensors ${(st - b).toFixed(3)} s`);
+  console.log(
+    `safetensors vs JSONL, build + encode: ${(j / st).toFixed(2)}x faster; encoding alone: JSONL ${(j - b).toFixed(3)} s, safetensors ${(st - b).toFixed(3)} s`,
+  );
 }
-console.log(`wall time of one pass, median (generate + build + encode): ${median(runs.wall).toFixed(2)} s (machine load ${os.loadavg()[0]!.toFixed(1)})`);
-console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB${values.only ? ` (--only ${values.only})` : ''}`);
+console.log(
+  `wall time of one pass, median (generate + build + encode): ${median(runs.wall).toFixed(2)} s (machine load ${os.loadavg()[0]!.toFixed(1)})`,
+);
+console.log(
+  `peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB${values.only ? ` (--only ${values.only})` : ''}`,
+);

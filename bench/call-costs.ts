@@ -23,12 +23,47 @@ if (!CALL_SIZES.includes(size)) throw new Error(`--size must be one of ${CALL_SI
 const ref = { runId: 'costs', iteration: 0, rolloutId: 'r', attempt: 0 };
 const { prompt, tokens, ids, entries } = engineTokens(size);
 // The bench's mock answer (bench/gateway-mock-upstream.ts).
-const answer = JSON.stringify({ id: 'chatcmpl-bench', created: 1, model: 'policy', system_fingerprint: 'policy@bench', object: 'chat.completion', prompt_token_ids: prompt, choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, logprobs: { content: entries }, finish_reason: 'stop', token_ids: ids }], usage: { prompt_tokens: prompt.length, completion_tokens: tokens.length, total_tokens: prompt.length + tokens.length } });
+const answer = JSON.stringify({
+  id: 'chatcmpl-bench',
+  created: 1,
+  model: 'policy',
+  system_fingerprint: 'policy@bench',
+  object: 'chat.completion',
+  prompt_token_ids: prompt,
+  choices: [
+    {
+      index: 0,
+      message: { role: 'assistant', content: tokens.join('') },
+      logprobs: { content: entries },
+      finish_reason: 'stop',
+      token_ids: ids,
+    },
+  ],
+  usage: {
+    prompt_tokens: prompt.length,
+    completion_tokens: tokens.length,
+    total_tokens: prompt.length + tokens.length,
+  },
+});
 const requestText = requestBody(size, false);
 const body = JSON.parse(requestText) as Record<string, unknown>;
 const upstreamRequest = upstreamBody(body, 'chat.completions', 'policy');
-const rollout = { record: { ...ref, mode: 'train', policyModel: 'policy', sampling: null, promptOverlay: null }, ref } as unknown as Rollout;
-const ctx: CallContext = { rollout, seq: 1, endpoint: 'chat.completions', api: 'chat.completions', stream: false, startedAt: new Date(), startMs: 0, request: { body, headers: { 'content-type': 'application/json', authorization: '[redacted]' } }, upstreamRequest, upstreamText: JSON.stringify(upstreamRequest) };
+const rollout = {
+  record: { ...ref, mode: 'train', policyModel: 'policy', sampling: null, promptOverlay: null },
+  ref,
+} as unknown as Rollout;
+const ctx: CallContext = {
+  rollout,
+  seq: 1,
+  endpoint: 'chat.completions',
+  api: 'chat.completions',
+  stream: false,
+  startedAt: new Date(),
+  startMs: 0,
+  request: { body, headers: { 'content-type': 'application/json', authorization: '[redacted]' } },
+  upstreamRequest,
+  upstreamText: JSON.stringify(upstreamRequest),
+};
 const meta = spanMeta(ctx, new Date(), null);
 const record = callRecordText(meta, ctx.upstreamText, { json: answer });
 const parsed = JSON.parse(record) as { meta: SpanMeta; upstreamRequest: unknown; response: unknown };
@@ -41,18 +76,51 @@ const cases: [string, () => unknown][] = [
   ['loop: request zod check', () => chatRequestSchema.parse(body)],
   ['loop: upstream body + stringify', () => JSON.stringify(upstreamBody(body, 'chat.completions', 'policy'))],
   ['loop: answer JSON.parse', () => JSON.parse(answer)],
-  ['before: call record head, request serialised again', () => callRecordParts(spanMeta(ctx, new Date(), null), ctx.upstreamText, { json: answer })],
-  ['loop: call record head, request text spliced', () => callRecordParts(spanMeta(ctx, new Date(), null), ctx.upstreamText, { json: answer }, requestText)],
-  ['before: agent answer JSON.parse + strip + stringify', () => JSON.stringify(stripExtensions(JSON.parse(answer), none))],
-  ['loop: agent answer parseAnswer + strip + stringify', () => JSON.stringify(stripExtensions(parseAnswer(answer, { ids: true, logprobs: true }), none))],
+  [
+    'before: call record head, request serialised again',
+    () => callRecordParts(spanMeta(ctx, new Date(), null), ctx.upstreamText, { json: answer }),
+  ],
+  [
+    'loop: call record head, request text spliced',
+    () => callRecordParts(spanMeta(ctx, new Date(), null), ctx.upstreamText, { json: answer }, requestText),
+  ],
+  [
+    'before: agent answer JSON.parse + strip + stringify',
+    () => JSON.stringify(stripExtensions(JSON.parse(answer), none)),
+  ],
+  [
+    'loop: agent answer parseAnswer + strip + stringify',
+    () => JSON.stringify(stripExtensions(parseAnswer(answer, { ids: true, logprobs: true }), none)),
+  ],
   ['encoder: the record stored (brotli, alone)', () => compressSegment(recordBytes, 'brotli')],
-  ['before: encoder built the compact span line', () => serializeSpan(spanOf((JSON.parse(record) as typeof parsed).meta, parsed.upstreamRequest, (JSON.parse(record) as typeof parsed).response), ctx)],
+  [
+    'before: encoder built the compact span line',
+    () =>
+      serializeSpan(
+        spanOf(
+          (JSON.parse(record) as typeof parsed).meta,
+          parsed.upstreamRequest,
+          (JSON.parse(record) as typeof parsed).response,
+        ),
+        ctx,
+      ),
+  ],
   ['reader: span of a stored call record', () => spanOfStoredLine(record)],
   ['reader: span of a compact span line (before)', () => spanOfStoredLine(compact)],
 ];
-const cpu = () => { const u = process.cpuUsage(); return u.user + u.system; };
+const cpu = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
 const us = new Map<string, number[]>();
-console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}; ${size}: request ${requestText.length} chars, answer ${answer.length}, call record ${record.length}, compact span line (before) ${compact.length}`);
+console.log(
+  `load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(
+      ' ',
+    )}; ${size}: request ${requestText.length} chars, answer ${answer.length}, call record ${record.length}, compact span line (before) ${compact.length}`,
+);
 for (let round = 0; round < 9; round++) {
   for (const [name, f] of round % 2 ? [...cases].reverse() : cases) {
     const t = cpu();
@@ -60,5 +128,11 @@ for (let round = 0; round < 9; round++) {
     us.set(name, [...(us.get(name) ?? []), (cpu() - t) / 200]);
   }
 }
-for (const [name, xs] of us) console.log(`${name.padEnd(40)} ${[...xs].sort((a, b) => a - b)[4]!.toFixed(1).padStart(7)} µs`);
+for (const [name, xs] of us)
+  console.log(
+    `${name.padEnd(40)} ${[...xs]
+      .sort((a, b) => a - b)[4]!
+      .toFixed(1)
+      .padStart(7)} µs`,
+  );
 console.log('(the agent answer lines include their own parse)');

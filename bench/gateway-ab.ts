@@ -17,10 +17,12 @@ import { loadEnv } from '../src/config/env.js';
 import { cpuMs, drainUploads, load, startBenchS3, type Target, warmUp } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
-const flag = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
+const flag = (name: string, fallback: string) =>
+  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback;
 const BEFORE = path.resolve(flag('--before', ''));
 const SIZE = flag('--size', 'agent') as CallSize;
-if (!CALL_SIZES.includes(SIZE) || !fs.existsSync(path.join(BEFORE, 'bench/gateway-targets.ts'))) throw new Error('usage: --before <checkout with bench/gateway-targets.ts> [--size tiny|agent|long]');
+if (!CALL_SIZES.includes(SIZE) || !fs.existsSync(path.join(BEFORE, 'bench/gateway-targets.ts')))
+  throw new Error('usage: --before <checkout with bench/gateway-targets.ts> [--size tiny|agent|long]');
 const ROUNDS = Number(flag('--rounds', '7'));
 const AFTER_REPLICA = flag('--after-replica', '');
 const SECONDS = Number(flag('--seconds', '1'));
@@ -34,7 +36,10 @@ async function main() {
   const { s3, s3cfg } = await startBenchS3(dir);
   const children: ChildProcess[] = [];
   const start = async (cwd: string, args: string[]) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/gateway-targets.ts', ...args], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/gateway-targets.ts', ...args], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     children.push(child);
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -44,30 +49,70 @@ async function main() {
   try {
     const up = await freePort(HOST);
     await start(process.cwd(), ['upstream', String(up), SIZE]);
-    const builds = [['before', BEFORE], ['after', process.cwd()]] as const;
+    const builds = [
+      ['before', BEFORE],
+      ['after', process.cwd()],
+    ] as const;
     const ports = [await freePort(HOST), await freePort(HOST)];
     const pids: number[] = [];
     for (const [i, [name, cwd]] of builds.entries()) {
       const replica = name === 'after' && AFTER_REPLICA ? [AFTER_REPLICA] : [];
-      pids[i] = await start(cwd, ['volt', String(ports[i]), `http://${HOST}:${up}`, 'wal', path.join(dir, name), JSON.stringify(s3cfg), 'write', String(DEFER_MB * 1024 * 1024), ...replica]);
+      pids[i] = await start(cwd, [
+        'volt',
+        String(ports[i]),
+        `http://${HOST}:${up}`,
+        'wal',
+        path.join(dir, name),
+        JSON.stringify(s3cfg),
+        'write',
+        String(DEFER_MB * 1024 * 1024),
+        ...replica,
+      ]);
     }
     let n = 0;
     const target = async (i: number, c: number): Promise<Target> => {
       const admin = new GatewayAdminClient(`http://${HOST}:${ports[i]}`, 'bench-admin-key');
-      const paths = await Promise.all(Array.from({ length: c }, async () => `/r/${(await admin.register({ runId: 'ab', iteration: 0, rolloutId: `ab-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
-      return { name: builds[i]![0], origin: `http://${HOST}:${ports[i]}`, paths, headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${ports[i]}/healthz` };
+      const paths = await Promise.all(
+        Array.from(
+          { length: c },
+          async () =>
+            `/r/${(await admin.register({ runId: 'ab', iteration: 0, rolloutId: `ab-${n++}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`,
+        ),
+      );
+      return {
+        name: builds[i]![0],
+        origin: `http://${HOST}:${ports[i]}`,
+        paths,
+        headers: { authorization: 'Bearer bench' },
+        health: `http://${HOST}:${ports[i]}/healthz`,
+      };
     };
     // Both builds warm (JIT, keep-alive sockets, the span encoder's worker thread) before any measured cell.
     const warm: string[] = [];
     for (const i of [0, 1]) {
       const w = await warmUp(() => target(i, 16), pids[i], requestBody(SIZE, false), requestBody(SIZE, true));
-      warm.push(`${builds[i]![0]} ${w.calls} calls in ${w.seconds.toFixed(0)} s, CPU µs/call ${w.windows.map((x) => x.toFixed(0)).join(' → ')}`);
+      warm.push(
+        `${builds[i]![0]} ${w.calls} calls in ${w.seconds.toFixed(0)} s, CPU µs/call ${w.windows.map((x) => x.toFixed(0)).join(' → ')}`,
+      );
     }
-    console.log(`A/B ${SIZE}: load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ${ROUNDS} interleaved rounds of ${SECONDS}s per cell; warm-up: ${warm.join('; ')}`);
-    for (const [label, stream, c] of [['plain c=1', false, 1], ['plain c=64', false, 64], ['stream c=1', true, 1], ['stream c=64', true, 64]] as const) {
+    console.log(
+      `A/B ${SIZE}: load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}, ${ROUNDS} interleaved rounds of ${SECONDS}s per cell; warm-up: ${warm.join('; ')}`,
+    );
+    for (const [label, stream, c] of [
+      ['plain c=1', false, 1],
+      ['plain c=64', false, 64],
+      ['stream c=1', true, 1],
+      ['stream c=64', true, 64],
+    ] as const) {
       const rs: { p50: number; p99: number; rps: number }[][] = [[], []];
       // CPU per call of each build: its event-loop thread during the load, and all its threads over load + drain.
-      const cpu = [{ main: [] as number[], all: [] as number[] }, { main: [] as number[], all: [] as number[] }];
+      const cpu = [
+        { main: [] as number[], all: [] as number[] },
+        { main: [] as number[], all: [] as number[] },
+      ];
       for (let round = 0; round < ROUNDS; round++) {
         for (const i of round % 2 ? [1, 0] : [0, 1]) {
           const t = await target(i, c);
@@ -83,12 +128,26 @@ async function main() {
           }
         }
       }
-      const m = rs.map((r) => ({ p50: median(r.map((x) => x.p50)), p99: median(r.map((x) => x.p99)), rps: median(r.map((x) => x.rps)) }));
+      const m = rs.map((r) => ({
+        p50: median(r.map((x) => x.p50)),
+        p99: median(r.map((x) => x.p99)),
+        rps: median(r.map((x) => x.rps)),
+      }));
       const us = cpu.map((x) => (x.main.length ? { main: median(x.main), all: median(x.all) } : null));
-      const cpuText = us[0] && us[1] ? ` | CPU us/call event loop ${us[0].main.toFixed(0)} -> ${us[1].main.toFixed(0)} (${(us[1].main / us[0].main).toFixed(2)}x), all threads incl. drain ${us[0].all.toFixed(0)} -> ${us[1].all.toFixed(0)} (${(us[1].all / us[0].all).toFixed(2)}x)` : '';
-      console.log(`${label.padEnd(12)} before p50 ${m[0]!.p50.toFixed(2)} p99 ${m[0]!.p99.toFixed(2)} ms ${m[0]!.rps.toFixed(0)}/s | after p50 ${m[1]!.p50.toFixed(2)} p99 ${m[1]!.p99.toFixed(2)} ms ${m[1]!.rps.toFixed(0)}/s | after/before p50 ${(m[1]!.p50 / m[0]!.p50).toFixed(2)}x, req/s ${(m[1]!.rps / m[0]!.rps).toFixed(2)}x${cpuText}`);
+      const cpuText =
+        us[0] && us[1]
+          ? ` | CPU us/call event loop ${us[0].main.toFixed(0)} -> ${us[1].main.toFixed(0)} (${(us[1].main / us[0].main).toFixed(2)}x), all threads incl. drain ${us[0].all.toFixed(0)} -> ${us[1].all.toFixed(0)} (${(us[1].all / us[0].all).toFixed(2)}x)`
+          : '';
+      console.log(
+        `${label.padEnd(12)} before p50 ${m[0]!.p50.toFixed(2)} p99 ${m[0]!.p99.toFixed(2)} ms ${m[0]!.rps.toFixed(0)}/s | after p50 ${m[1]!.p50.toFixed(2)} p99 ${m[1]!.p99.toFixed(2)} ms ${m[1]!.rps.toFixed(0)}/s | after/before p50 ${(m[1]!.p50 / m[0]!.p50).toFixed(2)}x, req/s ${(m[1]!.rps / m[0]!.rps).toFixed(2)}x${cpuText}`,
+      );
     }
-    console.log(`load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+    console.log(
+      `load average now ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
+    );
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await stopProcess(s3, 5_000);

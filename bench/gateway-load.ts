@@ -10,7 +10,13 @@ import { createObjectStore } from '../src/storage/object-store.js';
  * One thing the bench sends chat completions to. Connection i uses paths[i % paths.length] (a Volt target gets one
  * rollout per connection, like one agent each); `health` is set for Volt targets (their upload backlog).
  */
-export interface Target { name: string; origin: string; paths: string[]; headers: Record<string, string>; health?: string }
+export interface Target {
+  name: string;
+  origin: string;
+  paths: string[];
+  headers: Record<string, string>;
+  health?: string;
+}
 
 const MAX_REQUESTS = 200_000;
 
@@ -35,7 +41,12 @@ export async function load(t: Target, concurrency: number, seconds: number, payl
     const path = t.paths[i % t.paths.length]!;
     while (performance.now() < end && latencies.length < MAX_REQUESTS) {
       const t0 = performance.now();
-      const res = await pool.request({ method: 'POST', path, headers: { 'content-type': 'application/json', ...t.headers }, body: payload });
+      const res = await pool.request({
+        method: 'POST',
+        path,
+        headers: { 'content-type': 'application/json', ...t.headers },
+        body: payload,
+      });
       await res.body.text();
       if (res.statusCode !== 200) errors++;
       latencies.push(performance.now() - t0);
@@ -56,7 +67,12 @@ export async function ttfb(t: Target, payload: string, n = 150): Promise<number>
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const res = await pool.request({ method: 'POST', path: t.paths[0]!, headers: { 'content-type': 'application/json', ...t.headers }, body: payload });
+    const res = await pool.request({
+      method: 'POST',
+      path: t.paths[0]!,
+      headers: { 'content-type': 'application/json', ...t.headers },
+      body: payload,
+    });
     let first = 0;
     for await (const _chunk of res.body) first ||= performance.now() - t0;
     times.push(first);
@@ -70,7 +86,12 @@ export async function maxRps(t: Target, seconds: number, payload: string): Promi
   let n = 0;
   const setupRequest = (req: Record<string, unknown>) => ({ ...req, path: t.paths[n++ % t.paths.length] });
   const result = await autocannon({
-    url: `${t.origin}${t.paths[0]}`, method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: payload, connections: 64, duration: seconds,
+    url: `${t.origin}${t.paths[0]}`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...t.headers },
+    body: payload,
+    connections: 64,
+    duration: seconds,
     requests: [{ setupRequest }],
   });
   return { rps: result.requests.average, requests: result.requests.total };
@@ -108,8 +129,28 @@ export function cpuMs(pid: number | undefined, mainThread = false): number | nul
 }
 
 /** Paths of `n` fresh rollouts registered through a Volt gateway's admin API (one per connection, like one agent each). */
-export async function rolloutPaths(admin: { register: (r: { runId: string; iteration: number; rolloutId: string; attempt: number; mode: 'train'; policyModel: string }) => Promise<{ token: string }> }, runId: string, prefix: string, n: number): Promise<string[]> {
-  return Promise.all(Array.from({ length: n }, async (_, i) => `/r/${(await admin.register({ runId, iteration: 0, rolloutId: `${prefix}-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`));
+export async function rolloutPaths(
+  admin: {
+    register: (r: {
+      runId: string;
+      iteration: number;
+      rolloutId: string;
+      attempt: number;
+      mode: 'train';
+      policyModel: string;
+    }) => Promise<{ token: string }>;
+  },
+  runId: string,
+  prefix: string,
+  n: number,
+): Promise<string[]> {
+  return Promise.all(
+    Array.from(
+      { length: n },
+      async (_, i) =>
+        `/r/${(await admin.register({ runId, iteration: 0, rolloutId: `${prefix}-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' })).token}/v1/chat/completions`,
+    ),
+  );
 }
 
 export interface WarmUp {
@@ -127,11 +168,20 @@ export interface WarmUp {
  * least 3 windows, at most `maxS` seconds), then the streamed body the same way, uploads drained after each window.
  * `fresh(label)` gives the target with new rollouts (a Volt target) or as it is.
  */
-export async function warmUp(fresh: (label: string) => Promise<Target>, pid: number | undefined, plain: string, streamed: string, { windowS = 2, maxS = 40 } = {}): Promise<WarmUp> {
+export async function warmUp(
+  fresh: (label: string) => Promise<Target>,
+  pid: number | undefined,
+  plain: string,
+  streamed: string,
+  { windowS = 2, maxS = 40 } = {},
+): Promise<WarmUp> {
   const started = performance.now();
   let calls = 0;
   const windows: number[] = [];
-  for (const [kind, body, limitS] of [['plain', plain, maxS], ['sse', streamed, maxS / 2]] as const) {
+  for (const [kind, body, limitS] of [
+    ['plain', plain, maxS],
+    ['sse', streamed, maxS / 2],
+  ] as const) {
     const seen: number[] = [];
     for (let w = 0; w * windowS < limitS; w++) {
       const t = await fresh(`warm-${kind}-${w}`);

@@ -8,15 +8,38 @@ function answers(size: CallSize, model: string) {
     ...head,
     object: 'chat.completion',
     prompt_token_ids: prompt,
-    choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, logprobs: { content: entries }, finish_reason: 'stop', token_ids: ids }],
-    usage: { prompt_tokens: prompt.length, completion_tokens: tokens.length, total_tokens: prompt.length + tokens.length },
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: tokens.join('') },
+        logprobs: { content: entries },
+        finish_reason: 'stop',
+        token_ids: ids,
+      },
+    ],
+    usage: {
+      prompt_tokens: prompt.length,
+      completion_tokens: tokens.length,
+      total_tokens: prompt.length + tokens.length,
+    },
   });
-  const chunks = tokens.map((t, i) => `data: ${JSON.stringify({
-    ...head,
-    object: 'chat.completion.chunk',
-    ...(i === 0 ? { prompt_token_ids: prompt } : {}),
-    choices: [{ index: 0, delta: { content: t }, logprobs: { content: [entries[i]] }, finish_reason: i === tokens.length - 1 ? 'stop' : null, token_ids: [ids[i]] }],
-  })}\n\n`);
+  const chunks = tokens.map(
+    (t, i) =>
+      `data: ${JSON.stringify({
+        ...head,
+        object: 'chat.completion.chunk',
+        ...(i === 0 ? { prompt_token_ids: prompt } : {}),
+        choices: [
+          {
+            index: 0,
+            delta: { content: t },
+            logprobs: { content: [entries[i]] },
+            finish_reason: i === tokens.length - 1 ? 'stop' : null,
+            token_ids: [ids[i]],
+          },
+        ],
+      })}\n\n`,
+  );
   return { json, chunks };
 }
 
@@ -34,7 +57,9 @@ export function startMockUpstream(port: number, size: CallSize = 'tiny'): Promis
       try {
         body = JSON.parse(Buffer.concat(parts).toString()) as typeof body;
       } catch {
-        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"bad json","type":"invalid_request_error","param":null,"code":null}}');
+        res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end('{"error":{"message":"bad json","type":"invalid_request_error","param":null,"code":null}}');
         return;
       }
       const model = body.model ?? 'mock';

@@ -12,12 +12,36 @@ const SHAPES: Record<CallSize, { requestBytes: number; promptIds: number; comple
   long: { requestBytes: 24_000, promptIds: 8_000, completion: 256 },
 };
 
-const WORDS = ['the', ' file', ' returns', ' a', ' list', ' of', ' tests', ' that', ' fail', ' when', ' run', ' with', '\n', '  ', 'def', '(', ')', ':'];
+const WORDS = [
+  'the',
+  ' file',
+  ' returns',
+  ' a',
+  ' list',
+  ' of',
+  ' tests',
+  ' that',
+  ' fail',
+  ' when',
+  ' run',
+  ' with',
+  '\n',
+  '  ',
+  'def',
+  '(',
+  ')',
+  ':',
+];
 
 /** The agent's request body: tiny is the original bench's one message; others grow history to the shape's size. */
 export function requestBody(size: CallSize, stream: boolean): string {
   const { requestBytes } = SHAPES[size];
-  if (requestBytes === 0) return JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'What is the answer?' }], stream });
+  if (requestBytes === 0)
+    return JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'What is the answer?' }],
+      stream,
+    });
   const system = 'You are a careful coding agent. Use the tools to read files, run tests and edit code. '.repeat(24);
   const messages: { role: string; content: string }[] = [{ role: 'system', content: system }];
   for (let turn = 0; JSON.stringify(messages).length < requestBytes - 400; turn++) {
@@ -31,9 +55,15 @@ export function requestBody(size: CallSize, stream: boolean): string {
 export function engineTokens(size: CallSize) {
   const { promptIds, completion } = SHAPES[size];
   const prompt = Array.from({ length: promptIds }, (_, i) => (i * 7_919 + 13) % 49_152);
-  const tokens = Array.from({ length: completion }, (_, i) => (size === 'tiny' ? ['The', ' answer', ' is', ' 42', '.'][i]! : WORDS[i % WORDS.length]!));
+  const tokens = Array.from({ length: completion }, (_, i) =>
+    size === 'tiny' ? ['The', ' answer', ' is', ' 42', '.'][i]! : WORDS[i % WORDS.length]!,
+  );
   const ids = tokens.map((_, i) => (size === 'tiny' ? 500 + i : (i * 104_729 + 7) % 49_152));
   const logprobs = tokens.map((_, i) => (size === 'tiny' ? -0.1 : -((i * 7_919) % 10_007) / 3_001));
-  const entries = tokens.map((token, i) => (size === 'tiny' ? { token, logprob: logprobs[i]!, top_logprobs: [] } : { token, logprob: logprobs[i]!, bytes: [...Buffer.from(token)], top_logprobs: [] }));
+  const entries = tokens.map((token, i) =>
+    size === 'tiny'
+      ? { token, logprob: logprobs[i]!, top_logprobs: [] }
+      : { token, logprob: logprobs[i]!, bytes: [...Buffer.from(token)], top_logprobs: [] },
+  );
   return { prompt, tokens, ids, entries };
 }

@@ -20,21 +20,47 @@ if (mode === 'upstream') {
 } else if (mode === 'passthrough') {
   // The floor: a bare undici keep-alive proxy that streams bodies both ways and does nothing else.
   const pool = new Pool(rest[0]!, { connections: 128, keepAliveTimeout: 60_000 });
-  http.createServer((req, res) => {
-    pool.request({ method: req.method as 'POST', path: req.url!, headers: { 'content-type': req.headers['content-type'] ?? 'application/json' }, body: req }).then(
-      (up) => {
-        res.writeHead(up.statusCode, { 'content-type': String(up.headers['content-type'] ?? 'application/json') });
-        up.body.pipe(res);
-      },
-      () => res.writeHead(502).end(),
-    );
-  }).listen(port, '127.0.0.1');
+  http
+    .createServer((req, res) => {
+      pool
+        .request({
+          method: req.method as 'POST',
+          path: req.url!,
+          headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
+          body: req,
+        })
+        .then(
+          (up) => {
+            res.writeHead(up.statusCode, { 'content-type': String(up.headers['content-type'] ?? 'application/json') });
+            up.body.pipe(res);
+          },
+          () => res.writeHead(502).end(),
+        );
+    })
+    .listen(port, '127.0.0.1');
   // Exit normally on SIGTERM, so --cpu-prof writes its profile (bench/gateway-profile.ts --target passthrough).
   process.once('SIGTERM', () => process.exit(0));
 } else if (mode === 'volt') {
-  const [upstreamUrl, durability, dataDir, s3, walSync, deferBytes, replicaId] = rest as [string, 'wal' | 'direct', string, string, 'write' | 'fsync', string, string | undefined];
+  const [upstreamUrl, durability, dataDir, s3, walSync, deferBytes, replicaId] = rest as [
+    string,
+    'wal' | 'direct',
+    string,
+    string,
+    'write' | 'fsync',
+    string,
+    string | undefined,
+  ];
   const store = createObjectStore(JSON.parse(s3) as Parameters<typeof createObjectStore>[0]);
-  const app = await buildApp({ store, dataDir: path.resolve(dataDir), modelServerUrl: upstreamUrl, adminKey: 'bench-admin-key', durability, walSync, uploadDeferBytes: Number(deferBytes), replicaId });
+  const app = await buildApp({
+    store,
+    dataDir: path.resolve(dataDir),
+    modelServerUrl: upstreamUrl,
+    adminKey: 'bench-admin-key',
+    durability,
+    walSync,
+    uploadDeferBytes: Number(deferBytes),
+    replicaId,
+  });
   app.server.keepAliveTimeout = 60_000;
   await app.listen({ host: '127.0.0.1', port });
   // A clean close on SIGTERM ends the encoder's worker thread, so --cpu-prof writes its profile too.

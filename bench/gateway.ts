@@ -21,7 +21,8 @@ import { readSpans } from '../src/storage/spans.js';
 import { cpuMs, drainUploads, load, maxRps, startBenchS3, type Target, ttfb, warmUp } from './gateway-load.js';
 import { CALL_SIZES, requestBody, type CallSize } from './gateway-sizes.js';
 
-const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback);
+const arg = (name: string, fallback: number) =>
+  process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) || fallback : fallback;
 const SECONDS = arg('--seconds', 3);
 const ROUNDS = Math.max(1, Math.round(arg('--rounds', 3)));
 const WARMUP_S = arg('--warmup', 40);
@@ -31,7 +32,9 @@ const PLAIN = requestBody(SIZE, false);
 const STREAMED = requestBody(SIZE, true);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const HOST = '127.0.0.1';
-const DEFER_MB = process.argv.includes('--defer-mb') ? Number(process.argv[process.argv.indexOf('--defer-mb') + 1]) : loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB;
+const DEFER_MB = process.argv.includes('--defer-mb')
+  ? Number(process.argv[process.argv.indexOf('--defer-mb') + 1])
+  : loadEnv({}).VOLT_GATEWAY_UPLOAD_DEFER_MB;
 if (!Number.isInteger(DEFER_MB) || DEFER_MB < 0) throw new Error('--defer-mb must be a whole number of MiB, 0 or more');
 const children: ChildProcess[] = [];
 /** Bench target name -> pid of the process serving it (for its CPU time). */
@@ -46,7 +49,9 @@ const VOLTS: [string, 'wal' | 'direct', 'write' | 'fsync', number][] = [
 ];
 
 async function spawnTarget(name: string, args: string[]): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/gateway-targets.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/gateway-targets.ts', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   pids.set(name, child.pid!);
   let out = '';
@@ -71,7 +76,10 @@ async function spanBytes(store: ObjectStore): Promise<void> {
     spans++;
     whole += JSON.stringify(span).length;
   }
-  if (spans) console.log(`\nspan bytes (${spans} spans of ${ref.rolloutId}): ${(stored / spans).toFixed(0)} in S3 (compressed segments), ${(whole / spans).toFixed(0)} as whole JSON spans (the format before compact spans)`);
+  if (spans)
+    console.log(
+      `\nspan bytes (${spans} spans of ${ref.rolloutId}): ${(stored / spans).toFixed(0)} in S3 (compressed segments), ${(whole / spans).toFixed(0)} as whole JSON spans (the format before compact spans)`,
+    );
 }
 
 async function main() {
@@ -85,52 +93,117 @@ async function main() {
     await Promise.all([
       spawnTarget('passthrough', ['passthrough', String(pass), upstream]),
       ...VOLTS.map(([name, durability, sync, deferred], i) =>
-        spawnTarget(name, ['volt', String(voltPorts[i]), upstream, durability, path.join(dir, name), JSON.stringify(s3cfg), sync, String(deferred)])),
+        spawnTarget(name, [
+          'volt',
+          String(voltPorts[i]),
+          upstream,
+          durability,
+          path.join(dir, name),
+          JSON.stringify(s3cfg),
+          sync,
+          String(deferred),
+        ]),
+      ),
     ]);
     let portkeyOk = true;
     await spawnTarget('portkey', ['portkey', String(portkey)]).catch((err: Error) => {
       portkeyOk = false;
       console.log(`note: Portkey skipped, it did not start on Node ${process.version}: ${err.message.slice(0, 200)}`);
     });
-    const admins = new Map(VOLTS.map(([name], i) => [name, new GatewayAdminClient(`http://${HOST}:${voltPorts[i]}`, 'bench-admin-key')]));
+    const admins = new Map(
+      VOLTS.map(([name], i) => [name, new GatewayAdminClient(`http://${HOST}:${voltPorts[i]}`, 'bench-admin-key')]),
+    );
     const tokens = new Map<string, string>();
     // Fresh rollouts per Volt cell, one per connection: real rollouts hold tens of spans (and rclone's PUT slows down
     // as one prefix fills up).
     const cell = async (t: Target, label: string, connections: number): Promise<Target> => {
       const admin = admins.get(t.name);
       if (!admin) return t;
-      const paths = await Promise.all(Array.from({ length: connections }, async (_, i) => {
-        const { token } = await admin.register({ runId: 'bench', iteration: 0, rolloutId: `${t.name}-${label}-${i}`, attempt: 0, mode: 'train', policyModel: 'policy' });
-        tokens.set(`${t.name}-${label}-${i}`, token);
-        return `/r/${token}/v1/chat/completions`;
-      }));
+      const paths = await Promise.all(
+        Array.from({ length: connections }, async (_, i) => {
+          const { token } = await admin.register({
+            runId: 'bench',
+            iteration: 0,
+            rolloutId: `${t.name}-${label}-${i}`,
+            attempt: 0,
+            mode: 'train',
+            policyModel: 'policy',
+          });
+          tokens.set(`${t.name}-${label}-${i}`, token);
+          return `/r/${token}/v1/chat/completions`;
+        }),
+      );
       return { ...t, paths };
     };
-    const volts = VOLTS.map(([name], i): Target => ({ name, origin: `http://${HOST}:${voltPorts[i]}`, paths: [], headers: { authorization: 'Bearer bench' }, health: `http://${HOST}:${voltPorts[i]}/healthz` }));
+    const volts = VOLTS.map(([name], i): Target => ({
+      name,
+      origin: `http://${HOST}:${voltPorts[i]}`,
+      paths: [],
+      headers: { authorization: 'Bearer bench' },
+      health: `http://${HOST}:${voltPorts[i]}/healthz`,
+    }));
     const targets: Target[] = [
       { name: 'direct', origin: upstream, paths: ['/v1/chat/completions'], headers: {} },
       { name: 'passthrough', origin: `http://${HOST}:${pass}`, paths: ['/v1/chat/completions'], headers: {} },
       ...volts,
-      ...(portkeyOk ? [{ name: 'portkey', origin: `http://${HOST}:${portkey}`, paths: ['/v1/chat/completions'], headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1`, authorization: 'Bearer bench' } }] : []),
+      ...(portkeyOk
+        ? [
+            {
+              name: 'portkey',
+              origin: `http://${HOST}:${portkey}`,
+              paths: ['/v1/chat/completions'],
+              headers: {
+                'x-portkey-provider': 'openai',
+                'x-portkey-custom-host': `${upstream}/v1`,
+                authorization: 'Bearer bench',
+              },
+            },
+          ]
+        : []),
     ];
     // Every target warm before any cell (JIT, keep-alive sockets, the encoder thread): gateway-load.ts's warmUp.
     const warm: string[] = [];
     for (const t of targets) {
       const w = await warmUp((label) => cell(t, label, 16), pids.get(t.name), PLAIN, STREAMED, { maxS: WARMUP_S });
-      warm.push(`${t.name} ${w.calls} calls in ${w.seconds.toFixed(0)} s, CPU µs/call ${w.windows.map((x) => x.toFixed(0)).join(' → ')}`);
+      warm.push(
+        `${t.name} ${w.calls} calls in ${w.seconds.toFixed(0)} s, CPU µs/call ${w.windows.map((x) => x.toFixed(0)).join(' → ')}`,
+      );
     }
-    console.log(`\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, Node ${process.version}, ${SECONDS}s per cell (latency cells: median of ${ROUNDS} interleaved slices; max req/s: median of ${ROUNDS} interleaved slices of ${SECONDS}s), call size ${SIZE}: ${PLAIN.length} B request, mock upstream answering ${JSON.stringify(SIZE === 'tiny' ? '24 prompt ids, 5 tokens' : SIZE === 'agent' ? '2,000 prompt ids, 256 tokens with logprobs' : '8,000 prompt ids, 256 tokens with logprobs')}`);
-    console.log(`volt = default: WAL durable once write(2) returns (fdatasync in the background within 100 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`);
-    console.log('volt-upl-now = same, uploading at once (a segment holds what queued meanwhile); volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call');
-    console.log('CPU us/call = CPU time of the process serving the target (for direct: the mock upstream) per call of the max req/s cell, all threads; [its event-loop thread alone].');
-    console.log(`Warm-up per target (c=16, 2 s windows of plain calls until CPU per call settles, then streamed): ${warm.join('; ')}`);
-    console.log('Each Volt cell uses fresh rollouts (one per connection) and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n');
+    console.log(
+      `\nGateway bench: ${os.cpus().length} CPUs (shared), load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(
+          ' ',
+        )}, Node ${process.version}, ${SECONDS}s per cell (latency cells: median of ${ROUNDS} interleaved slices; max req/s: median of ${ROUNDS} interleaved slices of ${SECONDS}s), call size ${SIZE}: ${PLAIN.length} B request, mock upstream answering ${JSON.stringify(SIZE === 'tiny' ? '24 prompt ids, 5 tokens' : SIZE === 'agent' ? '2,000 prompt ids, 256 tokens with logprobs' : '8,000 prompt ids, 256 tokens with logprobs')}`,
+    );
+    console.log(
+      `volt = default: WAL durable once write(2) returns (fdatasync in the background within 100 ms), up to ${DEFER_MB} MiB of span uploads wait while calls are in flight`,
+    );
+    console.log(
+      'volt-upl-now = same, uploading at once (a segment holds what queued meanwhile); volt-fsync = fdatasync before responding; volt-s3 = awaiting the S3 put per call',
+    );
+    console.log(
+      'CPU us/call = CPU time of the process serving the target (for direct: the mock upstream) per call of the max req/s cell, all threads; [its event-loop thread alone].',
+    );
+    console.log(
+      `Warm-up per target (c=16, 2 s windows of plain calls until CPU per call settles, then streamed): ${warm.join('; ')}`,
+    );
+    console.log(
+      'Each Volt cell uses fresh rollouts (one per connection) and is followed by waiting for its uploads to drain (no upload runs while another target is measured).\n',
+    );
     // Latency cells run in ROUNDS interleaved slices (every target once per round), and report the median slice, so a
     // burst of noise on the shared machine lands on one slice of every target rather than on one target's whole cell.
     const results = new Map<string, { p50: number; p99: number }>();
     const drains = new Map<string, number>();
     // Streamed cells (`sse@c`) time each call to its last byte.
-    for (const [c, kind, body] of [[1, '', PLAIN], [16, '', PLAIN], [64, '', PLAIN], [1, 'sse', STREAMED], [64, 'sse', STREAMED]] as const) {
+    for (const [c, kind, body] of [
+      [1, '', PLAIN],
+      [16, '', PLAIN],
+      [64, '', PLAIN],
+      [1, 'sse', STREAMED],
+      [64, 'sse', STREAMED],
+    ] as const) {
       const at = `${kind}${c}`;
       const slices = new Map<string, Awaited<ReturnType<typeof load>>[]>(targets.map((t) => [t.name, []]));
       for (let round = 0; round < ROUNDS; round++) {
@@ -141,14 +214,17 @@ async function main() {
           if (r.errors) console.log(`  ${t.name} ${kind || 'c'}=${c}: ${r.errors} non-200 answers`);
         }
       }
-      for (const [name, rs] of slices) results.set(`${name}@${at}`, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
+      for (const [name, rs] of slices)
+        results.set(`${name}@${at}`, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
     }
     // Max req/s too runs in ROUNDS interleaved slices (median slice), so a slow stretch of the shared machine does
     // not land on one target's whole cell; each slice is SECONDS long (a sustained rate: past Volt's upload deferral
     // bound its uploads run during the load), and CPU per call is over all its slices.
     const rpsSlices = new Map<string, number[]>(targets.map((t) => [t.name, []]));
     const sustainedSlices = new Map<string, number[]>(targets.map((t) => [t.name, []]));
-    const cpuSums = new Map<string, [number, number, number, number] | null>(targets.map((t) => [t.name, [0, 0, 0, 0]]));
+    const cpuSums = new Map<string, [number, number, number, number] | null>(
+      targets.map((t) => [t.name, [0, 0, 0, 0]]),
+    );
     for (let round = 0; round < ROUNDS; round++) {
       for (const t of targets) {
         const ready = await cell(t, round === 0 ? 'max' : `max${round}`, 64);
@@ -163,12 +239,23 @@ async function main() {
         const after = cpuMs(pids.get(t.name));
         const sums = cpuSums.get(t.name);
         if (!sums || before === null || during === null || after === null) cpuSums.set(t.name, null);
-        else cpuSums.set(t.name, [sums[0] + during - before, sums[1] + after - before, sums[2] + duringMain! - beforeMain!, sums[3] + r.requests]);
+        else
+          cpuSums.set(t.name, [
+            sums[0] + during - before,
+            sums[1] + after - before,
+            sums[2] + duringMain! - beforeMain!,
+            sums[3] + r.requests,
+          ]);
       }
     }
     const rps = new Map([...rpsSlices].map(([name, xs]) => [name, median(xs)]));
     const sustained = new Map([...sustainedSlices].map(([name, xs]) => [name, median(xs)]));
-    const cpu = new Map([...cpuSums].map(([name, c]): [string, [number, number, number] | null] => [name, c && [(1000 * c[0]) / c[3], (1000 * c[1]) / c[3], (1000 * c[2]) / c[3]]]));
+    const cpu = new Map(
+      [...cpuSums].map(([name, c]): [string, [number, number, number] | null] => [
+        name,
+        c && [(1000 * c[0]) / c[3], (1000 * c[1]) / c[3], (1000 * c[2]) / c[3]],
+      ]),
+    );
     const ttfbs = new Map<string, number>();
     for (const t of targets) {
       ttfbs.set(t.name, await ttfb(await cell(t, 'sse', 1), STREAMED));
@@ -177,7 +264,9 @@ async function main() {
 
     const fmt = (n: number) => n.toFixed(3).padStart(8);
     const base = (c: number) => results.get(`direct@${c}`)!;
-    console.log(`${'target'.padEnd(13)}${[1, 16, 64].map((c) => `c=${c} p50 / p99 ms (added p50)`.padEnd(36)).join('')} max req/s  incl. drain  SSE TTFB ms (added)  CPU us/call (incl. drain) [event-loop thread]`);
+    console.log(
+      `${'target'.padEnd(13)}${[1, 16, 64].map((c) => `c=${c} p50 / p99 ms (added p50)`.padEnd(36)).join('')} max req/s  incl. drain  SSE TTFB ms (added)  CPU us/call (incl. drain) [event-loop thread]`,
+    );
     for (const t of targets) {
       const cells = [1, 16, 64].map((c) => {
         const r = results.get(`${t.name}@${c}`)!;
@@ -185,28 +274,55 @@ async function main() {
       });
       const c = cpu.get(t.name);
       const cpuCell = c ? `${c[0].toFixed(0).padStart(6)} (${c[1].toFixed(0)}) [${c[2].toFixed(0)}]` : '   n/a';
-      console.log(`${t.name.padEnd(13)}${cells.join('')} ${rps.get(t.name)!.toFixed(0).padStart(8)} ${sustained.get(t.name)!.toFixed(0).padStart(12)}   ${fmt(ttfbs.get(t.name)!)} (${(ttfbs.get(t.name)! - ttfbs.get('direct')!).toFixed(3)})  ${cpuCell}`);
+      console.log(
+        `${t.name.padEnd(13)}${cells.join('')} ${rps.get(t.name)!.toFixed(0).padStart(8)} ${sustained.get(t.name)!.toFixed(0).padStart(12)}   ${fmt(ttfbs.get(t.name)!)} (${(ttfbs.get(t.name)! - ttfbs.get('direct')!).toFixed(3)})  ${cpuCell}`,
+      );
     }
-    console.log(`\n${'streamed'.padEnd(13)}${['sse1', 'sse64'].map((at) => `${at.replace('sse', 'c=')} p50 / p99 ms to the last byte`.padEnd(36)).join('')}`);
-    for (const t of targets) console.log(`${t.name.padEnd(13)}${['sse1', 'sse64'].map((at) => `${fmt(results.get(`${t.name}@${at}`)!.p50)} /${fmt(results.get(`${t.name}@${at}`)!.p99)}`.padEnd(36)).join('')}`);
-    const drainLine = volts.map(({ name }) => `${name} ${['1', '16', '64', 'sse1', 'sse64'].map((at) => drains.get(`${name}@${at}`)!.toFixed(1)).join('/')}`);
+    console.log(
+      `\n${'streamed'.padEnd(13)}${['sse1', 'sse64'].map((at) => `${at.replace('sse', 'c=')} p50 / p99 ms to the last byte`.padEnd(36)).join('')}`,
+    );
+    for (const t of targets)
+      console.log(
+        `${t.name.padEnd(13)}${['sse1', 'sse64'].map((at) => `${fmt(results.get(`${t.name}@${at}`)!.p50)} /${fmt(results.get(`${t.name}@${at}`)!.p99)}`.padEnd(36)).join('')}`,
+      );
+    const drainLine = volts.map(
+      ({ name }) =>
+        `${name} ${['1', '16', '64', 'sse1', 'sse64'].map((at) => drains.get(`${name}@${at}`)!.toFixed(1)).join('/')}`,
+    );
     console.log(`\nupload drain after the c=1/16/64/sse1/sse64 cells, s: ${drainLine.join(', ')}`);
     const v = (k: string) => results.get(k)!;
     const added = (name: string) => v(`${name}@1`).p50 - v('direct@1').p50;
     for (const name of ['volt', 'volt-upl-now', 'volt-fsync']) {
       console.log(`\nGoals (${name}):`);
-      console.log(`  added p50 at c=1: ${added(name).toFixed(3)} ms (tiny-call goal <= 0.5; passthrough adds ${added('passthrough').toFixed(3)}); over the passthrough ${(added(name) - added('passthrough')).toFixed(3)} ms (agent-sized goal <= 1)`);
-      if (portkeyOk) console.log(`  max req/s vs Portkey: ${(rps.get(name)! / rps.get('portkey')!).toFixed(2)}x (goal >= 3x; incl. drain ${(sustained.get(name)! / rps.get('portkey')!).toFixed(2)}x)`);
-      console.log(`  max req/s vs passthrough: ${((100 * rps.get(name)!) / rps.get('passthrough')!).toFixed(0)} % (goal >= 50 %; incl. drain ${((100 * sustained.get(name)!) / rps.get('passthrough')!).toFixed(0)} %)`);
-      console.log(`  p99 at c=64 vs passthrough: ${(v(`${name}@64`).p99 / v('passthrough@64').p99).toFixed(2)}x (goal <= 2x)`);
+      console.log(
+        `  added p50 at c=1: ${added(name).toFixed(3)} ms (tiny-call goal <= 0.5; passthrough adds ${added('passthrough').toFixed(3)}); over the passthrough ${(added(name) - added('passthrough')).toFixed(3)} ms (agent-sized goal <= 1)`,
+      );
+      if (portkeyOk)
+        console.log(
+          `  max req/s vs Portkey: ${(rps.get(name)! / rps.get('portkey')!).toFixed(2)}x (goal >= 3x; incl. drain ${(sustained.get(name)! / rps.get('portkey')!).toFixed(2)}x)`,
+        );
+      console.log(
+        `  max req/s vs passthrough: ${((100 * rps.get(name)!) / rps.get('passthrough')!).toFixed(0)} % (goal >= 50 %; incl. drain ${((100 * sustained.get(name)!) / rps.get('passthrough')!).toFixed(0)} %)`,
+      );
+      console.log(
+        `  p99 at c=64 vs passthrough: ${(v(`${name}@64`).p99 / v('passthrough@64').p99).toFixed(2)}x (goal <= 2x)`,
+      );
     }
     const t0 = performance.now();
     const closed = await admins.get('volt')!.close(tokens.get('volt-max-0')!);
     const took = (performance.now() - t0) / 1000;
     let objects = 0;
-    for await (const _o of store.list(keys.spans({ runId: 'bench', iteration: 0, rolloutId: 'volt-max-0', attempt: 0 }))) objects++;
+    for await (const _o of store.list(
+      keys.spans({ runId: 'bench', iteration: 0, rolloutId: 'volt-max-0', attempt: 0 }),
+    ))
+      objects++;
     await spanBytes(store);
-    console.log(`\nvolt: closing one max req/s rollout took ${took.toFixed(2)} s (${closed.spans} spans in S3 in ${objects} object(s)); load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+    console.log(
+      `\nvolt: closing one max req/s rollout took ${took.toFixed(2)} s (${closed.spans} spans in S3 in ${objects} object(s)); load average now ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
+    );
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await stopProcess(s3, 5_000);

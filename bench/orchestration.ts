@@ -17,7 +17,9 @@ import type { RunStatus } from '../src/workflows/types.js';
 import { root, startPipelineStack, tinyRunConfig } from '../test/pipeline/harness.js';
 import { rolloutOutcomeRecordSchema, rolloutStartedSchema } from '../src/contracts/rollout-outcome.js';
 
-const { values } = parseArgs({ options: { rollouts: { type: 'string', default: '64' }, concurrency: { type: 'string', default: '8' } } });
+const { values } = parseArgs({
+  options: { rollouts: { type: 'string', default: '64' }, concurrency: { type: 'string', default: '8' } },
+});
 const rollouts = Number(values.rollouts);
 const groupSize = 4;
 
@@ -25,13 +27,23 @@ const stack = await startPipelineStack();
 try {
   await stack.startGateway();
   await stack.startWorker('all');
-  const config = parseRunConfig(tinyRunConfig('bench-orchestration', {
-    agent: { command: [process.execPath, path.join(root, 'bench/agents/trivial.mjs')], envAllowList: ['PATH', 'HOME'], timeoutSec: 120 },
-    rollouts: { groupSize, tasksPerIteration: Math.ceil(rollouts / groupSize), concurrency: Number(values.concurrency) },
-    reward: { kind: 'agent_emitted', aggregate: 'last' },
-    trainer: { lr: 1e-4, minibatchSize: 64, microBatchSize: 16 },
-    eval: { everyIterations: 0, tasks: 1, promoteMargin: 0 },
-  }));
+  const config = parseRunConfig(
+    tinyRunConfig('bench-orchestration', {
+      agent: {
+        command: [process.execPath, path.join(root, 'bench/agents/trivial.mjs')],
+        envAllowList: ['PATH', 'HOME'],
+        timeoutSec: 120,
+      },
+      rollouts: {
+        groupSize,
+        tasksPerIteration: Math.ceil(rollouts / groupSize),
+        concurrency: Number(values.concurrency),
+      },
+      reward: { kind: 'agent_emitted', aggregate: 'last' },
+      trainer: { lr: 1e-4, minibatchSize: 64, microBatchSize: 16 },
+      eval: { everyIterations: 0, tasks: 1, promoteMargin: 0 },
+    }),
+  );
   const { client, close } = await connectClient(stack.env);
   try {
     const { handle } = await startTrainingRun(client, config);
@@ -58,12 +70,18 @@ try {
     const agents = (last - first) / 1000;
     const trainer = result.history[0]?.trainMetrics?.trainer_seconds ?? 0;
     const overhead = wall - agents - trainer;
-    console.log(`iteration with ${rollouts} rollouts (concurrency ${values.concurrency}), ${result.history[0]?.samples ?? 0} samples`);
+    console.log(
+      `iteration with ${rollouts} rollouts (concurrency ${values.concurrency}), ${result.history[0]?.samples ?? 0} samples`,
+    );
     console.log(`  wall             ${wall.toFixed(2)} s`);
     console.log(`  agents makespan  ${agents.toFixed(2)} s   (${((agents / wall) * 100).toFixed(1)} %)`);
     console.log(`  trainer process  ${trainer.toFixed(2)} s   (${((trainer / wall) * 100).toFixed(1)} %)`);
-    console.log(`  orchestration    ${overhead.toFixed(2)} s   (${((overhead / wall) * 100).toFixed(1)} %)   goal <= 5 s`);
-    console.log(`  activities ${activities}, history events ${events.length}, history ${(historyBytes / 1024).toFixed(1)} KiB`);
+    console.log(
+      `  orchestration    ${overhead.toFixed(2)} s   (${((overhead / wall) * 100).toFixed(1)} %)   goal <= 5 s`,
+    );
+    console.log(
+      `  activities ${activities}, history events ${events.length}, history ${(historyBytes / 1024).toFixed(1)} KiB`,
+    );
   } finally {
     await close();
   }

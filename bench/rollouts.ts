@@ -18,7 +18,9 @@ import type { LogSink, RolloutSpecInput } from '../src/rollouts/spec.js';
 import { createObjectStore } from '../src/storage/object-store.js';
 import { startTestServices } from '../test/helpers/services.js';
 
-const { values } = parseArgs({ options: { n: { type: 'string', default: '200' }, sink: { type: 'string', default: 's3' } } });
+const { values } = parseArgs({
+  options: { n: { type: 'string', default: '200' }, sink: { type: 'string', default: 's3' } },
+});
 const n = Math.min(Math.max(8, Number(values.n)), 2000);
 const ROUNDS = 4;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -29,27 +31,40 @@ async function pool(count: number, limit: number, job: (i: number) => Promise<vo
   const t0 = performance.now();
   let next = 0;
   // allSettled: a failing job must not let cleanup race the jobs still running.
-  const settled = await Promise.allSettled(Array.from({ length: limit }, async () => {
-    while (next < count) await job(next++);
-  }));
+  const settled = await Promise.allSettled(
+    Array.from({ length: limit }, async () => {
+      while (next < count) await job(next++);
+    }),
+  );
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
   return performance.now() - t0;
 }
 
-const bareSpawn = (argv: string[]) => new Promise<void>((resolve, reject) => {
-  // Own session like the runner's agents: with sched autogroup each session is scheduled as its own group,
-  // so a non-detached baseline would get less CPU than the agents on a busy machine.
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore', detached: true, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
-  child.on('error', reject);
-  child.on('exit', () => resolve());
-});
+const bareSpawn = (argv: string[]) =>
+  new Promise<void>((resolve, reject) => {
+    // Own session like the runner's agents: with sched autogroup each session is scheduled as its own group,
+    // so a non-detached baseline would get less CPU than the agents on a busy machine.
+    const child = spawn(argv[0] as string, argv.slice(1), {
+      stdio: 'ignore',
+      detached: true,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    });
+    child.on('error', reject);
+    child.on('exit', () => resolve());
+  });
 
 const services = values.sink === 's3' ? await startTestServices({ s3: true }) : null;
 const sink: LogSink = services ? objectStoreLogSink(createObjectStore(services.s3)) : { put: async () => undefined };
 const root = await mkdtemp(path.join(tmpdir(), 'volt-bench-rollouts-'));
-console.log(`local runner, ${n} rollouts per row (node agent: ${Math.ceil(n / 2)}), log sink: ${values.sink}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
-console.log('agent        conc   bare spawn/s   plain/s   sandboxed/s   plain run ms   sandboxed run ms   sandbox adds ms   runner overhead ms');
+console.log(
+  `local runner, ${n} rollouts per row (node agent: ${Math.ceil(n / 2)}), log sink: ${values.sink}, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}\n`,
+);
+console.log(
+  'agent        conc   bare spawn/s   plain/s   sandboxed/s   plain run ms   sandboxed run ms   sandbox adds ms   runner overhead ms',
+);
 const variants = ['none', 'bubblewrap'] as const;
 try {
   for (const [name, argv] of Object.entries(agents)) {
@@ -68,14 +83,22 @@ try {
           wallMs[sandbox] += await pool(per, concurrency, async () => {
             const i = id++;
             const spec: RolloutSpecInput = {
-              ref: { runId: 'bench', iteration: concurrency, rolloutId: `r${i}`, attempt: 0 }, taskId: 't', groupId: 'g', mode: 'train',
-              taskInput: { i }, agent: { command: argv }, gateway: { baseUrl: 'http://127.0.0.1:9/r/t/v1', token: 't' }, timeoutMs: 60_000, sandbox,
+              ref: { runId: 'bench', iteration: concurrency, rolloutId: `r${i}`, attempt: 0 },
+              taskId: 't',
+              groupId: 'g',
+              mode: 'train',
+              taskInput: { i },
+              agent: { command: argv },
+              gateway: { baseUrl: 'http://127.0.0.1:9/r/t/v1', token: 't' },
+              timeoutMs: 60_000,
+              sandbox,
             };
             const t0 = performance.now();
             const result = await runner.run(spec, new AbortController().signal);
             runMs[sandbox].push(performance.now() - t0);
             if (sandbox === 'none') agentMs.push(result.durationMs);
-            if (result.outcome !== 'succeeded') throw new Error(`rollout ${i} (${sandbox}): ${result.outcome} ${result.detail}`);
+            if (result.outcome !== 'succeeded')
+              throw new Error(`rollout ${i} (${sandbox}): ${result.outcome} ${result.detail}`);
           });
         }
       }
@@ -83,11 +106,19 @@ try {
       const done = Math.ceil(count / ROUNDS) * ROUNDS;
       const rate = (ms: number) => (done / ms) * 1000;
       const overhead = median(runMs.none.map((r, i) => r - (agentMs[i] as number)));
-      console.log([
-        name.padEnd(12), String(concurrency).padStart(4), rate(bareMs).toFixed(1).padStart(14), rate(wallMs.none).toFixed(1).padStart(9),
-        rate(wallMs.bubblewrap).toFixed(1).padStart(13), median(runMs.none).toFixed(1).padStart(14), median(runMs.bubblewrap).toFixed(1).padStart(18),
-        (median(runMs.bubblewrap) - median(runMs.none)).toFixed(1).padStart(17), overhead.toFixed(1).padStart(20),
-      ].join(' '));
+      console.log(
+        [
+          name.padEnd(12),
+          String(concurrency).padStart(4),
+          rate(bareMs).toFixed(1).padStart(14),
+          rate(wallMs.none).toFixed(1).padStart(9),
+          rate(wallMs.bubblewrap).toFixed(1).padStart(13),
+          median(runMs.none).toFixed(1).padStart(14),
+          median(runMs.bubblewrap).toFixed(1).padStart(18),
+          (median(runMs.bubblewrap) - median(runMs.none)).toFixed(1).padStart(17),
+          overhead.toFixed(1).padStart(20),
+        ].join(' '),
+      );
     }
   }
 } finally {

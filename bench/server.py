@@ -34,22 +34,57 @@ from openai import OpenAI
 
 ROOT = Path(__file__).resolve().parents[1]
 # Mirrors examples/calculator-ts/agent.ts (SYSTEM_PROMPT, HINT, EXAMPLE, stop strings, max_tokens, temperature).
-SYSTEM = "\n".join(["You solve math word problems with a calculator.",
-                    "To calculate, write <calc>expression</calc>, for example <calc>23*12-45</calc>, and wait for the result.",
-                    "When you know the final answer, write <answer>number</answer>."])
+SYSTEM = "\n".join(
+    [
+        "You solve math word problems with a calculator.",
+        "To calculate, write <calc>expression</calc>, for example <calc>23*12-45</calc>, and wait for the result.",
+        "When you know the final answer, write <answer>number</answer>.",
+    ]
+)
 HINT = "Use <calc>expression</calc> to calculate, then <answer>number</answer>."
-EXAMPLE = [{"role": "user", "content": f"Tom has 3 bags with 5 apples each. He eats 2 apples. How many apples are left?\n{HINT}"},
-           {"role": "assistant", "content": "<calc>3*5-2</calc>"}, {"role": "user", "content": "Result: 13"},
-           {"role": "assistant", "content": "<answer>13</answer>"}]
-METRICS = ("volt_serve_prefill_tokens_total", "volt_serve_prefill_seconds_total", "volt_serve_decode_tokens_total",
-           "volt_serve_decode_seconds_total", "volt_serve_prefix_cache_queries_total", "volt_serve_prefix_cache_hits_total",
-           "volt_serve_forward_passes_total")
+EXAMPLE = [
+    {
+        "role": "user",
+        "content": f"Tom has 3 bags with 5 apples each. He eats 2 apples. How many apples are left?\n{HINT}",
+    },
+    {"role": "assistant", "content": "<calc>3*5-2</calc>"},
+    {"role": "user", "content": "Result: 13"},
+    {"role": "assistant", "content": "<answer>13</answer>"},
+]
+METRICS = (
+    "volt_serve_prefill_tokens_total",
+    "volt_serve_prefill_seconds_total",
+    "volt_serve_decode_tokens_total",
+    "volt_serve_decode_seconds_total",
+    "volt_serve_prefix_cache_queries_total",
+    "volt_serve_prefix_cache_hits_total",
+    "volt_serve_forward_passes_total",
+)
 SIDES = {"hf-off": ("hf", False), "hf-on": ("hf", True), "packed-off": ("packed", False), "packed-on": ("packed", True)}
 
 
-def start_server(model: str, threads: int, max_batch: int, prefix_cache_mb: int, engine: str = "auto") -> tuple[subprocess.Popen, str]:
-    command = [sys.executable, "-m", "volt_trainer.serve", "--model", model, "--host", "127.0.0.1", "--port", "0", "--engine", engine,
-               "--threads", str(threads), "--max-batch", str(max_batch), "--prefix-cache-mb", str(prefix_cache_mb)]
+def start_server(
+    model: str, threads: int, max_batch: int, prefix_cache_mb: int, engine: str = "auto"
+) -> tuple[subprocess.Popen, str]:
+    command = [
+        sys.executable,
+        "-m",
+        "volt_trainer.serve",
+        "--model",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--engine",
+        engine,
+        "--threads",
+        str(threads),
+        "--max-batch",
+        str(max_batch),
+        "--prefix-cache-mb",
+        str(prefix_cache_mb),
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     for line in process.stdout:
@@ -83,11 +118,19 @@ def agent_reply(content: str) -> str | None:
         return "Error: cannot evaluate"
 
 
-def rollout(client: OpenAI, model: str, question: str, seed: int, turns: int, max_tokens: int, temperature: float) -> int:
+def rollout(
+    client: OpenAI, model: str, question: str, seed: int, turns: int, max_tokens: int, temperature: float
+) -> int:
     messages = [{"role": "system", "content": SYSTEM}, *EXAMPLE, {"role": "user", "content": f"{question}\n{HINT}"}]
     for turn in range(turns):
-        completion = client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens, temperature=temperature,
-                                                    stop=["</calc>", "</answer>"], seed=seed * 100 + turn)
+        completion = client.chat.completions.create(
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=["</calc>", "</answer>"],
+            seed=seed * 100 + turn,
+        )
         content = completion.choices[0].message.content or ""
         messages.append({"role": "assistant", "content": content})
         reply = agent_reply(content)
@@ -102,15 +145,27 @@ def rollout_round(url: str, args: argparse.Namespace, tasks: list[str]) -> dict[
     jobs = [(q, g * 6 + i) for g, q in enumerate(tasks) for i in range(6)]
     before, start = metrics(url), time.perf_counter()
     with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-        calls = sum(pool.map(lambda job: rollout(client, args.model, job[0], job[1], args.turns, args.max_tokens, args.temperature), jobs))
+        calls = sum(
+            pool.map(
+                lambda job: rollout(client, args.model, job[0], job[1], args.turns, args.max_tokens, args.temperature),
+                jobs,
+            )
+        )
     wall = time.perf_counter() - start
     after = metrics(url)
     delta = {k: after[k] - before[k] for k in METRICS}
-    return {"rollouts_per_min": 60 * len(jobs) / wall, "wall_s": wall, "calls": calls,
-            "prefill_tokens": delta["volt_serve_prefill_tokens_total"], "prefill_s": delta["volt_serve_prefill_seconds_total"],
-            "decode_tokens": delta["volt_serve_decode_tokens_total"], "decode_s": delta["volt_serve_decode_seconds_total"],
-            "prompt_tokens": delta["volt_serve_prefix_cache_queries_total"], "hit_tokens": delta["volt_serve_prefix_cache_hits_total"],
-            "forwards": delta["volt_serve_forward_passes_total"]}
+    return {
+        "rollouts_per_min": 60 * len(jobs) / wall,
+        "wall_s": wall,
+        "calls": calls,
+        "prefill_tokens": delta["volt_serve_prefill_tokens_total"],
+        "prefill_s": delta["volt_serve_prefill_seconds_total"],
+        "decode_tokens": delta["volt_serve_decode_tokens_total"],
+        "decode_s": delta["volt_serve_decode_seconds_total"],
+        "prompt_tokens": delta["volt_serve_prefix_cache_queries_total"],
+        "hit_tokens": delta["volt_serve_prefix_cache_hits_total"],
+        "forwards": delta["volt_serve_forward_passes_total"],
+    }
 
 
 def bench_rollouts(args: argparse.Namespace) -> None:
@@ -119,34 +174,60 @@ def bench_rollouts(args: argparse.Namespace) -> None:
     unknown = [side for side in sides if side not in SIDES]
     if unknown:
         raise SystemExit(f"--sides: unknown {', '.join(unknown)} (choose from {', '.join(SIDES)})")
-    servers = {side: start_server(args.model, args.threads, args.max_batch, args.prefix_cache_mb if SIDES[side][1] else 0, SIDES[side][0])
-               for side in sides}
+    servers = {
+        side: start_server(
+            args.model, args.threads, args.max_batch, args.prefix_cache_mb if SIDES[side][1] else 0, SIDES[side][0]
+        )
+        for side in sides
+    }
     rows: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     try:
         for _, url in servers.values():
             rollout_round(url, argparse.Namespace(**{**vars(args), "turns": 1, "max_tokens": 2}), tasks[:1])  # warm-up
         for r in range(args.rounds):
-            for side in sides[r % len(sides):] + sides[: r % len(sides)]:  # rotate who goes first
+            for side in sides[r % len(sides) :] + sides[: r % len(sides)]:  # rotate who goes first
                 rows[side].append(rollout_round(servers[side][1], args, tasks))
-                print(f"round {r + 1} {side}: {rows[side][-1]['wall_s']:.1f}s  load {os.getloadavg()[0]:.1f}", flush=True)
+                print(
+                    f"round {r + 1} {side}: {rows[side][-1]['wall_s']:.1f}s  load {os.getloadavg()[0]:.1f}", flush=True
+                )
     finally:
         for process, _ in servers.values():
             process.terminate()
             process.wait(timeout=30)
-    print(f"\nrollouts: {args.groups} groups x 6, up to {args.turns} calls each, concurrency {args.concurrency}, "
-          f"max_tokens {args.max_tokens}, temperature {args.temperature}, {args.threads} thread(s), medians of {args.rounds} rounds")
-    cols = ("rollouts_per_min", "wall_s", "calls", "prompt_tokens", "prefill_tokens", "prefill_s", "decode_tokens", "decode_s", "forwards")
+    print(
+        f"\nrollouts: {args.groups} groups x 6, up to {args.turns} calls each, concurrency {args.concurrency}, "
+        f"max_tokens {args.max_tokens}, temperature {args.temperature}, {args.threads} thread(s), medians of {args.rounds} rounds"
+    )
+    cols = (
+        "rollouts_per_min",
+        "wall_s",
+        "calls",
+        "prompt_tokens",
+        "prefill_tokens",
+        "prefill_s",
+        "decode_tokens",
+        "decode_s",
+        "forwards",
+    )
     print(f"{'side':>10} " + " ".join(f"{c:>16}" for c in cols) + f" {'hit rate':>9} {'vs ' + sides[0]:>12}")
     med = {side: {c: statistics.median(row[c] for row in rows[side]) for c in (*cols, "hit_tokens")} for side in rows}
     first = med[sides[0]]["rollouts_per_min"]
     for side, m in med.items():
         hit = m["hit_tokens"] / m["prompt_tokens"] if m["prompt_tokens"] else 0.0
-        print(f"{side:>10} " + " ".join(f"{m[c]:>16.1f}" for c in cols) + f" {hit:>9.1%} {m['rollouts_per_min'] / first:>11.2f}x")
+        print(
+            f"{side:>10} "
+            + " ".join(f"{m[c]:>16.1f}" for c in cols)
+            + f" {hit:>9.1%} {m['rollouts_per_min'] / first:>11.2f}x"
+        )
     for before, after in (("hf-off", "packed-on"), ("packed-off", "packed-on"), ("hf-off", "hf-on")):
         if before in med and after in med:
-            print(f"rollout-phase throughput, {after} / {before}: {med[after]['rollouts_per_min'] / med[before]['rollouts_per_min']:.2f}x"
-                  + (" (goal >= 3x)" if before == "hf-off" and after == "packed-on" else ""))
-    print("prefill/decode seconds of a packed step that mixes both are split by token share (see server/packed_engine.py)")
+            print(
+                f"rollout-phase throughput, {after} / {before}: {med[after]['rollouts_per_min'] / med[before]['rollouts_per_min']:.2f}x"
+                + (" (goal >= 3x)" if before == "hf-off" and after == "packed-on" else "")
+            )
+    print(
+        "prefill/decode seconds of a packed step that mixes both are split by token share (see server/packed_engine.py)"
+    )
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
@@ -154,7 +235,14 @@ def one_request(client: OpenAI, model: str, prompt: str, max_tokens: int) -> tup
     """(completion tokens, seconds to the first token) for one streamed request."""
     start = time.perf_counter()
     first, tokens = None, 0
-    stream = client.completions.create(model=model, prompt=prompt, max_tokens=max_tokens, temperature=0, stream=True, extra_body={"return_token_ids": True, "ignore_eos": True})
+    stream = client.completions.create(
+        model=model,
+        prompt=prompt,
+        max_tokens=max_tokens,
+        temperature=0,
+        stream=True,
+        extra_body={"return_token_ids": True, "ignore_eos": True},
+    )
     for chunk in stream:
         for choice in chunk.choices:
             ids = (choice.model_extra or {}).get("token_ids") or []
@@ -165,8 +253,12 @@ def one_request(client: OpenAI, model: str, prompt: str, max_tokens: int) -> tup
 
 
 def bench_decode(args: argparse.Namespace) -> None:
-    prompts = ["Write a short story about a robot who learns to paint.", "Explain how rain forms, step by step.",
-               "List some facts about the ocean.", "Describe a busy market in the morning."]
+    prompts = [
+        "Write a short story about a robot who learns to paint.",
+        "Explain how rain forms, step by step.",
+        "List some facts about the ocean.",
+        "Describe a busy market in the morning.",
+    ]
     process, url = start_server(args.model, args.threads, 8, 0)
     try:
         client = OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=args.timeout)
@@ -175,7 +267,12 @@ def bench_decode(args: argparse.Namespace) -> None:
         for concurrency in (1, 8):
             start = time.perf_counter()
             with ThreadPoolExecutor(max_workers=concurrency) as pool:
-                results = list(pool.map(lambda i: one_request(client, args.model, prompts[i % len(prompts)], args.max_tokens), range(args.requests)))
+                results = list(
+                    pool.map(
+                        lambda i: one_request(client, args.model, prompts[i % len(prompts)], args.max_tokens),
+                        range(args.requests),
+                    )
+                )
             wall = time.perf_counter() - start
             rows.append((concurrency, sum(r[0] for r in results) / wall, statistics.median(r[1] for r in results)))
     finally:
@@ -200,8 +297,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads of each started server")
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--prefix-cache-mb", type=int, default=512, help="cache size of the 'on' servers")
-    parser.add_argument("--sides", default="hf-off,packed-off,packed-on",
-                        help=f"servers to compare, the first is the baseline ({', '.join(SIDES)}; hf-off = today's path)")
+    parser.add_argument(
+        "--sides",
+        default="hf-off,packed-off,packed-on",
+        help=f"servers to compare, the first is the baseline ({', '.join(SIDES)}; hf-off = today's path)",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="per-request timeout, seconds")
     args = parser.parse_args()
     bench_rollouts(args) if args.workload == "rollouts" else bench_decode(args)

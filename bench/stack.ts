@@ -30,13 +30,28 @@ const add = (name: string, ms: number) => (rows[name] ??= []).push(ms);
 for (let rep = 0; rep < reps; rep++) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-bench-'));
   try {
-    const s3Opts = { dataDir, host: HOST, accessKey: 'bench', secretKey: 'bench-secret', region: 'us-east-1', bucket: 'bench', detached: false };
+    const s3Opts = {
+      dataDir,
+      host: HOST,
+      accessKey: 'bench',
+      secretKey: 'bench-secret',
+      region: 'us-east-1',
+      bucket: 'bench',
+      detached: false,
+    };
     const [s3, s3Ms] = await timed(async () => startS3Server({ ...s3Opts, port: await freePort() }));
     add('s3 start (cold)', s3Ms);
     add('s3 stop', (await timed(() => stopProcess(s3)))[1]);
 
     const start = async (uiPort: number | null) =>
-      startTemporalServer({ dataDir, host: HOST, port: await freePort(), uiPort, namespace: 'default', detached: false });
+      startTemporalServer({
+        dataDir,
+        host: HOST,
+        port: await freePort(),
+        uiPort,
+        namespace: 'default',
+        detached: false,
+      });
     const stop = async (r: ServiceRecord) => (await timed(() => stopProcess(r)))[1];
     const [cold, coldMs] = await timed(() => start(null));
     add('temporal start headless (cold db)', coldMs);
@@ -54,8 +69,16 @@ for (let rep = 0; rep < reps; rep++) {
 
 const base = median(rows['s3 start (cold)'] ?? []);
 console.log(`local stack, wall ms, ${reps} reps, ${os.cpus().length} CPUs (${os.loadavg()[0]?.toFixed(2)} load)`);
-console.log(`${'step'.padEnd(36)} ${'median'.padStart(8)} ${'min'.padStart(8)} ${'max'.padStart(8)} ${'x s3 start'.padStart(11)}`);
+console.log(
+  `${'step'.padEnd(36)} ${'median'.padStart(8)} ${'min'.padStart(8)} ${'max'.padStart(8)} ${'x s3 start'.padStart(11)}`,
+);
 for (const [name, xs] of Object.entries(rows)) {
   const m = median(xs);
-  console.log(`${name.padEnd(36)} ${m.toFixed(0).padStart(8)} ${Math.min(...xs).toFixed(0).padStart(8)} ${Math.max(...xs).toFixed(0).padStart(8)} ${(m / base).toFixed(1).padStart(11)}`);
+  console.log(
+    `${name.padEnd(36)} ${m.toFixed(0).padStart(8)} ${Math.min(...xs)
+      .toFixed(0)
+      .padStart(8)} ${Math.max(...xs)
+      .toFixed(0)
+      .padStart(8)} ${(m / base).toFixed(1).padStart(11)}`,
+  );
 }

@@ -60,9 +60,23 @@ def demo_batch(args: argparse.Namespace, vocab: int) -> list[dict]:
         for i in range(6):
             r = int(torch.randint(args.response_min, args.response_max + 1, (1,), generator=g))
             mask = [0 if r // 3 <= t < 2 * r // 3 else 1 for t in range(r)]
-            samples.append({"sample_id": f"s{group}-{i}", "run_id": "bench", "iteration": 0, "rollout_id": f"r{group}-{i}", "attempt": 0,
-                            "task_id": f"t{group}", "group_id": f"g{group}", "span_ids": [f"span{group}-{i}"], "prompt_ids": prompt,
-                            "response_ids": ids(r), "loss_mask": mask, "rollout_logprobs": [-2.0] * r, "advantage": 1.0 if i % 2 else -1.0})
+            samples.append(
+                {
+                    "sample_id": f"s{group}-{i}",
+                    "run_id": "bench",
+                    "iteration": 0,
+                    "rollout_id": f"r{group}-{i}",
+                    "attempt": 0,
+                    "task_id": f"t{group}",
+                    "group_id": f"g{group}",
+                    "span_ids": [f"span{group}-{i}"],
+                    "prompt_ids": prompt,
+                    "response_ids": ids(r),
+                    "loss_mask": mask,
+                    "rollout_logprobs": [-2.0] * r,
+                    "advantage": 1.0 if i % 2 else -1.0,
+                }
+            )
     return samples
 
 
@@ -90,14 +104,20 @@ def run_once(batch: Path, cfg) -> dict:
     events = [json.loads(line) for line in captured.getvalue().splitlines()]
     done = next(e for e in events if e["event"] == "done")
     steps = [e for e in events if e["event"] == "step"]
-    return {"total": total, "step": sum(e["tokens"] / e["tokens_per_s"] for e in steps), **{p: done["profile_s"].get(p, 0.0) for p in PHASES},
-            "decoder_tokens": sum(e["decoder_tokens"] for e in steps)}
+    return {
+        "total": total,
+        "step": sum(e["tokens"] / e["tokens_per_s"] for e in steps),
+        **{p: done["profile_s"].get(p, 0.0) for p in PHASES},
+        "decoder_tokens": sum(e["decoder_tokens"] for e in steps),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--groups", type=int, default=8, help="groups of 6 samples (the demo: 8 tasks x 6)")
-    ap.add_argument("--system", type=int, default=170, help="tokens every sample shares (system prompt + worked example)")
+    ap.add_argument(
+        "--system", type=int, default=170, help="tokens every sample shares (system prompt + worked example)"
+    )
     ap.add_argument("--question", type=int, default=30, help="tokens a group shares after them")
     ap.add_argument("--response-min", type=int, default=16)
     ap.add_argument("--response-max", type=int, default=128)
@@ -128,10 +148,21 @@ def main() -> None:
         batch.write_text("".join(json.dumps(s) + "\n" for s in samples))
         for r in range(args.rounds):
             for path in paths if r % 2 == 0 else reversed(paths):
-                cfg = load_config(None, {"epochs": 1, "num_minibatches": 1, "micro_batch_size": args.micro, "threads": args.threads,
-                                         "lr": 2e-4, "update_path": path})
+                cfg = load_config(
+                    None,
+                    {
+                        "epochs": 1,
+                        "num_minibatches": 1,
+                        "micro_batch_size": args.micro,
+                        "threads": args.threads,
+                        "lr": 2e-4,
+                        "update_path": path,
+                    },
+                )
                 rows[path].append(run_once(batch, cfg))
-                print(f"round {r + 1} {path}: {rows[path][-1]['total']:.1f}s  load {os.getloadavg()[0]:.1f}", flush=True)
+                print(
+                    f"round {r + 1} {path}: {rows[path][-1]['total']:.1f}s  load {os.getloadavg()[0]:.1f}", flush=True
+                )
                 peaks.append(matmul_peak(args.matmul_n, 5))
     peak = statistics.median(peaks)
     lora = layers * 16 * (2 * h + 2 * (h + kv))  # r=16 on q, k, v, o: A in×r + B r×out
@@ -139,8 +170,10 @@ def main() -> None:
     useful = 3 * (2 * (n_dec + lora) * t_unique + 2 * h * vocab * t_trained + attention)
     med = {p: {k: statistics.median(row[k] for row in rows[p]) for k in rows[p][0]} for p in paths}
 
-    print(f"\nbatch: {args.groups} groups x 6 = {len(samples)} samples, {tokens} tokens ({t_unique} unique in the prefix tree, "
-          f"{t_resp} response, {t_trained} trained), micro-batch {args.micro}, threads {args.threads}, medians of {args.rounds} rounds")
+    print(
+        f"\nbatch: {args.groups} groups x 6 = {len(samples)} samples, {tokens} tokens ({t_unique} unique in the prefix tree, "
+        f"{t_resp} response, {t_trained} trained), micro-batch {args.micro}, threads {args.threads}, medians of {args.rounds} rounds"
+    )
     print(f"{'phase (s)':<30}" + "".join(f"{p:>12}" for p in paths))
     for phase in (*PHASES, "step", "total"):
         print(f"{phase:<30}" + "".join(f"{med[p][phase]:>12.2f}" for p in paths))
@@ -149,9 +182,13 @@ def main() -> None:
     print(f"{'trained tokens/s, update step':<30}" + "".join(f"{tokens / med[p]['step']:>12.0f}" for p in paths))
     print(f"{'useful GFLOP/s, whole update':<30}" + "".join(f"{useful / med[p]['total'] / 1e9:>12.1f}" for p in paths))
     print(f"{'  = of matmul peak':<30}" + "".join(f"{useful / med[p]['total'] / peak:>12.1%}" for p in paths))
-    print(f"matmul peak fp32 (median of {len(peaks)}): {peak / 1e9:.1f} GFLOP/s; useful work per update {useful / 1e9:.0f} GFLOP")
-    print(f"fast / reference, whole update: {med['reference']['total'] / med['fast']['total']:.2f}x; "
-          f"update step: {med['reference']['step'] / med['fast']['step']:.2f}x (goal >= 4x)")
+    print(
+        f"matmul peak fp32 (median of {len(peaks)}): {peak / 1e9:.1f} GFLOP/s; useful work per update {useful / 1e9:.0f} GFLOP"
+    )
+    print(
+        f"fast / reference, whole update: {med['reference']['total'] / med['fast']['total']:.2f}x; "
+        f"update step: {med['reference']['step'] / med['fast']['step']:.2f}x (goal >= 4x)"
+    )
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 

@@ -16,9 +16,27 @@ import { rewardSpecSchema } from '../src/rewards/spec.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const RUN_CONFIG_DOC = path.join(root, 'docs/run-config.md');
 
-type Json = { type?: string | string[]; properties?: Record<string, Json>; required?: string[]; default?: unknown; enum?: unknown[]; const?: unknown;
-  items?: Json; anyOf?: Json[]; oneOf?: Json[]; minimum?: number; maximum?: number; exclusiveMinimum?: number; exclusiveMaximum?: number;
-  minLength?: number; maxLength?: number; minItems?: number; pattern?: string; format?: string; additionalProperties?: Json | boolean };
+type Json = {
+  type?: string | string[];
+  properties?: Record<string, Json>;
+  required?: string[];
+  default?: unknown;
+  enum?: unknown[];
+  const?: unknown;
+  items?: Json;
+  anyOf?: Json[];
+  oneOf?: Json[];
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  pattern?: string;
+  format?: string;
+  additionalProperties?: Json | boolean;
+};
 
 /** JSDoc comments of the object-literal properties under `constName` in `file`, keyed by dotted path. */
 function comments(file: string, constName: string, prefix: string): Map<string, string> {
@@ -27,7 +45,12 @@ function comments(file: string, constName: string, prefix: string): Map<string, 
   const visit = (node: ts.Node, at: string[]): void => {
     if (ts.isPropertyAssignment(node) && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name))) {
       const here = [...at, node.name.text];
-      const doc = ts.getJSDocCommentsAndTags(node).map((d) => (typeof d.comment === 'string' ? d.comment : '')).join(' ').replace(/\s+/g, ' ').trim();
+      const doc = ts
+        .getJSDocCommentsAndTags(node)
+        .map((d) => (typeof d.comment === 'string' ? d.comment : ''))
+        .join(' ')
+        .replace(/\s+/g, ' ')
+        .trim();
       if (doc) out.set([prefix, ...here].filter(Boolean).join('.'), doc);
       ts.forEachChild(node.initializer, (c) => visit(c, here));
       return;
@@ -36,7 +59,8 @@ function comments(file: string, constName: string, prefix: string): Map<string, 
   };
   source.forEachChild((stmt) => {
     if (!ts.isVariableStatement(stmt)) return;
-    for (const d of stmt.declarationList.declarations) if (ts.isIdentifier(d.name) && d.name.text === constName && d.initializer) visit(d.initializer, []);
+    for (const d of stmt.declarationList.declarations)
+      if (ts.isIdentifier(d.name) && d.name.text === constName && d.initializer) visit(d.initializer, []);
   });
   return out;
 }
@@ -79,10 +103,17 @@ const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 function rows(schema: Json, prefix: string, out: string[]): void {
   for (const [name, s] of Object.entries(schema.properties ?? {})) {
     const at = prefix ? `${prefix}.${name}` : name;
-    const required = schema.required?.includes(name) && s.default === undefined ? '**required**' : s.default === undefined ? 'optional' : code(s.default);
+    const required =
+      schema.required?.includes(name) && s.default === undefined
+        ? '**required**'
+        : s.default === undefined
+          ? 'optional'
+          : code(s.default);
     const isObject = s.type === 'object' && s.properties;
     const type = isObject ? 'object' : at === 'reward' ? 'reward spec (see [rewards](rewards.md))' : typeOf(s);
-    out.push(`| \`${at}\` | ${cell(type)} | ${cell(required)} | ${cell(bounds(s))} | ${cell(descriptions.get(at) ?? '')} |`);
+    out.push(
+      `| \`${at}\` | ${cell(type)} | ${cell(required)} | ${cell(bounds(s))} | ${cell(descriptions.get(at) ?? '')} |`,
+    );
     if (isObject) rows(s, at, out);
   }
 }
@@ -105,7 +136,13 @@ export function renderRunConfigDoc(): string {
     '|---|---|---|---|---|',
   ];
   rows(schema, '', out);
-  out.push('', '## Reward kinds', '', 'The fields of each `reward.kind` (details and examples in [rewards.md](rewards.md)).', '');
+  out.push(
+    '',
+    '## Reward kinds',
+    '',
+    'The fields of each `reward.kind` (details and examples in [rewards.md](rewards.md)).',
+    '',
+  );
   const rewards = z.toJSONSchema(rewardSpecSchema, { io: 'input', unrepresentable: 'any' }) as Json;
   for (const variant of rewards.oneOf ?? rewards.anyOf ?? []) {
     const kind = String(variant.properties?.kind?.const);
@@ -114,8 +151,15 @@ export function renderRunConfigDoc(): string {
     out.push(`### \`${kind}\``, '', '| field | type | default | bounds | what |', '|---|---|---|---|---|');
     for (const [name, s] of Object.entries(variant.properties ?? {})) {
       if (name === 'kind') continue;
-      const required = variant.required?.includes(name) && s.default === undefined ? '**required**' : s.default === undefined ? 'optional' : code(s.default);
-      out.push(`| \`${name}\` | ${cell(typeOf(s))} | ${cell(required)} | ${cell(bounds(s))} | ${cell(docs.get(name) ?? '')} |`);
+      const required =
+        variant.required?.includes(name) && s.default === undefined
+          ? '**required**'
+          : s.default === undefined
+            ? 'optional'
+            : code(s.default);
+      out.push(
+        `| \`${name}\` | ${cell(typeOf(s))} | ${cell(required)} | ${cell(bounds(s))} | ${cell(docs.get(name) ?? '')} |`,
+      );
     }
     out.push('');
   }

@@ -14,7 +14,10 @@ import { makeShop, makeShopTask, shopSeedSql } from '../examples/sql-agent/shop-
 import { SeededRandom } from '../examples/task-sets/seeded-random.js';
 
 const root = path.resolve(import.meta.dirname, '..');
-const SIZES = { calculator: { train: 200, eval: 50, evalWordB: 30, plainInWordHeavy: 26, plainInWordHeavyEval: 6 }, sql: { train: 24, eval: 12 } };
+const SIZES = {
+  calculator: { train: 200, eval: 50, evalWordB: 30, plainInWordHeavy: 26, plainInWordHeavyEval: 6 },
+  sql: { train: 24, eval: 12 },
+};
 
 /** Draws `count` items with distinct keys, bounded so a too-small space fails instead of looping. */
 function drawUnique<T>(count: number, draw: () => T, key: (item: T) => string): T[] {
@@ -42,52 +45,79 @@ const jsonl = (rows: unknown[]) => rows.map((row) => JSON.stringify(row)).join('
 export function makeTaskFiles(seed: number): Record<string, string> {
   const files: Record<string, string> = {};
   const calcRandom = new SeededRandom(seed);
-  const problems = drawUnique(SIZES.calculator.train + SIZES.calculator.eval, () => makeWordProblem(calcRandom), (p) => p.question);
+  const problems = drawUnique(
+    SIZES.calculator.train + SIZES.calculator.eval,
+    () => makeWordProblem(calcRandom),
+    (p) => p.question,
+  );
   for (const [mode, set] of Object.entries(split(problems, SIZES.calculator, (p) => p.question))) {
-    files[`examples/calculator/tasks/${mode}.jsonl`] = jsonl(set.map((p, i) => ({
-      id: `calc-${mode}-${String(i + 1).padStart(4, '0')}`,
-      input: { question: p.question },
-      reference: { answer: p.answer, template: p.template, steps: p.steps },
-      // Evaluations are reported per kind: the word problems are the task, plain arithmetic the easy share.
-      kind: p.template.startsWith('plain') ? 'plain' : 'word',
-    })));
+    files[`examples/calculator/tasks/${mode}.jsonl`] = jsonl(
+      set.map((p, i) => ({
+        id: `calc-${mode}-${String(i + 1).padStart(4, '0')}`,
+        input: { question: p.question },
+        reference: { answer: p.answer, template: p.template, steps: p.steps },
+        // Evaluations are reported per kind: the word problems are the task, plain arithmetic the easy share.
+        kind: p.template.startsWith('plain') ? 'plain' : 'word',
+      })),
+    );
   }
   // The same tasks weighted to word problems (every word problem, the first plain ones as a curriculum / a check):
   // the word-problem demo trains on the first and evaluates the second every iteration, cheaper than the full eval set.
-  for (const [mode, plainCount] of [['train', SIZES.calculator.plainInWordHeavy], ['eval', SIZES.calculator.plainInWordHeavyEval]] as const) {
-    const tasks = files[`examples/calculator/tasks/${mode}.jsonl`]!.trimEnd().split('\n').map((line) => JSON.parse(line) as { kind: string });
+  for (const [mode, plainCount] of [
+    ['train', SIZES.calculator.plainInWordHeavy],
+    ['eval', SIZES.calculator.plainInWordHeavyEval],
+  ] as const) {
+    const tasks = files[`examples/calculator/tasks/${mode}.jsonl`]!.trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { kind: string });
     const plainKept = tasks.filter((t) => t.kind === 'plain').slice(0, plainCount);
-    files[`examples/calculator/tasks/${mode}-word-heavy.jsonl`] = jsonl(tasks.filter((t) => t.kind === 'word' || plainKept.includes(t)));
+    files[`examples/calculator/tasks/${mode}-word-heavy.jsonl`] = jsonl(
+      tasks.filter((t) => t.kind === 'word' || plainKept.includes(t)),
+    );
   }
   // Set B: other templates and wording, its own seed; held out, never trained or tuned on.
   const bRandom = new SeededRandom(seed + 2);
-  const setB = drawUnique(SIZES.calculator.evalWordB, () => makeWordProblemB(bRandom), (p) => p.question);
-  files['examples/calculator/tasks/eval-word-b.jsonl'] = jsonl(setB.map((p, i) => ({
-    id: `calc-evalb-${String(i + 1).padStart(4, '0')}`,
-    input: { question: p.question },
-    reference: { answer: p.answer, template: p.template, steps: p.steps },
-    kind: 'word',
-  })));
+  const setB = drawUnique(
+    SIZES.calculator.evalWordB,
+    () => makeWordProblemB(bRandom),
+    (p) => p.question,
+  );
+  files['examples/calculator/tasks/eval-word-b.jsonl'] = jsonl(
+    setB.map((p, i) => ({
+      id: `calc-evalb-${String(i + 1).padStart(4, '0')}`,
+      input: { question: p.question },
+      reference: { answer: p.answer, template: p.template, steps: p.steps },
+      kind: 'word',
+    })),
+  );
 
   const sqlRandom = new SeededRandom(seed + 1);
   const shop = makeShop(sqlRandom);
   files['examples/sql-agent/shop.sql'] = shopSeedSql(shop);
-  const shopTasks = drawUnique(SIZES.sql.train + SIZES.sql.eval, () => makeShopTask(sqlRandom, shop), (t) => t.instruction);
+  const shopTasks = drawUnique(
+    SIZES.sql.train + SIZES.sql.eval,
+    () => makeShopTask(sqlRandom, shop),
+    (t) => t.instruction,
+  );
   for (const [mode, set] of Object.entries(split(shopTasks, SIZES.sql, (t) => t.instruction))) {
-    files[`examples/sql-agent/tasks/${mode}.jsonl`] = jsonl(set.map((t, i) => ({
-      id: `sql-${mode}-${String(i + 1).padStart(4, '0')}`,
-      input: { database: 'shop.db', instruction: t.instruction },
-      reference: { expectedRows: t.expectedRows, solutionSql: t.solutionSql, kind: t.kind },
-      kind: t.kind,
-      // Run in the fresh workdir before the agent starts; argv paths are relative to the repo root.
-      setup: { command: ['python3', 'examples/sql-agent/seed_db.py', 'shop.db'] },
-    })));
+    files[`examples/sql-agent/tasks/${mode}.jsonl`] = jsonl(
+      set.map((t, i) => ({
+        id: `sql-${mode}-${String(i + 1).padStart(4, '0')}`,
+        input: { database: 'shop.db', instruction: t.instruction },
+        reference: { expectedRows: t.expectedRows, solutionSql: t.solutionSql, kind: t.kind },
+        kind: t.kind,
+        // Run in the fresh workdir before the agent starts; argv paths are relative to the repo root.
+        setup: { command: ['python3', 'examples/sql-agent/seed_db.py', 'shop.db'] },
+      })),
+    );
   }
   return files;
 }
 
 function main(): void {
-  const { values } = parseArgs({ options: { seed: { type: 'string', default: '20261130' }, check: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: { seed: { type: 'string', default: '20261130' }, check: { type: 'boolean', default: false } },
+  });
   const seed = Number(values.seed);
   if (!Number.isSafeInteger(seed)) throw new Error(`--seed must be an integer, got ${values.seed}`);
   const files = makeTaskFiles(seed);
@@ -100,7 +130,8 @@ function main(): void {
       } catch {
         current = '';
       }
-      if (current !== text) throw new Error(`${file} differs from what seed ${seed} generates; rerun scripts/make-tasks.ts`);
+      if (current !== text)
+        throw new Error(`${file} differs from what seed ${seed} generates; rerun scripts/make-tasks.ts`);
     } else {
       mkdirSync(path.dirname(target), { recursive: true });
       writeFileSync(target, text);

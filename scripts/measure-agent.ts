@@ -17,7 +17,11 @@ const AGENTS: Record<string, string[]> = {
   ts: [path.join(root, 'node_modules/.bin/tsx'), path.join(root, 'examples/calculator-ts/agent.ts')],
   py: [path.join(root, '.venv/bin/python'), path.join(root, 'examples/calculator-py/agent.py')],
 };
-const taskSchema = z.object({ id: z.string(), input: z.object({ question: z.string() }), reference: z.object({ answer: z.number() }) });
+const taskSchema = z.object({
+  id: z.string(),
+  input: z.object({ question: z.string() }),
+  reference: z.object({ answer: z.number() }),
+});
 type CalcTask = z.infer<typeof taskSchema>;
 
 const optionsSchema = z.object({
@@ -45,7 +49,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-interface Outcome { id: string; correct: boolean; exitCode: number | null; answer: string; ms: number }
+interface Outcome {
+  id: string;
+  correct: boolean;
+  exitCode: number | null;
+  answer: string;
+  ms: number;
+}
 
 function runOne(argv: string[], task: CalcTask, env: Record<string, string>): Promise<Outcome> {
   const workdir = mkdtempSync(path.join(tmpdir(), 'volt-measure-'));
@@ -53,8 +63,16 @@ function runOne(argv: string[], task: CalcTask, env: Record<string, string>): Pr
   const started = Date.now();
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), {
-      cwd: workdir, stdio: ['ignore', 'ignore', 'ignore'], timeout: 600_000,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, VOLT_TASK: JSON.stringify(task), VOLT_OUTPUT_FILE: outputFile },
+      cwd: workdir,
+      stdio: ['ignore', 'ignore', 'ignore'],
+      timeout: 600_000,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        ...env,
+        VOLT_TASK: JSON.stringify(task),
+        VOLT_OUTPUT_FILE: outputFile,
+      },
     });
     running.add(child);
     child.on('error', reject);
@@ -75,20 +93,38 @@ function runOne(argv: string[], task: CalcTask, env: Record<string, string>): Pr
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: {
-    'base-url': { type: 'string' }, tasks: { type: 'string' }, n: { type: 'string', short: 'n' }, concurrency: { type: 'string' },
-    agent: { type: 'string' }, temperature: { type: 'string' }, model: { type: 'string' },
-  } });
+  const { values } = parseArgs({
+    options: {
+      'base-url': { type: 'string' },
+      tasks: { type: 'string' },
+      n: { type: 'string', short: 'n' },
+      concurrency: { type: 'string' },
+      agent: { type: 'string' },
+      temperature: { type: 'string' },
+      model: { type: 'string' },
+    },
+  });
   const parsed = optionsSchema.safeParse(values);
-  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; '));
+  if (!parsed.success)
+    throw new Error(parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; '));
   const opts = parsed.data;
-  const lines = readFileSync(opts.tasks, 'utf8').split('\n').filter((l) => l.trim());
+  const lines = readFileSync(opts.tasks, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim());
   const tasks = lines.slice(0, opts.n).map((l, i) => {
     const task = taskSchema.safeParse(JSON.parse(l));
-    if (!task.success) throw new Error(`${opts.tasks}:${i + 1}: ${task.error.issues[0]?.path.join('.')}: ${task.error.issues[0]?.message}`);
+    if (!task.success)
+      throw new Error(
+        `${opts.tasks}:${i + 1}: ${task.error.issues[0]?.path.join('.')}: ${task.error.issues[0]?.message}`,
+      );
     return task.data;
   });
-  const env = { OPENAI_BASE_URL: opts['base-url'], OPENAI_API_KEY: 'measure', OPENAI_MODEL: opts.model, AGENT_TEMPERATURE: String(opts.temperature) };
+  const env = {
+    OPENAI_BASE_URL: opts['base-url'],
+    OPENAI_API_KEY: 'measure',
+    OPENAI_MODEL: opts.model,
+    AGENT_TEMPERATURE: String(opts.temperature),
+  };
   const outcomes: Outcome[] = [];
   const started = Date.now();
   let next = 0;
@@ -97,7 +133,9 @@ async function main(): Promise<void> {
       const task = tasks[next++]!;
       const outcome = await runOne(AGENTS[opts.agent]!, task, env);
       outcomes.push(outcome);
-      console.log(`${outcome.correct ? 'ok  ' : 'miss'} ${task.id} want ${task.reference.answer} got ${JSON.stringify(outcome.answer)} exit ${outcome.exitCode} ${outcome.ms} ms`);
+      console.log(
+        `${outcome.correct ? 'ok  ' : 'miss'} ${task.id} want ${task.reference.answer} got ${JSON.stringify(outcome.answer)} exit ${outcome.exitCode} ${outcome.ms} ms`,
+      );
     }
   };
   await Promise.all(Array.from({ length: opts.concurrency }, worker));
@@ -105,8 +143,12 @@ async function main(): Promise<void> {
   const answered = outcomes.filter((o) => parseAnswer(o.answer) !== null).length;
   const failed = outcomes.filter((o) => o.exitCode !== 0).length;
   const ms = outcomes.map((o) => o.ms).sort((a, b) => a - b);
-  console.log(`\nagent ${opts.agent}  tasks ${outcomes.length}  concurrency ${opts.concurrency}  temperature ${opts.temperature}`);
-  console.log(`accuracy ${(correct / outcomes.length * 100).toFixed(1)}% (${correct}/${outcomes.length})  answered ${answered}  agent failures ${failed}`);
+  console.log(
+    `\nagent ${opts.agent}  tasks ${outcomes.length}  concurrency ${opts.concurrency}  temperature ${opts.temperature}`,
+  );
+  console.log(
+    `accuracy ${((correct / outcomes.length) * 100).toFixed(1)}% (${correct}/${outcomes.length})  answered ${answered}  agent failures ${failed}`,
+  );
   console.log(`rollout p50 ${ms[Math.floor(ms.length / 2)]} ms  wall ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 

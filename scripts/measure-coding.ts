@@ -30,11 +30,16 @@ import { startGateway } from '../test/gateway/harness.js';
 import { SERVED_MODEL, startModelServer } from '../test/gateway/model-server.js';
 import { startTestServices } from '../test/helpers/services.js';
 
-const { values } = parseArgs({ options: {
-  n: { type: 'string', short: 'n', default: '24' }, concurrency: { type: 'string', default: '2' },
-  temperature: { type: 'string', default: '0' }, 'timeout-sec': { type: 'string', default: '240' }, tasks: { type: 'string', default: 'examples/coding/tasks/eval.jsonl' },
-  transcripts: { type: 'boolean', default: false },
-} });
+const { values } = parseArgs({
+  options: {
+    n: { type: 'string', short: 'n', default: '24' },
+    concurrency: { type: 'string', default: '2' },
+    temperature: { type: 'string', default: '0' },
+    'timeout-sec': { type: 'string', default: '240' },
+    tasks: { type: 'string', default: 'examples/coding/tasks/eval.jsonl' },
+    transcripts: { type: 'boolean', default: false },
+  },
+});
 const env = () => new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
 
 const started = Date.now();
@@ -50,47 +55,92 @@ try {
   const gateway = await startGateway(store, dir, model.url);
   const base = JSON.parse(readFileSync('examples/coding/run.json', 'utf8')) as Record<string, unknown>;
   const config = parseRunConfig({
-    ...base, runId: 'measure-coding', agent: { ...(base.agent as { env?: object }), timeoutSec: Number(values['timeout-sec']),
+    ...base,
+    runId: 'measure-coding',
+    agent: {
+      ...(base.agent as { env?: object }),
+      timeoutSec: Number(values['timeout-sec']),
       // The SDK's own per-request timeout (120 s) would cut calls that an overloaded model server answers late.
-      env: { ...(base.agent as { env?: object }).env, AGENT_REQUEST_TIMEOUT: values['timeout-sec'] } }, rollouts: { ...(base.rollouts as object), concurrency: Number(values.concurrency) },
+      env: { ...(base.agent as { env?: object }).env, AGENT_REQUEST_TIMEOUT: values['timeout-sec'] },
+    },
+    rollouts: { ...(base.rollouts as object), concurrency: Number(values.concurrency) },
   });
   const deps = {
-    store, gateway: gateway.admin, taskSets: new PinnedTaskSets(store, process.cwd()), python: path.resolve('.venv/bin/python'), env: {},
-    runner: new LocalRunner({ root: path.join(dir, 'rollouts'), logs: objectStoreLogSink(store), hide: [dir], concurrency: Number(values.concurrency) }),
+    store,
+    gateway: gateway.admin,
+    taskSets: new PinnedTaskSets(store, process.cwd()),
+    python: path.resolve('.venv/bin/python'),
+    env: {},
+    runner: new LocalRunner({
+      root: path.join(dir, 'rollouts'),
+      logs: objectStoreLogSink(store),
+      hide: [dir],
+      concurrency: Number(values.concurrency),
+    }),
   } as unknown as ActivityDeps;
   const tasks = parseTaskLines(readFileSync(values.tasks, 'utf8'), values.tasks).slice(0, Number(values.n));
   const { sha256: taskSet } = await (deps.taskSets as PinnedTaskSets).pinFile(values.tasks);
   const policy = { name: SERVED_MODEL, checkpointKey: null, sha256: null, iteration: null };
   const input = {
-    config, iteration: 0, mode: 'eval' as const, label: 'base', policy, taskSet, sampling: { temperature: Number(values.temperature) },
+    config,
+    iteration: 0,
+    mode: 'eval' as const,
+    label: 'base',
+    policy,
+    taskSet,
+    sampling: { temperature: Number(values.temperature) },
     tasks: tasks.map((t, i) => ({ taskId: t.id, groupId: `g${i}`, rolloutIds: [`r${i}`] })),
   };
   const launch = createRolloutActivities(deps).launchRollouts;
   const launched: Awaited<ReturnType<typeof launch>> = await env().run(launch, input);
   const compute = createRewardActivities(deps).computeRewards;
-  const scored: Awaited<ReturnType<typeof compute>> = await env().run(compute, { config, iteration: 0, mode: 'eval' as const, label: 'base', taskSet, results: launched.results });
+  const scored: Awaited<ReturnType<typeof compute>> = await env().run(compute, {
+    config,
+    iteration: 0,
+    mode: 'eval' as const,
+    label: 'base',
+    taskSet,
+    results: launched.results,
+  });
   const file = await store.getJson(scored.rewardsKey, rewardsFileSchema);
   const flags = new Map<string, number>();
   let solved = 0;
   let timeouts = 0;
   for (const r of file.rollouts) {
     if (r.parts.hidden_tests === 1) solved += 1;
-    for (const f of r.flags) flags.set(f.split(':').slice(0, 2).join(':'), (flags.get(f.split(':').slice(0, 2).join(':')) ?? 0) + 1);
+    for (const f of r.flags)
+      flags.set(f.split(':').slice(0, 2).join(':'), (flags.get(f.split(':').slice(0, 2).join(':')) ?? 0) + 1);
     // A timeout (the agent's, or the SDK's on a slow model server) says nothing about the model: counted apart.
-    const stderr = (await store.getBytes(keys.rolloutLog({ runId: config.runId, iteration: 0, rolloutId: r.rolloutId, attempt: r.attempt }, 'stderr'))).toString('utf8');
+    const stderr = (
+      await store.getBytes(
+        keys.rolloutLog({ runId: config.runId, iteration: 0, rolloutId: r.rolloutId, attempt: r.attempt }, 'stderr'),
+      )
+    ).toString('utf8');
     const timedOut = r.outcome === 'timed_out' || /APITimeoutError|Request timed out/.test(stderr);
     if (timedOut) timeouts += 1;
-    console.log(`${r.taskId}\t${r.outcome}${timedOut ? ' (timeout)' : ''}\thidden_tests=${r.parts.hidden_tests ?? 'n/a'}\treward=${r.reward}\t${r.flags.join(' ')}`);
-    if (values.transcripts) for (const line of stderr.split('\n').filter((l) => l.startsWith('[step'))) console.log(`  ${line.slice(0, 240)}`);
+    console.log(
+      `${r.taskId}\t${r.outcome}${timedOut ? ' (timeout)' : ''}\thidden_tests=${r.parts.hidden_tests ?? 'n/a'}\treward=${r.reward}\t${r.flags.join(' ')}`,
+    );
+    if (values.transcripts)
+      for (const line of stderr.split('\n').filter((l) => l.startsWith('[step')))
+        console.log(`  ${line.slice(0, 240)}`);
   }
-  console.log(`solved ${solved}/${file.rollouts.length} (${((100 * solved) / file.rollouts.length).toFixed(1)} %), scored ${file.scored}, ` +
-    `infra failed ${file.infraFailed}, timeouts ${timeouts}, temperature ${values.temperature}, ${((Date.now() - started) / 1000).toFixed(0)} s, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `solved ${solved}/${file.rollouts.length} (${((100 * solved) / file.rollouts.length).toFixed(1)} %), scored ${file.scored}, ` +
+      `infra failed ${file.infraFailed}, timeouts ${timeouts}, temperature ${values.temperature}, ${((Date.now() - started) / 1000).toFixed(0)} s, load ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+  );
   console.log(`flags: ${JSON.stringify(Object.fromEntries(flags))}`);
   const kindOf = new Map(tasks.map((t) => [t.id, t.kind ?? 'none']));
   const byKind = new Map<string, { solved: number; of: number }>();
   for (const r of file.rollouts) {
     const k = byKind.get(kindOf.get(r.taskId) ?? 'none') ?? { solved: 0, of: 0 };
-    byKind.set(kindOf.get(r.taskId) ?? 'none', { solved: k.solved + (r.parts.hidden_tests === 1 ? 1 : 0), of: k.of + 1 });
+    byKind.set(kindOf.get(r.taskId) ?? 'none', {
+      solved: k.solved + (r.parts.hidden_tests === 1 ? 1 : 0),
+      of: k.of + 1,
+    });
   }
   console.log(`by kind: ${[...byKind].map(([k, v]) => `${k} ${v.solved}/${v.of}`).join(', ')}`);
   await (deps.runner as LocalRunner).close();

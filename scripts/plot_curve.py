@@ -4,6 +4,7 @@
 
 Plots only; every number comes ready-made from the TypeScript side.
 """
+
 import json
 import sys
 
@@ -11,7 +12,6 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display on workers or CI
 import matplotlib.pyplot as plt  # noqa: E402
-
 
 DEFAULT_LABELS = {
     "reward": "mean training reward",

@@ -25,14 +25,20 @@ const STARTS_A_SERVICE: { what: string; pattern: RegExp }[] = [
   { what: 'the volt CLI', pattern: /join\([^)]*'bin\/volt\.mjs'\)/ },
 ];
 
-interface Imported { name: string; from: string }
+interface Imported {
+  name: string;
+  from: string;
+}
 
 function importsOf(file: string, source: string): Imported[] {
   const out: Imported[] = [];
   for (const m of source.matchAll(/import\s+(?!type\b)\{([^}]*)\}\s*from\s*'(\.{1,2}\/[^']+)'/g)) {
     const from = path.resolve(path.dirname(file), m[2]!).replace(/\.js$/, '.ts');
     for (const part of m[1]!.split(',')) {
-      const [name, alias] = part.trim().replace(/^type\s+/, '').split(/\s+as\s+/);
+      const [name, alias] = part
+        .trim()
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/);
       if (name && !part.trim().startsWith('type ')) out.push({ name: alias ?? name, from: `${from}#${name}` });
     }
   }
@@ -72,7 +78,9 @@ export class TestLayerClassifier {
     const source = readFileSync(file, 'utf8');
     const decls = declarations(source);
     const imports = importsOf(file, source);
-    const locals: Imported[] = [...decls.keys()].filter((n) => n !== name).map((n) => ({ name: n, from: `${file}#${n}` }));
+    const locals: Imported[] = [...decls.keys()]
+      .filter((n) => n !== name)
+      .map((n) => ({ name: n, from: `${file}#${n}` }));
     const why = this.startsInText(file, decls.get(name) ?? '', [...imports, ...locals], depth);
     this.starters.set(key, why);
     return why;
@@ -90,7 +98,9 @@ export class TestLayerClassifier {
 export function testLayers(testRoot: string): { file: string; layer: TestLayer; reason?: string }[] {
   const root = path.resolve(testRoot);
   const classifier = new TestLayerClassifier(root);
-  const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.test.ts')).sort();
+  const files = readdirSync(root, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.test.ts'))
+    .sort();
   return files.map((f) => ({ file: path.join(path.basename(root), f), ...classifier.classify(path.join(root, f)) }));
 }
 
@@ -101,5 +111,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.exit(2);
   }
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'test');
-  for (const t of testLayers(root)) if (t.layer === layer) console.log(flag === '--why' && t.reason ? `${t.file}\t${t.reason}` : t.file);
+  for (const t of testLayers(root))
+    if (t.layer === layer) console.log(flag === '--why' && t.reason ? `${t.file}\t${t.reason}` : t.file);
 }

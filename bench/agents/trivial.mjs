@@ -3,7 +3,12 @@
 import OpenAI from 'openai';
 
 const client = new OpenAI();
-await client.chat.completions.create({ model: 'policy', messages: [{ role: 'user', content: 'Say hi.' }], max_tokens: 2, temperature: 1 });
+await client.chat.completions.create({
+  model: 'policy',
+  messages: [{ role: 'user', content: 'Say hi.' }],
+  max_tokens: 2,
+  temperature: 1,
+});
 const rewardUrl = process.env.OPENAI_BASE_URL.replace(/\/v1\/?$/, '/reward');
 const res = await fetch(rewardUrl, {
   method: 'POST',

@@ -4,6 +4,7 @@ finishes with <answer>number</answer>. The same protocol as examples/calculator-
 Run: OPENAI_BASE_URL=... OPENAI_API_KEY=... VOLT_TASK='{"id":"t1","input":{"question":"..."}}' \
      .venv/bin/python examples/calculator-py/agent.py
 """
+
 import ast
 import json
 import operator
@@ -13,22 +14,33 @@ import sys
 
 from openai import OpenAI
 
-SYSTEM_PROMPT = "\n".join([
-    "You solve math word problems with a calculator.",
-    "To calculate, write <calc>expression</calc>, for example <calc>23*12-45</calc>, and wait for the result.",
-    "When you know the final answer, write <answer>number</answer>.",
-])
+SYSTEM_PROMPT = "\n".join(
+    [
+        "You solve math word problems with a calculator.",
+        "To calculate, write <calc>expression</calc>, for example <calc>23*12-45</calc>, and wait for the result.",
+        "When you know the final answer, write <answer>number</answer>.",
+    ]
+)
 # Repeated under each question: a 135M model forgets the system prompt's format, not the last line it read.
 HINT = "Use <calc>expression</calc> to calculate, then <answer>number</answer>."
 # One worked example: tiny models copy a demonstrated pattern far better than they follow instructions.
 EXAMPLE = [
-    {"role": "user", "content": f"Tom has 3 bags with 5 apples each. He eats 2 apples. How many apples are left?\n{HINT}"},
+    {
+        "role": "user",
+        "content": f"Tom has 3 bags with 5 apples each. He eats 2 apples. How many apples are left?\n{HINT}",
+    },
     {"role": "assistant", "content": "<calc>3*5-2</calc>"},
     {"role": "user", "content": "Result: 13"},
     {"role": "assistant", "content": "<answer>13</answer>"},
 ]
-OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-             ast.USub: operator.neg, ast.UAdd: operator.pos}
+OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
 
 
 class CalcError(ValueError):
@@ -115,13 +127,20 @@ def main() -> None:
     max_turns = int(os.environ.get("AGENT_MAX_TURNS", "4"))
     max_tokens = int(os.environ.get("AGENT_MAX_TOKENS", "64"))
     client = OpenAI(timeout=120.0)
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}, *EXAMPLE,
-                {"role": "user", "content": f"{task['input']['question']}\n{HINT}"}]
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        *EXAMPLE,
+        {"role": "user", "content": f"{task['input']['question']}\n{HINT}"},
+    ]
     answer = ""
     for turn in range(1, max_turns + 1):
         completion = client.chat.completions.create(
-            model=model, messages=messages, max_tokens=max_tokens, temperature=temperature,
-            stop=["</calc>", "</answer>"])
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=["</calc>", "</answer>"],
+        )
         content = completion.choices[0].message.content or ""
         print(f"[turn {turn}] model: {json.dumps(content)}", file=sys.stderr)
         messages.append({"role": "assistant", "content": content})

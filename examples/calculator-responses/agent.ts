@@ -10,7 +10,15 @@
 import { writeFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
-import { EXAMPLE, HINT, SYSTEM_PROMPT, parseOrExplain, reactTo, readTask, settingsSchema } from '../calculator-ts/protocol.js';
+import {
+  EXAMPLE,
+  HINT,
+  SYSTEM_PROMPT,
+  parseOrExplain,
+  reactTo,
+  readTask,
+  settingsSchema,
+} from '../calculator-ts/protocol.js';
 
 /** The turn as far as the agent reads it: up to the first </calc> or </answer>. */
 function firstAction(text: string): string {
@@ -43,7 +51,10 @@ async function main(): Promise<void> {
       break;
     }
     const last = turn === settings.AGENT_MAX_TURNS - 1;
-    input.push({ role: 'user', content: last ? `${next.reply}\nNow give the final answer as <answer>number</answer>.` : next.reply });
+    input.push({
+      role: 'user',
+      content: last ? `${next.reply}\nNow give the final answer as <answer>number</answer>.` : next.reply,
+    });
     process.stderr.write(`[turn ${turn}] agent: ${JSON.stringify(next.reply)}\n`);
   }
   if (process.env.VOLT_OUTPUT_FILE) writeFileSync(process.env.VOLT_OUTPUT_FILE, answer);

@@ -38,7 +38,10 @@ async function main(): Promise<void> {
       break;
     }
     const last = turn === settings.AGENT_MAX_TURNS - 1;
-    messages.push({ role: 'user', content: last ? `${next.reply}\nNow give the final answer as <answer>number</answer>.` : next.reply });
+    messages.push({
+      role: 'user',
+      content: last ? `${next.reply}\nNow give the final answer as <answer>number</answer>.` : next.reply,
+    });
     process.stderr.write(`[turn ${turn}] agent: ${JSON.stringify(next.reply)}\n`);
   }
   if (process.env.VOLT_OUTPUT_FILE) writeFileSync(process.env.VOLT_OUTPUT_FILE, answer);

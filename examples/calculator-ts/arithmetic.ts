@@ -6,7 +6,10 @@ const MAX_LENGTH = 200;
 export function evaluate(expression: string): number {
   if (expression.length > MAX_LENGTH) throw new ArithmeticError(`expression longer than ${MAX_LENGTH} characters`);
   // Models write "12 x 7", "12×7", "1,200" or "$5": normalise those before parsing.
-  const source = expression.replace(/[×x]/g, '*').replace(/÷/g, '/').replace(/[,$\s]/g, '');
+  const source = expression
+    .replace(/[×x]/g, '*')
+    .replace(/÷/g, '/')
+    .replace(/[,$\s]/g, '');
   let pos = 0;
 
   const peek = (): string | undefined => source[pos];

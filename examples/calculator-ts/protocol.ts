@@ -39,7 +39,9 @@ export function parseOrExplain<T extends z.ZodType>(schema: T, value: unknown, w
 }
 
 export function readTask(): z.infer<typeof taskSchema> {
-  const raw = process.env.VOLT_TASK ?? (process.env.VOLT_TASK_FILE ? readFileSync(process.env.VOLT_TASK_FILE, 'utf8') : undefined);
+  const raw =
+    process.env.VOLT_TASK ??
+    (process.env.VOLT_TASK_FILE ? readFileSync(process.env.VOLT_TASK_FILE, 'utf8') : undefined);
   if (raw === undefined) throw new Error('no task: set VOLT_TASK or VOLT_TASK_FILE');
   return parseOrExplain(taskSchema, JSON.parse(raw), 'task');
 }

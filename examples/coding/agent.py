@@ -5,6 +5,7 @@ model submits with `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` (mini-SWE-agent'
 Run: OPENAI_BASE_URL=... OPENAI_API_KEY=... VOLT_TASK='{"id":"t","input":{"instructions":"..."}}' \
      .venv/bin/python examples/coding/agent.py
 """
+
 import json
 import os
 import re
@@ -14,17 +15,22 @@ import sys
 from openai import OpenAI
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-SYSTEM_PROMPT = "\n".join([
-    "You are a helpful assistant that can interact with a computer shell to fix bugs in a Python repository.",
-    "Your response must contain exactly ONE bash code block with ONE command, like:",
-    "```bash\nsed -i 's/old text/new text/' file.py\n```",
-    f"When the bug is fixed, submit with:\n```bash\necho {SUBMIT}\n```",
-])
+SYSTEM_PROMPT = "\n".join(
+    [
+        "You are a helpful assistant that can interact with a computer shell to fix bugs in a Python repository.",
+        "Your response must contain exactly ONE bash code block with ONE command, like:",
+        "```bash\nsed -i 's/old text/new text/' file.py\n```",
+        f"When the bug is fixed, submit with:\n```bash\necho {SUBMIT}\n```",
+    ]
+)
 # One worked example, ending on the fix: small models copy the demonstrated next turn, so a demo that ended on the
 # submission made the base model submit at once (greedy: 7 of the first 9 held-out transcripts).
 EXAMPLE = [
-    {"role": "user", "content": "Fix the bug in shapes.py so the tests pass.\nshapes.py:\n```python\n"
-                                "def perimeter(w, h):\n    return w + h\n```\nThe test says: assert perimeter(2, 3) == 10"},
+    {
+        "role": "user",
+        "content": "Fix the bug in shapes.py so the tests pass.\nshapes.py:\n```python\n"
+        "def perimeter(w, h):\n    return w + h\n```\nThe test says: assert perimeter(2, 3) == 10",
+    },
     {"role": "assistant", "content": "```bash\nsed -i 's/return w + h/return 2 * (w + h)/' shapes.py\n```"},
 ]
 FORMAT_ERROR = "Please always provide EXACTLY ONE action in triple backticks: ```bash\n<command>\n```"
@@ -63,9 +69,15 @@ def main() -> None:
     max_tokens = int(os.environ.get("AGENT_MAX_TOKENS", "96"))
     timeout = int(os.environ.get("AGENT_COMMAND_TIMEOUT", "30"))
     client = OpenAI(timeout=float(os.environ.get("AGENT_REQUEST_TIMEOUT", "120")))
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}, *EXAMPLE, {"role": "user", "content": task["input"]["instructions"]}]
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        *EXAMPLE,
+        {"role": "user", "content": task["input"]["instructions"]},
+    ]
     for step in range(1, max_steps + 1):
-        completion = client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens, temperature=temperature)
+        completion = client.chat.completions.create(
+            model=model, messages=messages, max_tokens=max_tokens, temperature=temperature
+        )
         content = completion.choices[0].message.content or ""
         print(f"[step {step}] model: {json.dumps(content)}", file=sys.stderr)
         messages.append({"role": "assistant", "content": content})

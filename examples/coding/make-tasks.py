@@ -8,6 +8,7 @@ base SmolLM2-135M solves no bare task greedily; the hinted ones are where it fir
 
 Run: python3 examples/coding/make-tasks.py --seed 7 --train 48 --eval 24 --out examples/coding/tasks
 """
+
 import argparse
 import json
 import random
@@ -15,21 +16,67 @@ from pathlib import Path
 
 # (name, buggy body, fixed body, visible case, hidden cases); {k} is the task's parameter.
 FAMILIES = [
-    ("add_{k}", "return x + {k1}", "return x + {k}", ("{k}", "2 * {k}"), [("0", "{k}"), ("-{k}", "0"), ("100", "100 + {k}")]),
-    ("sub_{k}", "return x + {k}", "return x - {k}", ("{k}", "0"), [("0", "-{k}"), ("2 * {k}", "{k}"), ("100", "100 - {k}")]),
-    ("is_multiple_of_{k}", "return x % {k} == 1", "return x % {k} == 0", ("{k}", "True"), [("2 * {k}", "True"), ("{k} + 1", "False"), ("0", "True")]),
-    ("bigger", "return a if a < b else b", "return a if a > b else b", ("{k}, 1", "{k}"), [("1, {k}", "{k}"), ("-{k}, 0", "0"), ("{k}, {k}", "{k}")]),
-    ("smaller", "return a if a > b else b", "return a if a < b else b", ("{k}, 1", "1"), [("1, {k}", "1"), ("-{k}, 0", "-{k}"), ("{k}, {k}", "{k}")]),
+    (
+        "add_{k}",
+        "return x + {k1}",
+        "return x + {k}",
+        ("{k}", "2 * {k}"),
+        [("0", "{k}"), ("-{k}", "0"), ("100", "100 + {k}")],
+    ),
+    (
+        "sub_{k}",
+        "return x + {k}",
+        "return x - {k}",
+        ("{k}", "0"),
+        [("0", "-{k}"), ("2 * {k}", "{k}"), ("100", "100 - {k}")],
+    ),
+    (
+        "is_multiple_of_{k}",
+        "return x % {k} == 1",
+        "return x % {k} == 0",
+        ("{k}", "True"),
+        [("2 * {k}", "True"), ("{k} + 1", "False"), ("0", "True")],
+    ),
+    (
+        "bigger",
+        "return a if a < b else b",
+        "return a if a > b else b",
+        ("{k}, 1", "{k}"),
+        [("1, {k}", "{k}"), ("-{k}, 0", "0"), ("{k}, {k}", "{k}")],
+    ),
+    (
+        "smaller",
+        "return a if a > b else b",
+        "return a if a < b else b",
+        ("{k}, 1", "1"),
+        [("1, {k}", "1"), ("-{k}, 0", "-{k}"), ("{k}, {k}", "{k}")],
+    ),
     ("times_{k}", "return x + {k}", "return x * {k}", ("3", "3 * {k}"), [("0", "0"), ("1", "{k}"), ("-2", "-2 * {k}")]),
-    ("shout", "return word.lower() + '{bang}'", "return word.upper() + '{bang}'", ("'hi'", "'HI{bang}'"), [("'ok'", "'OK{bang}'"), ("''", "'{bang}'"), ("'Ab'", "'AB{bang}'")]),
-    ("length_plus_{k}", "return len(s) - {k}", "return len(s) + {k}", ("'abc'", "3 + {k}"), [("''", "{k}"), ("'a'", "1 + {k}"), ("'hello'", "5 + {k}")]),
+    (
+        "shout",
+        "return word.lower() + '{bang}'",
+        "return word.upper() + '{bang}'",
+        ("'hi'", "'HI{bang}'"),
+        [("'ok'", "'OK{bang}'"), ("''", "'{bang}'"), ("'Ab'", "'AB{bang}'")],
+    ),
+    (
+        "length_plus_{k}",
+        "return len(s) - {k}",
+        "return len(s) + {k}",
+        ("'abc'", "3 + {k}"),
+        [("''", "{k}"), ("'a'", "1 + {k}"), ("'hello'", "5 + {k}")],
+    ),
 ]
 MODULES = ["calc", "mathlib", "helpers", "arith", "tools", "core", "ops", "mylib"]
 BANGS = ["!", "?", "!!", "."]
 
 
 def arguments(name: str) -> str:
-    return "a, b" if name in ("bigger", "smaller") else ("word" if name == "shout" else ("s" if name.startswith("length") else "x"))
+    return (
+        "a, b"
+        if name in ("bigger", "smaller")
+        else ("word" if name == "shout" else ("s" if name.startswith("length") else "x"))
+    )
 
 
 def make_task(task_id: str, family: int, k: int, module: str, bang: str, hinted: bool) -> dict:
@@ -58,7 +105,11 @@ def make_task(task_id: str, family: int, k: int, module: str, bang: str, hinted:
         # Evaluations are also reported per kind: the level; the bug family is in the reference.
         "kind": "hinted" if hinted else "bare",
         "input": {"instructions": instructions},
-        "reference": {"fixed": fill(fix), "file": f"{module}.py", "family": name.replace("_{k}", "").replace("_of", "")},
+        "reference": {
+            "fixed": fill(fix),
+            "file": f"{module}.py",
+            "family": name.replace("_{k}", "").replace("_of", ""),
+        },
         "setup": {"command": ["python3", "examples/coding/write-files.py", json.dumps(files, sort_keys=True)]},
         "hidden": {"files": {"hidden_tests/test_hidden.py": hidden_test, "hidden_tests/pytest.ini": "[pytest]\n"}},
     }
@@ -78,9 +129,20 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     for split, (count, ks) in splits.items():
         # Half of each round of families hinted, the other half the next round: every family at both levels.
-        tasks = [make_task(f"code-{split}-{i:04d}", i % len(FAMILIES), rng.choice(ks), rng.choice(MODULES), rng.choice(BANGS), (i + i // len(FAMILIES)) % 2 == 0)
-                 for i in range(count)]
-        (out / f"{split}.jsonl").write_text("".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks), encoding="utf-8")
+        tasks = [
+            make_task(
+                f"code-{split}-{i:04d}",
+                i % len(FAMILIES),
+                rng.choice(ks),
+                rng.choice(MODULES),
+                rng.choice(BANGS),
+                (i + i // len(FAMILIES)) % 2 == 0,
+            )
+            for i in range(count)
+        ]
+        (out / f"{split}.jsonl").write_text(
+            "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks), encoding="utf-8"
+        )
         print(f"wrote {count} {split} tasks to {out / f'{split}.jsonl'}")
 
 

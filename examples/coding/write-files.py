@@ -2,6 +2,7 @@
 
 Run (as the runner does, in the fresh workdir): python3 examples/coding/write-files.py '{"calc.py": "..."}'
 """
+
 import json
 import sys
 from pathlib import Path

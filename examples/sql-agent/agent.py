@@ -6,6 +6,7 @@ Run in the directory holding the database: OPENAI_BASE_URL=... OPENAI_API_KEY=..
     VOLT_TASK='{"id":"t1","input":{"database":"shop.db","instruction":"Mark order 17 as shipped."}}' \
     .venv/bin/python examples/sql-agent/agent.py
 """
+
 import json
 import os
 import pathlib
@@ -15,11 +16,13 @@ import sys
 
 from openai import OpenAI
 
-PROTOCOL = "\n".join([
-    "You change a SQLite database by writing SQL.",
-    "Write exactly one SQL statement inside <sql></sql> and wait for its result.",
-    "When the change is made, write <done>.",
-])
+PROTOCOL = "\n".join(
+    [
+        "You change a SQLite database by writing SQL.",
+        "Write exactly one SQL statement inside <sql></sql> and wait for its result.",
+        "When the change is made, write <done>.",
+    ]
+)
 EXAMPLE = [
     {"role": "user", "content": "Instruction: Set the stock of product 2 to 40."},
     {"role": "assistant", "content": "<sql>UPDATE products SET stock = 40 WHERE id = 2;</sql>"},
@@ -51,12 +54,18 @@ def open_database(path: str) -> sqlite3.Connection:
         raise FileNotFoundError(f"database {path} does not exist in {os.getcwd()}")
     con = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)  # autocommit: each statement sticks
     # The agent works on its one database: attaching others would reach outside the working directory.
-    con.set_authorizer(lambda action, *_: sqlite3.SQLITE_DENY if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) else sqlite3.SQLITE_OK)
+    con.set_authorizer(
+        lambda action, *_: (
+            sqlite3.SQLITE_DENY if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) else sqlite3.SQLITE_OK
+        )
+    )
     return con
 
 
 def schema_of(con: sqlite3.Connection) -> str:
-    rows = con.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL ORDER BY name").fetchall()
+    rows = con.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL ORDER BY name"
+    ).fetchall()
     return "\n".join(row[0] + ";" for row in rows)
 
 
@@ -92,7 +101,8 @@ def main() -> None:
     executed: list[str] = []
     for turn in range(1, max_turns + 1):
         completion = client.chat.completions.create(
-            model=model, messages=messages, max_tokens=max_tokens, temperature=temperature, stop=["</sql>"])
+            model=model, messages=messages, max_tokens=max_tokens, temperature=temperature, stop=["</sql>"]
+        )
         content = completion.choices[0].message.content or ""
         print(f"[turn {turn}] model: {json.dumps(content)}", file=sys.stderr)
         messages.append({"role": "assistant", "content": content})

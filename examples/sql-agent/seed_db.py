@@ -3,6 +3,7 @@
 The task set's `setup.command` runs this before the agent starts; the agent itself never builds its world.
 The SQL comes from shop.sql next to this file, written by scripts/make-tasks.ts.
 """
+
 import pathlib
 import sqlite3
 import sys

@@ -15,27 +15,45 @@ export const SHOP_QUERIES = {
   orders: 'SELECT id, customer_id, product_id, quantity, status FROM orders ORDER BY id',
 } as const;
 
-const CUSTOMERS = ['Ana Diaz', 'Ben Okafor', 'Chen Wei', 'Dara Kim', 'Eli Novak', 'Fatima Zahra', 'Gus Berg', 'Hana Sato'];
+const CUSTOMERS = [
+  'Ana Diaz',
+  'Ben Okafor',
+  'Chen Wei',
+  'Dara Kim',
+  'Eli Novak',
+  'Fatima Zahra',
+  'Gus Berg',
+  'Hana Sato',
+];
 const PRODUCTS = ['pencil', 'notebook', 'stapler', 'ruler', 'eraser', 'backpack'];
 
 export function makeShop(r: SeededRandom): Shop {
   const customers = CUSTOMERS.map((name, i) => [i + 1, name, `${name.split(' ')[0]!.toLowerCase()}@example.com`]);
   const products = PRODUCTS.map((name, i) => [i + 1, name, r.int(1, 60), r.int(0, 200)]);
-  const orders = Array.from({ length: 20 }, (_, i) => [i + 1, r.int(1, customers.length), r.int(1, products.length), r.int(1, 5),
-    r.pick(['pending', 'pending', 'shipped', 'delivered'])]);
+  const orders = Array.from({ length: 20 }, (_, i) => [
+    i + 1,
+    r.int(1, customers.length),
+    r.int(1, products.length),
+    r.int(1, 5),
+    r.pick(['pending', 'pending', 'shipped', 'delivered']),
+  ]);
   return { customers, products, orders };
 }
 
 const sqlValue = (v: string | number) => (typeof v === 'number' ? String(v) : `'${v.replace(/'/g, "''")}'`);
 
 export function shopSeedSql(shop: Shop): string {
-  const insert = (table: string, rows: Row[]) => rows.map((row) => `INSERT INTO ${table} VALUES (${row.map(sqlValue).join(', ')});`);
+  const insert = (table: string, rows: Row[]) =>
+    rows.map((row) => `INSERT INTO ${table} VALUES (${row.map(sqlValue).join(', ')});`);
   return [
     'CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL);',
     'CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price INTEGER NOT NULL, stock INTEGER NOT NULL);',
     'CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customers(id),',
-    "  product_id INTEGER NOT NULL REFERENCES products(id), quantity INTEGER NOT NULL, status TEXT NOT NULL);",
-    ...insert('customers', shop.customers), ...insert('products', shop.products), ...insert('orders', shop.orders), '',
+    '  product_id INTEGER NOT NULL REFERENCES products(id), quantity INTEGER NOT NULL, status TEXT NOT NULL);',
+    ...insert('customers', shop.customers),
+    ...insert('products', shop.products),
+    ...insert('orders', shop.orders),
+    '',
   ].join('\n');
 }
 
@@ -56,40 +74,70 @@ const MAKERS: Record<string, Maker> = {
     const id = r.pick(shop.orders.filter((o) => o[4] === 'pending'))[0] as number;
     const next = clone(shop);
     byId(next.orders, id)[4] = 'shipped';
-    return { kind: 'shipOrder', instruction: `Mark order ${id} as shipped.`, solutionSql: `UPDATE orders SET status = 'shipped' WHERE id = ${id};`, expectedRows: next };
+    return {
+      kind: 'shipOrder',
+      instruction: `Mark order ${id} as shipped.`,
+      solutionSql: `UPDATE orders SET status = 'shipped' WHERE id = ${id};`,
+      expectedRows: next,
+    };
   },
   cancelOrder(r, shop) {
     const id = r.pick(shop.orders.filter((o) => o[4] === 'pending'))[0] as number;
     const next = clone(shop);
     byId(next.orders, id)[4] = 'cancelled';
-    return { kind: 'cancelOrder', instruction: `Set the status of order ${id} to cancelled.`, solutionSql: `UPDATE orders SET status = 'cancelled' WHERE id = ${id};`, expectedRows: next };
+    return {
+      kind: 'cancelOrder',
+      instruction: `Set the status of order ${id} to cancelled.`,
+      solutionSql: `UPDATE orders SET status = 'cancelled' WHERE id = ${id};`,
+      expectedRows: next,
+    };
   },
   setPrice(r, shop) {
     const [id, name] = r.pick(shop.products) as [number, string];
     const price = r.int(61, 99);
     const next = clone(shop);
     byId(next.products, id)[2] = price;
-    return { kind: 'setPrice', instruction: `Change the price of the ${name} to ${price}.`, solutionSql: `UPDATE products SET price = ${price} WHERE name = '${name}';`, expectedRows: next };
+    return {
+      kind: 'setPrice',
+      instruction: `Change the price of the ${name} to ${price}.`,
+      solutionSql: `UPDATE products SET price = ${price} WHERE name = '${name}';`,
+      expectedRows: next,
+    };
   },
   restock(r, shop) {
     const [id, name, , stock] = r.pick(shop.products) as [number, string, number, number];
     const added = r.int(5, 50);
     const next = clone(shop);
     byId(next.products, id)[3] = stock + added;
-    return { kind: 'restock', instruction: `Add ${added} units to the stock of the ${name}.`, solutionSql: `UPDATE products SET stock = stock + ${added} WHERE name = '${name}';`, expectedRows: next };
+    return {
+      kind: 'restock',
+      instruction: `Add ${added} units to the stock of the ${name}.`,
+      solutionSql: `UPDATE products SET stock = stock + ${added} WHERE name = '${name}';`,
+      expectedRows: next,
+    };
   },
   changeEmail(r, shop) {
     const [id, name] = r.pick(shop.customers) as [number, string];
     const email = `${name.split(' ')[0]!.toLowerCase()}${r.int(1, 99)}@mail.test`;
     const next = clone(shop);
     byId(next.customers, id)[2] = email;
-    return { kind: 'changeEmail', instruction: `Change the email of customer ${name} to ${email}.`, solutionSql: `UPDATE customers SET email = '${email}' WHERE id = ${id};`, expectedRows: next };
+    return {
+      kind: 'changeEmail',
+      instruction: `Change the email of customer ${name} to ${email}.`,
+      solutionSql: `UPDATE customers SET email = '${email}' WHERE id = ${id};`,
+      expectedRows: next,
+    };
   },
   deleteOrder(r, shop) {
     const id = r.pick(shop.orders)[0] as number;
     const next = clone(shop);
     next.orders = next.orders.filter((o) => o[0] !== id);
-    return { kind: 'deleteOrder', instruction: `Delete order ${id}.`, solutionSql: `DELETE FROM orders WHERE id = ${id};`, expectedRows: next };
+    return {
+      kind: 'deleteOrder',
+      instruction: `Delete order ${id}.`,
+      solutionSql: `DELETE FROM orders WHERE id = ${id};`,
+      expectedRows: next,
+    };
   },
 };
 

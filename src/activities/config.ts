@@ -7,7 +7,8 @@ import { pinRunConfig } from '../tasks/pinned-task-sets.js';
 import type { ActivityDeps } from './deps.js';
 
 const invalidTaskSet = (err: unknown): unknown => {
-  if (err instanceof TaskSetError) return ApplicationFailure.create({ type: FailureType.InvalidTaskSet, message: err.message, nonRetryable: true });
+  if (err instanceof TaskSetError)
+    return ApplicationFailure.create({ type: FailureType.InvalidTaskSet, message: err.message, nonRetryable: true });
   return err;
 };
 
@@ -24,7 +25,12 @@ export const createConfigActivities = (deps: Pick<ActivityDeps, 'taskSets'>) => 
       config = parseRunConfig(raw);
     } catch (err) {
       if (err instanceof ConfigError) {
-        throw ApplicationFailure.create({ type: FailureType.InvalidConfig, message: err.message, nonRetryable: true, details: [err.issues] });
+        throw ApplicationFailure.create({
+          type: FailureType.InvalidConfig,
+          message: err.message,
+          nonRetryable: true,
+          details: [err.issues],
+        });
       }
       throw err;
     }

@@ -1,5 +1,10 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, ActivityInterceptorsFactory, Next } from '@temporalio/worker';
+import type {
+  ActivityExecuteInput,
+  ActivityInboundCallsInterceptor,
+  ActivityInterceptorsFactory,
+  Next,
+} from '@temporalio/worker';
 import { FailureType } from '../contracts/failures.js';
 import { CorruptObjectError } from '../storage/errors.js';
 
@@ -8,7 +13,11 @@ export function mapActivityFailure(err: unknown): unknown {
   if (err instanceof CorruptObjectError) {
     // Re-reading the same bytes gives the same answer: fail at once, naming the key and the fields.
     return ApplicationFailure.create({
-      type: FailureType.CorruptRecord, message: err.message, nonRetryable: true, details: [{ key: err.key, fields: err.fields }], cause: err,
+      type: FailureType.CorruptRecord,
+      message: err.message,
+      nonRetryable: true,
+      details: [{ key: err.key, fields: err.fields }],
+      cause: err,
     });
   }
   return err;
@@ -25,4 +34,6 @@ class FailureMappingInterceptor implements ActivityInboundCallsInterceptor {
 }
 
 /** Installed on every Volt worker (src/workers/workers.ts). */
-export const failureMappingInterceptors: ActivityInterceptorsFactory[] = [() => ({ inbound: new FailureMappingInterceptor() })];
+export const failureMappingInterceptors: ActivityInterceptorsFactory[] = [
+  () => ({ inbound: new FailureMappingInterceptor() }),
+];

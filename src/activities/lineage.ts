@@ -23,7 +23,8 @@ export interface RunPlan {
   noNewTasks: boolean;
 }
 
-const failure = (type: string, err: Error) => ApplicationFailure.create({ type, message: err.message, nonRetryable: true });
+const failure = (type: string, err: Error) =>
+  ApplicationFailure.create({ type, message: err.message, nonRetryable: true });
 
 export const createLineageActivities = (deps: Pick<ActivityDeps, 'store'>) => ({
   /**
@@ -37,12 +38,25 @@ export const createLineageActivities = (deps: Pick<ActivityDeps, 'store'>) => ({
     try {
       if (config.deploy && config.lineage) await claimDeployAlias(deps.store, config.deploy.alias, config.lineage);
       const startFrom = await resolveStartPolicy(deps.store, config);
-      const incumbent = config.lineage ? await lineagePolicy(deps.store, config, config.lineage) : config.model.startFrom ? startFrom : basePolicy(config);
+      const incumbent = config.lineage
+        ? await lineagePolicy(deps.store, config, config.lineage)
+        : config.model.startFrom
+          ? startFrom
+          : basePolicy(config);
       const prefix = config.tasks.trainPrefix;
       if (!prefix || config.tasks.trainSet) return { config, startFrom, incumbent, intake: null, noNewTasks: false };
-      const consumed = config.lineage ? consumedTaskFiles(await readLineage(deps.store, config.lineage)) : new Set<string>();
+      const consumed = config.lineage
+        ? consumedTaskFiles(await readLineage(deps.store, config.lineage))
+        : new Set<string>();
       const intake = await takeTasks(deps.store, prefix, consumed, config.tasks.replayShare, config.runId);
-      if (!intake) return { config, startFrom, incumbent, intake: { newTasks: [], replayTasks: [], taskFiles: [] }, noNewTasks: true };
+      if (!intake)
+        return {
+          config,
+          startFrom,
+          incumbent,
+          intake: { newTasks: [], replayTasks: [], taskFiles: [] },
+          noNewTasks: true,
+        };
       const { sha256 } = await putTaskSet(deps.store, intake.tasks);
       return {
         config: { ...config, tasks: { ...config.tasks, trainSet: sha256 } },

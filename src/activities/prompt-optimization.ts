@@ -25,7 +25,11 @@ export interface PromotionResult {
 
 function apoOf(config: RunConfig): NonNullable<RunConfig['apo']> {
   if (!config.apo) {
-    throw ApplicationFailure.create({ type: FailureType.InvalidConfig, message: 'apo: required for prompt optimisation (volt optimize-prompt)', nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: FailureType.InvalidConfig,
+      message: 'apo: required for prompt optimisation (volt optimize-prompt)',
+      nonRetryable: true,
+    });
   }
   return config.apo;
 }
@@ -48,7 +52,10 @@ export const createPromptOptimizationActivities = (deps: Pick<ActivityDeps, 'sto
         });
       }
       const ids = tasks.map((t) => t.id);
-      return { trainIds: ids.slice(0, ids.length - apo.validationTasks), validationIds: ids.slice(ids.length - apo.validationTasks) };
+      return {
+        trainIds: ids.slice(0, ids.length - apo.validationTasks),
+        validationIds: ids.slice(ids.length - apo.validationTasks),
+      };
     },
 
     /** The version the beam starts from: the seed overlay stored write-once as version 1, or 0 (the agent's own). */
@@ -67,10 +74,20 @@ export const createPromptOptimizationActivities = (deps: Pick<ActivityDeps, 'sto
     },
 
     /** Per-rollout rewards of one rewards file (infra failures left out), so proposers see which rollouts worked. */
-    async scoredRollouts(input: { config: RunConfig; iteration: number; mode: 'train' | 'eval'; label: string }): Promise<ScoredRollout[]> {
-      const file = await deps.store.getJson(rewardsKeyFor(input.config, input.iteration, input.mode, input.label), rewardsFileSchema);
+    async scoredRollouts(input: {
+      config: RunConfig;
+      iteration: number;
+      mode: 'train' | 'eval';
+      label: string;
+    }): Promise<ScoredRollout[]> {
+      const file = await deps.store.getJson(
+        rewardsKeyFor(input.config, input.iteration, input.mode, input.label),
+        rewardsFileSchema,
+      );
       return file.rollouts.flatMap((r) =>
-        r.reward === null ? [] : [{ rolloutId: r.rolloutId, attempt: r.attempt, taskId: r.taskId, groupId: r.groupId, reward: r.reward }],
+        r.reward === null
+          ? []
+          : [{ rolloutId: r.rolloutId, attempt: r.attempt, taskId: r.taskId, groupId: r.groupId, reward: r.reward }],
       );
     },
 
@@ -79,14 +96,26 @@ export const createPromptOptimizationActivities = (deps: Pick<ActivityDeps, 'sto
      * active prompt's (none yet: the agent's own prompt, `baselineScore`) by more than apo.promoteMargin.
      * Idempotent: a retry after the write finds the version already active.
      */
-    async promoteBestPrompt(input: { config: RunConfig; version: number; score: number; baselineScore: number }): Promise<PromotionResult> {
+    async promoteBestPrompt(input: {
+      config: RunConfig;
+      version: number;
+      score: number;
+      baselineScore: number;
+    }): Promise<PromotionResult> {
       const { config, version, score, baselineScore } = input;
       const margin = apoOf(config).promoteMargin;
       const active = await overlays.getActive(config.runId);
       if (active && active.version === version) {
-        return { promoted: version !== 0, activeVersion: version, activeScore: active.score, reason: `version ${version} is already the active prompt` };
+        return {
+          promoted: version !== 0,
+          activeVersion: version,
+          activeScore: active.score,
+          reason: `version ${version} is already the active prompt`,
+        };
       }
-      const current = active ? { version: active.version, score: active.score ?? baselineScore } : { version: 0, score: baselineScore };
+      const current = active
+        ? { version: active.version, score: active.score ?? baselineScore }
+        : { version: 0, score: baselineScore };
       if (version === current.version || !(score > current.score + margin)) {
         return {
           promoted: false,

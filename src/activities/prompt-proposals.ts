@@ -23,14 +23,22 @@ export interface ProposeOverlaysInput {
 
 export type ProposeOverlaysResult = ProposedChildren;
 
-const invalidConfig = (message: string) => ApplicationFailure.create({ type: FailureType.InvalidConfig, message, nonRetryable: true });
+const invalidConfig = (message: string) =>
+  ApplicationFailure.create({ type: FailureType.InvalidConfig, message, nonRetryable: true });
 
-async function trainTasks(deps: Pick<ActivityDeps, 'taskSets'>, taskSet: string | undefined): Promise<Map<string, Task>> {
+async function trainTasks(
+  deps: Pick<ActivityDeps, 'taskSets'>,
+  taskSet: string | undefined,
+): Promise<Map<string, Task>> {
   try {
     return (await deps.taskSets.load(requireTaskSet(taskSet))).byId;
   } catch (err) {
     if (err instanceof TaskSetError) {
-      throw ApplicationFailure.create({ type: FailureType.InvalidTaskSet, message: (err as Error).message, nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: FailureType.InvalidTaskSet,
+        message: (err as Error).message,
+        nonRetryable: true,
+      });
     }
     throw err;
   }
@@ -52,16 +60,29 @@ export const createPromptProposalActivities = (deps: Pick<ActivityDeps, 'store' 
       // One listing serves both: the children a retried call already stored, and every prompt the run has tried.
       const existing = await overlayStore.list(config.runId);
       const missing = plans.filter((p) => !existing.some((o) => o.version === p.version));
-      const digests = missing.length > 0 ? await loadRolloutDigests(deps.store, input.rollouts, await trainTasks(deps, config.tasks.trainSet)) : [];
+      const digests =
+        missing.length > 0
+          ? await loadRolloutDigests(deps.store, input.rollouts, await trainTasks(deps, config.tasks.trainSet))
+          : [];
       // Fail fast on a missing optimiser or key, before any child is written.
       let optimizer: ProposeChildrenDeps['optimizer'] = null;
       if (missing.some((p) => p.strategy === 'textual_gradient')) {
         if (!apo.optimizer) throw invalidConfig('apo.optimizer: required by the textual_gradient strategy');
-        optimizer = { client: createOptimizerClient(apo.optimizer), failuresPerCritique: apo.optimizer.failuresPerCritique };
+        optimizer = {
+          client: createOptimizerClient(apo.optimizer),
+          failuresPerCritique: apo.optimizer.failuresPerCritique,
+        };
       }
       return proposeChildren(
         {
-          runId: config.runId, seed: config.seed, round, apo, parents: input.parents, plans, existing, digests,
+          runId: config.runId,
+          seed: config.seed,
+          round,
+          apo,
+          parents: input.parents,
+          plans,
+          existing,
+          digests,
           parentOfRollout: new Map(input.rollouts.map((r) => [r.ref.rolloutId, r.parentVersion])),
         },
         { saveOverlay: (overlay) => overlayStore.put(overlay), optimizer },

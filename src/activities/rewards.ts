@@ -63,19 +63,37 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
         rollouts.push(kept);
         continue;
       }
-      const record = await deps.store.getJson(keys.rolloutOutcome(config.runId, iteration, launched.rolloutId), rolloutOutcomeRecordSchema);
+      const record = await deps.store.getJson(
+        keys.rolloutOutcome(config.runId, iteration, launched.rolloutId),
+        rolloutOutcomeRecordSchema,
+      );
       const task = byId.get(record.taskId);
       if (!task) throw new Error(`task ${record.taskId} is not in the task set`);
       const base = {
-        rolloutId: record.rolloutId, attempt: record.final.ref.attempt, taskId: record.taskId, taskKind: task.kind ?? null, groupId: record.groupId, outcome: record.final.outcome,
+        rolloutId: record.rolloutId,
+        attempt: record.final.ref.attempt,
+        taskId: record.taskId,
+        taskKind: task.kind ?? null,
+        groupId: record.groupId,
+        outcome: record.final.outcome,
       };
       if (record.final.outcome === 'infra_failed') {
         rollouts.push({ ...base, reward: null, parts: {}, flags: ['infra_failed'], error: record.final.detail });
         continue;
       }
-      const evidence = { ...(await loadEvidence(deps.store, record.final, { workdir: record.final.workdir, snapshots: record.snapshots })), workdirScores: record.workdirScores };
+      const evidence = {
+        ...(await loadEvidence(deps.store, record.final, {
+          workdir: record.final.workdir,
+          snapshots: record.snapshots,
+        })),
+        workdirScores: record.workdirScores,
+      };
       try {
-        const r = await scoreRollout(config.reward, task, evidence, { python: deps.python, env: process.env, signal: ctx.cancellationSignal });
+        const r = await scoreRollout(config.reward, task, evidence, {
+          python: deps.python,
+          env: process.env,
+          signal: ctx.cancellationSignal,
+        });
         rollouts.push({ ...base, reward: r.value, parts: r.parts, flags: r.flags, error: null });
       } catch (err) {
         if (!(err instanceof RewardInfraError)) throw err;
@@ -84,24 +102,51 @@ export const createRewardActivities = (deps: ActivityDeps) => ({
     }
     const values = rollouts.flatMap((r) => (r.reward === null ? [] : [r.reward]));
     const meanReward = values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0;
-    const file: RewardsFile = { mode, label, meanReward, scored: values.length, infraFailed: rollouts.length - values.length, rollouts };
+    const file: RewardsFile = {
+      mode,
+      label,
+      meanReward,
+      scored: values.length,
+      infraFailed: rollouts.length - values.length,
+      rollouts,
+    };
     await deps.store.putJson(rewardsKey, file, rewardsFileSchema);
     // Kept workdirs were only needed to score; on a long run they would fill the worker's disk.
-    if (config.rollouts.runner === 'local') await deps.runner.release?.(config.runId, iteration, input.results.map((r) => r.rolloutId));
+    if (config.rollouts.runner === 'local')
+      await deps.runner.release?.(
+        config.runId,
+        iteration,
+        input.results.map((r) => r.rolloutId),
+      );
     return summarize(file, rewardsKey, config);
   },
 });
 
 function summarize(file: RewardsFile, rewardsKey: string, config: RunConfig): RewardsSummary {
   const rewardSum = file.rollouts.reduce((a, r) => a + (r.reward ?? 0), 0);
-  const unscored = file.rollouts.filter((r) => r.reward === null).map((r) => ({ rolloutId: r.rolloutId, attempt: r.attempt }));
+  const unscored = file.rollouts
+    .filter((r) => r.reward === null)
+    .map((r) => ({ rolloutId: r.rolloutId, attempt: r.attempt }));
   const byKind = countsByKind(file.rollouts);
   const groups = file.mode === 'train' ? countInformativeGroups(file.rollouts, config.batch.minGroupSize) : null;
-  return { meanReward: file.meanReward, rewardSum, scored: file.scored, infraFailed: file.infraFailed, unscored, rewardsKey, ...(byKind ? { byKind } : {}), ...(groups ? { groups } : {}) };
+  return {
+    meanReward: file.meanReward,
+    rewardSum,
+    scored: file.scored,
+    infraFailed: file.infraFailed,
+    unscored,
+    rewardsKey,
+    ...(byKind ? { byKind } : {}),
+    ...(groups ? { groups } : {}),
+  };
 }
 
 /** The stored file scored exactly these rollout attempts. */
 function sameRollouts(file: RewardsFile, results: readonly LaunchedRollout[]): boolean {
-  const ids = (xs: readonly { rolloutId: string; attempt: number }[]) => xs.map((x) => `${x.rolloutId}#${x.attempt}`).sort().join('\n');
+  const ids = (xs: readonly { rolloutId: string; attempt: number }[]) =>
+    xs
+      .map((x) => `${x.rolloutId}#${x.attempt}`)
+      .sort()
+      .join('\n');
   return Array.isArray(file.rollouts) && ids(file.rollouts) === ids(results);
 }

@@ -38,7 +38,9 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
     const ctx = Context.current();
     const { config, iteration } = input;
     const { byId } = await deps.taskSets.load(requireTaskSet(input.taskSet));
-    const jobs = input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ taskId: t.taskId, groupId: t.groupId, rolloutId })));
+    const jobs = input.tasks.flatMap((t) =>
+      t.rolloutIds.map((rolloutId) => ({ taskId: t.taskId, groupId: t.groupId, rolloutId })),
+    );
     const progress = { total: jobs.length, done: 0, reused: 0, byOutcome: {} as Record<string, number> };
     const beat = () => ctx.heartbeat({ ...progress });
     const count = (record: RolloutOutcomeRecord) => {
@@ -57,10 +59,29 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
       const { reused, pending } = await priorOutcomes(deps.store, config.runId, iteration, jobs, input.rerun ?? []);
       progress.reused = reused.size;
       for (const record of reused.values()) count(record);
-      const runner = config.rollouts.runner === 'kubernetes' && config.rollouts.kubernetes ? deps.kubeRunner(config.rollouts.kubernetes) : deps.runner;
+      const runner =
+        config.rollouts.runner === 'kubernetes' && config.rollouts.kubernetes
+          ? deps.kubeRunner(config.rollouts.kubernetes)
+          : deps.runner;
       const ran = await runRollouts(
-        { config, iteration, mode: input.mode, policy: input.policy, sampling: input.sampling, promptOverlay: input.promptOverlay ?? null, tasks: byId, jobs: pending },
-        { store: deps.store, gateway: deps.gateway, runner, python: deps.python, env: process.env, servePolicy: (policy, signal) => serveAgain(deps, policy, signal) },
+        {
+          config,
+          iteration,
+          mode: input.mode,
+          policy: input.policy,
+          sampling: input.sampling,
+          promptOverlay: input.promptOverlay ?? null,
+          tasks: byId,
+          jobs: pending,
+        },
+        {
+          store: deps.store,
+          gateway: deps.gateway,
+          runner,
+          python: deps.python,
+          env: process.env,
+          servePolicy: (policy, signal) => serveAgain(deps, policy, signal),
+        },
         { signal: ctx.cancellationSignal, onRecord: count },
       );
       const results = jobs.map((job) => {
@@ -69,7 +90,12 @@ export const createRolloutActivities = (deps: ActivityDeps) => ({
       });
       return { results };
     } catch (err) {
-      if (err instanceof SandboxUnavailableError) throw ApplicationFailure.create({ type: FailureType.SandboxUnavailable, message: err.message, nonRetryable: true });
+      if (err instanceof SandboxUnavailableError)
+        throw ApplicationFailure.create({
+          type: FailureType.SandboxUnavailable,
+          message: err.message,
+          nonRetryable: true,
+        });
       throw err;
     } finally {
       clearInterval(ticker);

@@ -18,14 +18,22 @@ export const bestAliasName = (runId: string) => `${runId}-best`;
 type ServingDeps = Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>;
 
 /** Make the model server serve `policy` under `name` (vLLM's load_lora_adapter; in place, so it is idempotent). */
-export async function loadAdapter(deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>, policy: PolicyRef, name = policy.name): Promise<void> {
+export async function loadAdapter(
+  deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>,
+  policy: PolicyRef,
+  name = policy.name,
+): Promise<void> {
   if (!policy.sha256) return; // the base model is always served
   const dir = path.join(deps.env.dataDir, 'adapters', policy.sha256);
   if (!existsSync(path.join(dir, 'adapter_config.json'))) {
     try {
       await deps.store.getCheckpoint(policy.sha256, dir);
     } catch (err) {
-      throw ApplicationFailure.create({ type: FailureType.CheckpointNotFound, message: `checkpoint ${policy.sha256}: ${(err as Error).message}`, nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: FailureType.CheckpointNotFound,
+        message: `checkpoint ${policy.sha256}: ${(err as Error).message}`,
+        nonRetryable: true,
+      });
     }
   }
   const res = await request(`${deps.modelServerUrl.replace(/\/+$/, '')}/v1/load_lora_adapter`, {
@@ -35,14 +43,20 @@ export async function loadAdapter(deps: Pick<ActivityDeps, 'env' | 'store' | 'mo
     body: JSON.stringify({ lora_name: name, lora_path: dir, load_inplace: true }),
   });
   const text = await res.body.text();
-  if (res.statusCode >= 300) throw new Error(`model server load_lora_adapter ${name}: ${res.statusCode} ${text.slice(0, 300)}`);
+  if (res.statusCode >= 300)
+    throw new Error(`model server load_lora_adapter ${name}: ${res.statusCode} ${text.slice(0, 300)}`);
 }
 
 /**
  * Before a rollout attempt that follows an infra failure: the model server may be restarting (and has then lost its
  * adapters), so wait until it answers and serve the policy again, retrying for up to `withinMs` before throwing.
  */
-export async function serveAgain(deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>, policy: PolicyRef, signal: AbortSignal, withinMs = 120_000): Promise<void> {
+export async function serveAgain(
+  deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>,
+  policy: PolicyRef,
+  signal: AbortSignal,
+  withinMs = 120_000,
+): Promise<void> {
   for (let waitMs = 500, t0 = Date.now(); ; waitMs = Math.min(waitMs * 2, 5_000)) {
     try {
       if (policy.sha256) return await loadAdapter(deps, policy);
@@ -76,7 +90,8 @@ export async function unloadAdapter(deps: Pick<ActivityDeps, 'modelServerUrl'>, 
     body: JSON.stringify({ lora_name: name }),
   });
   const text = await res.body.text();
-  if (res.statusCode >= 300 && res.statusCode !== 404) throw new Error(`model server unload_lora_adapter ${name}: ${res.statusCode} ${text.slice(0, 300)}`);
+  if (res.statusCode >= 300 && res.statusCode !== 404)
+    throw new Error(`model server unload_lora_adapter ${name}: ${res.statusCode} ${text.slice(0, 300)}`);
 }
 
 /** Move the alias to `entry`, keeping the entry it replaces in its history. The base model is served under its own name. */
@@ -106,16 +121,21 @@ async function moveLineage(deps: ServingDeps, config: RunConfig, policy: PolicyR
     await setLineageCurrent(deps.store, lineage, { policy, score, runId: config.runId });
     if (deploy) await moveDeployAlias(deps.store, deploy.alias, lineage, policy, config.runId);
   } catch (err) {
-    if (err instanceof DeployAliasError) throw ApplicationFailure.create({ type: FailureType.InvalidConfig, message: err.message, nonRetryable: true });
+    if (err instanceof DeployAliasError)
+      throw ApplicationFailure.create({ type: FailureType.InvalidConfig, message: err.message, nonRetryable: true });
     throw err;
   }
   if (deploy) await loadAdapter(deps, policy, deploy.alias);
 }
 
 /** Load every stored deploy alias into the model server (`volt serve` at start): a restarted server serves them again. */
-export async function syncDeployAliases(deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>): Promise<string[]> {
+export async function syncDeployAliases(
+  deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServerUrl'>,
+): Promise<string[]> {
   const aliases = await listDeployAliases(deps.store);
-  const served = aliases.flatMap((a) => (a.current?.policy.sha256 ? [{ alias: a.alias, policy: a.current.policy }] : []));
+  const served = aliases.flatMap((a) =>
+    a.current?.policy.sha256 ? [{ alias: a.alias, policy: a.current.policy }] : [],
+  );
   for (const a of served) await loadAdapter(deps, a.policy, a.alias);
   return served.map((a) => `${a.alias} → ${a.policy.name}`);
 }
@@ -127,31 +147,41 @@ export const createServingActivities = (deps: ServingDeps) => ({
   },
 
   /** Promotion: the `best` alias in the object store moves to the candidate and the server serves it as `<run>-best`. */
-  promoteCheckpoint: (input: { config: RunConfig; iteration: number; policy: PolicyRef; score: number }): Promise<void> => heartbeating(async () => {
-    const { config, iteration, policy, score } = input;
-    const key = keys.modelAlias(config.runId, 'best');
-    const existing = await deps.store.getJsonOrNull(key, modelAliasSchema);
-    // Idempotent: a retry after the alias was written only reloads the adapter.
-    if (existing?.current.policy.sha256 !== policy.sha256 || existing.current.iteration !== iteration) {
-      await writeAlias(deps.store, config.runId, { policy, score, iteration, at: new Date().toISOString() });
-    }
-    await loadAdapter(deps, policy, bestAliasName(config.runId));
-    await moveLineage(deps, config, policy, score);
-  }),
+  promoteCheckpoint: (input: {
+    config: RunConfig;
+    iteration: number;
+    policy: PolicyRef;
+    score: number;
+  }): Promise<void> =>
+    heartbeating(async () => {
+      const { config, iteration, policy, score } = input;
+      const key = keys.modelAlias(config.runId, 'best');
+      const existing = await deps.store.getJsonOrNull(key, modelAliasSchema);
+      // Idempotent: a retry after the alias was written only reloads the adapter.
+      if (existing?.current.policy.sha256 !== policy.sha256 || existing.current.iteration !== iteration) {
+        await writeAlias(deps.store, config.runId, { policy, score, iteration, at: new Date().toISOString() });
+      }
+      await loadAdapter(deps, policy, bestAliasName(config.runId));
+      await moveLineage(deps, config, policy, score);
+    }),
 
   /**
    * The serving side of the run's `rollback` update: the alias moves to `to` (a promotion, or the base model, which
    * is then served under its own name and `<run>-best` is unloaded). Idempotent like promotion.
    */
-  rollbackCheckpoint: (input: { config: RunConfig; to: { policy: PolicyRef; score: number; iteration: number | null } }): Promise<void> => heartbeating(async () => {
-    const { config, to } = input;
-    const existing = await deps.store.getJsonOrNull(keys.modelAlias(config.runId, 'best'), modelAliasSchema);
-    if (existing?.current.policy.sha256 !== to.policy.sha256 || existing.current.iteration !== to.iteration) {
-      await writeAlias(deps.store, config.runId, { ...to, at: new Date().toISOString() });
-    }
-    if (to.policy.sha256) await loadAdapter(deps, to.policy, bestAliasName(config.runId));
-    else await unloadAdapter(deps, bestAliasName(config.runId));
-    // The run's validator refuses a rollback to the bare base model when a deploy alias would have nothing to serve.
-    await moveLineage(deps, config, to.policy, to.score);
-  }),
+  rollbackCheckpoint: (input: {
+    config: RunConfig;
+    to: { policy: PolicyRef; score: number; iteration: number | null };
+  }): Promise<void> =>
+    heartbeating(async () => {
+      const { config, to } = input;
+      const existing = await deps.store.getJsonOrNull(keys.modelAlias(config.runId, 'best'), modelAliasSchema);
+      if (existing?.current.policy.sha256 !== to.policy.sha256 || existing.current.iteration !== to.iteration) {
+        await writeAlias(deps.store, config.runId, { ...to, at: new Date().toISOString() });
+      }
+      if (to.policy.sha256) await loadAdapter(deps, to.policy, bestAliasName(config.runId));
+      else await unloadAdapter(deps, bestAliasName(config.runId));
+      // The run's validator refuses a rollback to the bare base model when a deploy alias would have nothing to serve.
+      await moveLineage(deps, config, to.policy, to.score);
+    }),
 });

@@ -25,7 +25,8 @@ function smokeKey(runId: string): string {
   try {
     return `${keys.run(runId)}smoke.json`;
   } catch (err) {
-    if (err instanceof UnsafeIdError) throw ApplicationFailure.create({ type: FailureType.InvalidConfig, message: err.message, nonRetryable: true });
+    if (err instanceof UnsafeIdError)
+      throw ApplicationFailure.create({ type: FailureType.InvalidConfig, message: err.message, nonRetryable: true });
     throw err;
   }
 }

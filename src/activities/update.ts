@@ -62,16 +62,21 @@ export const createUpdateActivities = (deps: ActivityDeps) => ({
     await deps.store.getFile(input.batchKey, batchFile);
     const samples = await batchFileSamples(batchFile).catch((err: unknown) => {
       // A corrupt batch file fails the same way on every retry.
-      if (err instanceof BatchFileError) throw ApplicationFailure.create({ type: FailureType.InvalidBatch, message: err.message, nonRetryable: true });
+      if (err instanceof BatchFileError)
+        throw ApplicationFailure.create({ type: FailureType.InvalidBatch, message: err.message, nonRetryable: true });
       throw err;
     });
     const cfgFile = path.join(work, 'trainer.json');
-    await writeFile(cfgFile, JSON.stringify(trainerConfig(config, iteration, samples, deps.env.modelCacheDir), null, 2));
+    await writeFile(
+      cfgFile,
+      JSON.stringify(trainerConfig(config, iteration, samples, deps.env.modelCacheDir), null, 2),
+    );
 
     const args = ['-m', 'volt_trainer.train', '--batch', batchFile, '--out', out, '--config', cfgFile];
     if (policy.sha256) {
       const adapterIn = path.join(work, 'adapter-in');
-      if (!existsSync(path.join(adapterIn, 'adapter_config.json'))) await deps.store.getCheckpoint(policy.sha256, adapterIn);
+      if (!existsSync(path.join(adapterIn, 'adapter_config.json')))
+        await deps.store.getCheckpoint(policy.sha256, adapterIn);
       args.push('--adapter-in', adapterIn);
     }
     if (existsSync(path.join(out, 'state'))) args.push('--resume');
@@ -98,7 +103,10 @@ interface DoneEvent {
 
 function runTrainer(python: string, args: string[], ctx: Context): Promise<DoneEvent> {
   return new Promise((resolve, reject) => {
-    const child = spawn(python, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+    const child = spawn(python, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HF_HUB_OFFLINE: '1' },
+    });
     let done: DoneEvent | null = null;
     let stderrTail = '';
     const onCancel = () => child.kill('SIGKILL');
@@ -125,7 +133,8 @@ function runTrainer(python: string, args: string[], ctx: Context): Promise<DoneE
       if (code === 0 && done) return resolve(done);
       const message = `trainer exited with ${signal ?? code}: ${stderrTail.trim().split('\n').slice(-5).join(' | ')}`;
       // Exit 2 is the trainer's "bad config or batch": the same input would fail again.
-      if (code === 2) reject(ApplicationFailure.create({ type: FailureType.TrainerFailed, message, nonRetryable: true }));
+      if (code === 2)
+        reject(ApplicationFailure.create({ type: FailureType.TrainerFailed, message, nonRetryable: true }));
       else reject(new Error(message));
     });
   });

@@ -31,7 +31,9 @@ export function taskText(input: Record<string, unknown>): string {
 export function renderExample(d: RolloutDigest, n: number): string {
   const question = taskText(d.task);
   let at = -1;
-  d.transcript.forEach((m, i) => { if (m.role === 'user' && m.content.includes(question)) at = i; });
+  d.transcript.forEach((m, i) => {
+    if (m.role === 'user' && m.content.includes(question)) at = i;
+  });
   // The transcript ends with the final answer; keep the worked steps between the task and it.
   const steps = at >= 0 ? d.transcript.slice(at + 1, -1).slice(-MAX_STEPS) : [];
   const lines = [`Example ${n}:`, `User: ${question}`];
@@ -54,7 +56,8 @@ export function stripExamplesBlock(template: string): string {
 }
 
 /** Which of two examples teaches more of the agent's loop: more model calls (the loop went further), then higher reward. */
-export const moreComplete = (a: RolloutDigest, b: RolloutDigest): number => b.modelCalls - a.modelCalls || b.reward - a.reward;
+export const moreComplete = (a: RolloutDigest, b: RolloutDigest): number =>
+  b.modelCalls - a.modelCalls || b.reward - a.reward;
 
 /** Successful rollouts with an answer, one per task (its most complete one), in a stable order (task id, then rollout id). */
 export function demonstrationPool(digests: readonly RolloutDigest[], minReward: number): RolloutDigest[] {
@@ -78,7 +81,13 @@ export function proposeDemonstrations(input: DemonstrationInput): Proposal[] {
   const proposals: Proposal[] = [];
   for (const childIndex of input.childIndices) {
     const better = (i: number, j: number) => moreComplete(pool[i]!, pool[j]!);
-    const subset = preferredSubset(pool.length, input.demonstrations, better, { seed: input.seed, round: input.round, childIndex }, taken);
+    const subset = preferredSubset(
+      pool.length,
+      input.demonstrations,
+      better,
+      { seed: input.seed, round: input.round, childIndex },
+      taken,
+    );
     if (!subset) continue;
     taken.add(subset.join(','));
     const examples = subset.map((i) => pool[i]!);
@@ -86,7 +95,11 @@ export function proposeDemonstrations(input: DemonstrationInput): Proposal[] {
     const template = kept ? `${kept}\n\n${block}` : block;
     if (base && template === base.template) continue;
     const used = examples.map((d) => `${d.rolloutId} (${d.taskId})`).join(', ');
-    proposals.push({ mode: base ? base.mode : 'append', template, note: `${examples.length} demonstrations from successful rollouts: ${used}` });
+    proposals.push({
+      mode: base ? base.mode : 'append',
+      template,
+      note: `${examples.length} demonstrations from successful rollouts: ${used}`,
+    });
   }
   return proposals;
 }

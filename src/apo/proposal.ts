@@ -31,7 +31,11 @@ export interface ChildPlan {
  * Versions go to parents in order, in equal blocks (the first parents take the remainder), and a parent's children
  * alternate through the strategies: with branchFactor 2 and both strategies, each parent gets one child of each.
  */
-export function planChildren(parents: readonly ParentPrompt[], versions: readonly number[], strategies: readonly ProposalStrategy[]): ChildPlan[] {
+export function planChildren(
+  parents: readonly ParentPrompt[],
+  versions: readonly number[],
+  strategies: readonly ProposalStrategy[],
+): ChildPlan[] {
   if (parents.length === 0 || strategies.length === 0) return [];
   const base = Math.floor(versions.length / parents.length);
   const extra = versions.length % parents.length;
@@ -40,7 +44,13 @@ export function planChildren(parents: readonly ParentPrompt[], versions: readonl
   parents.forEach((parent, p) => {
     const count = base + (p < extra ? 1 : 0);
     for (let s = 0; s < count; s++, next++) {
-      plans.push({ version: versions[next]!, parentVersion: parent.version, strategy: strategies[s % strategies.length]!, childIndex: next, siblingIndex: s });
+      plans.push({
+        version: versions[next]!,
+        parentVersion: parent.version,
+        strategy: strategies[s % strategies.length]!,
+        childIndex: next,
+        siblingIndex: s,
+      });
     }
   });
   return plans;

@@ -45,7 +45,8 @@ export const MAX_TEMPLATE_CHARS = 100_000;
 /** The agent's own system prompt: the one most rollouts sent (ties: the first in text order), null if none sent one. */
 export function agentSystemPrompt(digests: readonly RolloutDigest[]): string | null {
   const counts = new Map<string, number>();
-  for (const d of digests) if (d.agentSystemPrompt !== null) counts.set(d.agentSystemPrompt, (counts.get(d.agentSystemPrompt) ?? 0) + 1);
+  for (const d of digests)
+    if (d.agentSystemPrompt !== null) counts.set(d.agentSystemPrompt, (counts.get(d.agentSystemPrompt) ?? 0) + 1);
   return [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]?.[0] ?? null;
 }
 
@@ -54,7 +55,11 @@ export function agentSystemPrompt(digests: readonly RolloutDigest[]): string | n
  * the optimiser. A child a strategy cannot offer, or one that renders like a prompt the run already tried, is
  * skipped with its reason, never an error; `onProgress` is told after each child made or skipped.
  */
-export async function proposeChildren(input: ProposeChildrenInput, deps: ProposeChildrenDeps, onProgress: (done: number) => void = () => {}): Promise<ProposedChildren> {
+export async function proposeChildren(
+  input: ProposeChildrenInput,
+  deps: ProposeChildrenDeps,
+  onProgress: (done: number) => void = () => {},
+): Promise<ProposedChildren> {
   const { runId, round, apo, seed } = input;
   const planned = new Set(input.plans.map((p) => p.version));
   const stored = new Map(input.existing.filter((o) => planned.has(o.version)).map((o) => [o.version, o]));
@@ -67,15 +72,24 @@ export async function proposeChildren(input: ProposeChildrenInput, deps: Propose
   const known = new Map<string, number>();
   for (const o of input.existing) if (!known.has(promptKey(o))) known.set(promptKey(o), o.version);
   const skip = (plan: ChildPlan, why: string) => {
-    result.skipped.push({ version: plan.version, parentVersion: plan.parentVersion, strategy: plan.strategy, reason: `v${plan.version} (${plan.strategy} from v${plan.parentVersion}): ${why}` });
+    result.skipped.push({
+      version: plan.version,
+      parentVersion: plan.parentVersion,
+      strategy: plan.strategy,
+      reason: `v${plan.version} (${plan.strategy} from v${plan.parentVersion}): ${why}`,
+    });
     progress();
   };
   const keep = async (plan: ChildPlan, proposal: Proposal) => {
-    if (proposal.template.length > MAX_TEMPLATE_CHARS) return skip(plan, `template has ${proposal.template.length} characters (limit ${MAX_TEMPLATE_CHARS})`);
+    if (proposal.template.length > MAX_TEMPLATE_CHARS)
+      return skip(plan, `template has ${proposal.template.length} characters (limit ${MAX_TEMPLATE_CHARS})`);
     const same = known.get(promptKey(proposal));
     if (same !== undefined) return skip(plan, `same prompt as v${same}`);
     const overlay = await deps.saveOverlay({
-      runId, version: plan.version, mode: proposal.mode, template: proposal.template,
+      runId,
+      version: plan.version,
+      mode: proposal.mode,
+      template: proposal.template,
       origin: { strategy: plan.strategy, parents: [plan.parentVersion], round, note: proposal.note },
       createdAt: new Date().toISOString(),
     });
@@ -88,15 +102,28 @@ export async function proposeChildren(input: ProposeChildrenInput, deps: Propose
     const children = input.plans.filter((p) => p.parentVersion === parent.version);
     const bootstrap = children.filter((p) => p.strategy === 'bootstrap');
     // Deterministic from (seed, round, child), so recomputing beside stored siblings gives the same subsets.
-    const proposals = bootstrap.some((p) => !stored.has(p.version)) ? proposeDemonstrations({
-      parent, digests: input.digests, childIndices: bootstrap.map((p) => p.childIndex), seed, round,
-      demonstrations: apo.bootstrap.demonstrations, minReward: apo.bootstrap.minReward,
-    }) : [];
+    const proposals = bootstrap.some((p) => !stored.has(p.version))
+      ? proposeDemonstrations({
+          parent,
+          digests: input.digests,
+          childIndices: bootstrap.map((p) => p.childIndex),
+          seed,
+          round,
+          demonstrations: apo.bootstrap.demonstrations,
+          minReward: apo.bootstrap.minReward,
+        })
+      : [];
     for (const [i, plan] of bootstrap.entries()) {
       const proposal = proposals[i];
       if (stored.has(plan.version)) result.overlays.push(stored.get(plan.version)!);
       else if (proposal) await keep(plan, proposal);
-      else skip(plan, proposals.length === 0 ? `no successful rollouts (reward >= ${apo.bootstrap.minReward})` : 'no further distinct set of demonstrations');
+      else
+        skip(
+          plan,
+          proposals.length === 0
+            ? `no successful rollouts (reward >= ${apo.bootstrap.minReward})`
+            : 'no further distinct set of demonstrations',
+        );
     }
 
     const own = input.digests.filter((d) => input.parentOfRollout.get(d.rolloutId) === parent.version);
@@ -107,7 +134,11 @@ export async function proposeChildren(input: ProposeChildrenInput, deps: Propose
         continue;
       }
       if (!deps.optimizer) throw new Error('bug: no optimiser client for an unstored textual_gradient child');
-      const failures = selectFailures(own, apo.bootstrap.minReward, deps.optimizer.failuresPerCritique, { seed, round, childIndex: plan.childIndex });
+      const failures = selectFailures(own, apo.bootstrap.minReward, deps.optimizer.failuresPerCritique, {
+        seed,
+        round,
+        childIndex: plan.childIndex,
+      });
       if (failures.length === 0) {
         skip(plan, `no failed rollouts (reward < ${apo.bootstrap.minReward}) to critique`);
         continue;

@@ -7,7 +7,13 @@ import { completedAnswers, completedText } from './stop-reason.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 
 /** Digests go into optimiser prompts and overlays, so every text in one is bounded. */
-export const DIGEST_LIMITS = { messageChars: 1500, headMessages: 2, tailMessages: 10, systemPromptChars: 20_000, spans: 32 } as const;
+export const DIGEST_LIMITS = {
+  messageChars: 1500,
+  headMessages: 2,
+  tailMessages: 10,
+  systemPromptChars: 20_000,
+  spans: 32,
+} as const;
 
 /** One rollout as the proposers see it: the task, its reward, and a bounded transcript of the agent's conversation. */
 export interface RolloutDigest {
@@ -41,7 +47,11 @@ export function truncateMiddle(text: string, max: number): string {
 }
 
 /** Pure: the digest of a rollout attempt from its spans (any order) and its task. */
-export function digestFromSpans(spans: readonly Span[], task: Task, meta: { rolloutId: string; reward: number }): RolloutDigest {
+export function digestFromSpans(
+  spans: readonly Span[],
+  task: Task,
+  meta: { rolloutId: string; reward: number },
+): RolloutDigest {
   const ordered = [...spans].sort((a, b) => a.seq - b.seq);
   const lastOk = [...ordered].reverse().find((s) => s.status === 'ok');
   const last = lastOk ?? ordered[ordered.length - 1];
@@ -51,14 +61,21 @@ export function digestFromSpans(spans: readonly Span[], task: Task, meta: { roll
   const finalText = lastOk && finalChoice ? completedText(lastOk, finalChoice.index) : null;
   // Earlier answers come back from the agent cut at their stop strings too: show them as the model wrote them.
   const completed = completedAnswers(ordered);
-  const conversation = messages.filter((m) => !isSystemRole(m.role))
-    .map((m) => (m.role === 'assistant' && completed.has(m.content) ? { ...m, content: completed.get(m.content)! } : m));
+  const conversation = messages
+    .filter((m) => !isSystemRole(m.role))
+    .map((m) =>
+      m.role === 'assistant' && completed.has(m.content) ? { ...m, content: completed.get(m.content)! } : m,
+    );
   if (finalText !== null) conversation.push({ role: 'assistant', content: finalText });
   const { headMessages, tailMessages, messageChars } = DIGEST_LIMITS;
   let kept = conversation;
   if (conversation.length > headMessages + tailMessages) {
     const dropped = conversation.length - headMessages - tailMessages;
-    kept = [...conversation.slice(0, headMessages), { role: 'note', content: `[… ${dropped} messages omitted …]` }, ...conversation.slice(-tailMessages)];
+    kept = [
+      ...conversation.slice(0, headMessages),
+      { role: 'note', content: `[… ${dropped} messages omitted …]` },
+      ...conversation.slice(-tailMessages),
+    ];
   }
   return {
     rolloutId: meta.rolloutId,
@@ -82,13 +99,17 @@ async function attemptSpans(store: SpanStore, ref: RolloutRef): Promise<Span[]> 
 
 /** Read the digests of the given rollout attempts; a task missing from the task set is an error naming it. */
 export async function loadRolloutDigests(
-  store: SpanStore, refs: readonly DigestRef[], tasksById: ReadonlyMap<string, Task>,
+  store: SpanStore,
+  refs: readonly DigestRef[],
+  tasksById: ReadonlyMap<string, Task>,
 ): Promise<RolloutDigest[]> {
   const digests: RolloutDigest[] = [];
   for (const r of refs) {
     const task = tasksById.get(r.taskId);
     if (!task) throw new Error(`rollout ${r.ref.rolloutId}: task ${r.taskId} is not in the task set`);
-    digests.push(digestFromSpans(await attemptSpans(store, r.ref), task, { rolloutId: r.ref.rolloutId, reward: r.reward }));
+    digests.push(
+      digestFromSpans(await attemptSpans(store, r.ref), task, { rolloutId: r.ref.rolloutId, reward: r.reward }),
+    );
   }
   return digests;
 }

@@ -27,7 +27,11 @@ export function seededSubset(n: number, size: number, seed: number): number[] {
 const DRAWS_PER_WINDOW = 4;
 const MAX_DRAWS = 64;
 
-export interface SubsetKey { seed: number; round: number; childIndex: number }
+export interface SubsetKey {
+  seed: number;
+  round: number;
+  childIndex: number;
+}
 
 /** 0..n-1 with items `better` ranks first in front, ties in an order drawn from the seed. */
 export function seededRanking(n: number, better: (a: number, b: number) => number, seed: number): number[] {
@@ -42,13 +46,21 @@ export function seededRanking(n: number, better: (a: number, b: number) => numbe
  * later draws pick `size` of a window one item wider every few draws. Ascending indices; null when no new subset
  * turned up, e.g. the pool is no bigger than `size`.
  */
-export function preferredSubset(n: number, size: number, better: (a: number, b: number) => number, key: SubsetKey, taken: ReadonlySet<string>): number[] | null {
+export function preferredSubset(
+  n: number,
+  size: number,
+  better: (a: number, b: number) => number,
+  key: SubsetKey,
+  taken: ReadonlySet<string>,
+): number[] | null {
   const k = Math.min(size, n);
   for (let draw = 0; draw < MAX_DRAWS; draw++) {
     const seed = mixSeed(key.seed, key.round, key.childIndex, draw);
     const ranking = seededRanking(n, better, seed);
     const window = Math.min(n, k + Math.floor(draw / DRAWS_PER_WINDOW));
-    const subset = seededSubset(window, k, mixSeed(seed, window)).map((i) => ranking[i]!).sort((a, b) => a - b);
+    const subset = seededSubset(window, k, mixSeed(seed, window))
+      .map((i) => ranking[i]!)
+      .sort((a, b) => a - b);
     if (!taken.has(subset.join(','))) return subset;
   }
   return null;

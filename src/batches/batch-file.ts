@@ -1,4 +1,9 @@
-import { readSafetensors, readSafetensorsHeaderFile, SafetensorsFormatError, type TypedArray } from './safetensors-reader.js';
+import {
+  readSafetensors,
+  readSafetensorsHeaderFile,
+  SafetensorsFormatError,
+  type TypedArray,
+} from './safetensors-reader.js';
 import { SafetensorsWriter, type Dtype } from './safetensors-writer.js';
 import type { SampleRow } from '../contracts/sample.js';
 
@@ -8,8 +13,12 @@ import type { SampleRow } from '../contracts/sample.js';
  * response tokens in all; sample i's tokens are the i-th run of prompt_len / response_len in the flat columns.
  */
 export const BATCH_TENSORS = [
-  ['advantage', 'F64'], ['reward', 'F64'], // [S]
-  ['iteration', 'I32'], ['attempt', 'I32'], ['prompt_len', 'I32'], ['response_len', 'I32'], // [S]
+  ['advantage', 'F64'],
+  ['reward', 'F64'], // [S]
+  ['iteration', 'I32'],
+  ['attempt', 'I32'],
+  ['prompt_len', 'I32'],
+  ['response_len', 'I32'], // [S]
   ['prompt_ids', 'I32'], // [P]
   ['response_ids', 'I32'], // [R]
   ['rollout_logprobs', 'F32'], // [R]; the trainer computes in fp32, so float32 loses nothing it uses
@@ -32,7 +41,8 @@ function assertTokenIds(row: SampleRow, field: 'prompt_ids' | 'response_ids'): v
   for (let i = 0; i < ids.length; i++) {
     const v = ids[i]!;
     // (v | 0) === v: an integer that fits int32; engine token ids do, anything else is corrupt data.
-    if ((v | 0) !== v || v < 0) throw new BatchFileError(`sample ${row.sample_id}: ${field}[${i}] = ${v} is not a token id (int32 >= 0)`);
+    if ((v | 0) !== v || v < 0)
+      throw new BatchFileError(`sample ${row.sample_id}: ${field}[${i}] = ${v} is not a token id (int32 >= 0)`);
   }
 }
 
@@ -48,9 +58,12 @@ export class BatchFileWriter {
 
   async add(row: SampleRow): Promise<void> {
     const n = row.response_ids.length;
-    if (row.prompt_ids.length === 0 || n === 0) throw new BatchFileError(`sample ${row.sample_id}: prompt_ids and response_ids must not be empty`);
+    if (row.prompt_ids.length === 0 || n === 0)
+      throw new BatchFileError(`sample ${row.sample_id}: prompt_ids and response_ids must not be empty`);
     if (row.loss_mask.length !== n || row.rollout_logprobs.length !== n) {
-      throw new BatchFileError(`sample ${row.sample_id}: loss_mask (${row.loss_mask.length}) and rollout_logprobs (${row.rollout_logprobs.length}) must match response_ids (${n})`);
+      throw new BatchFileError(
+        `sample ${row.sample_id}: loss_mask (${row.loss_mask.length}) and rollout_logprobs (${row.rollout_logprobs.length}) must match response_ids (${n})`,
+      );
     }
     assertTokenIds(row, 'prompt_ids');
     assertTokenIds(row, 'response_ids');
@@ -66,7 +79,14 @@ export class BatchFileWriter {
     await w.append('rollout_logprobs', row.rollout_logprobs);
     await w.append('loss_mask', row.loss_mask);
     await w.push('truncated', row.truncated ? 1 : 0);
-    const ids: IdFields = { sample_id: row.sample_id, run_id: row.run_id, rollout_id: row.rollout_id, task_id: row.task_id, group_id: row.group_id, span_ids: row.span_ids };
+    const ids: IdFields = {
+      sample_id: row.sample_id,
+      run_id: row.run_id,
+      rollout_id: row.rollout_id,
+      task_id: row.task_id,
+      group_id: row.group_id,
+      span_ids: row.span_ids,
+    };
     await w.append('ids_jsonl', Buffer.from(`${JSON.stringify(ids)}\n`));
     this.samples += 1;
   }
@@ -83,10 +103,13 @@ export class BatchFileWriter {
 
 function checkFormat(metadata: Record<string, string>): number {
   if (metadata.format !== BATCH_FORMAT.format || metadata.version !== BATCH_FORMAT.version) {
-    throw new BatchFileError(`__metadata__: format ${metadata.format}/${metadata.version}, expected ${BATCH_FORMAT.format}/${BATCH_FORMAT.version}`);
+    throw new BatchFileError(
+      `__metadata__: format ${metadata.format}/${metadata.version}, expected ${BATCH_FORMAT.format}/${BATCH_FORMAT.version}`,
+    );
   }
   const samples = Number(metadata.samples);
-  if (!Number.isSafeInteger(samples) || samples < 0) throw new BatchFileError(`__metadata__.samples: ${metadata.samples} is not a count`);
+  if (!Number.isSafeInteger(samples) || samples < 0)
+    throw new BatchFileError(`__metadata__.samples: ${metadata.samples} is not a count`);
   return samples;
 }
 
@@ -115,7 +138,8 @@ export function readBatchFile(bytes: Buffer): SampleRow[] {
     const t = parsed.tensors.get(name);
     if (!t) throw new BatchFileError(`tensor ${name} is missing`);
     if (t.dtype !== spec[1]) throw new BatchFileError(`tensor ${name}: dtype ${t.dtype}, expected ${spec[1]}`);
-    if (length !== undefined && t.data.length !== length) throw new BatchFileError(`tensor ${name}: ${t.data.length} values, expected ${length}`);
+    if (length !== undefined && t.data.length !== length)
+      throw new BatchFileError(`tensor ${name}: ${t.data.length} values, expected ${length}`);
     return t.data;
   };
   const promptLen = col('prompt_len', s);
@@ -127,9 +151,18 @@ export function readBatchFile(bytes: Buffer): SampleRow[] {
   };
   const [promptIds, responseIds] = [col('prompt_ids', sum(promptLen)), col('response_ids', sum(responseLen))];
   const [logprobs, mask] = [col('rollout_logprobs', responseIds.length), col('loss_mask', responseIds.length)];
-  const [advantage, reward, iteration, attempt, truncated] = [col('advantage', s), col('reward', s), col('iteration', s), col('attempt', s), col('truncated', s)];
-  const lines = Buffer.from(col('ids_jsonl').buffer, col('ids_jsonl').byteOffset, col('ids_jsonl').byteLength).toString('utf8').split('\n');
-  if (lines.length !== s + 1 || lines[s] !== '') throw new BatchFileError(`tensor ids_jsonl: ${lines.length - 1} lines, expected ${s}`);
+  const [advantage, reward, iteration, attempt, truncated] = [
+    col('advantage', s),
+    col('reward', s),
+    col('iteration', s),
+    col('attempt', s),
+    col('truncated', s),
+  ];
+  const lines = Buffer.from(col('ids_jsonl').buffer, col('ids_jsonl').byteOffset, col('ids_jsonl').byteLength)
+    .toString('utf8')
+    .split('\n');
+  if (lines.length !== s + 1 || lines[s] !== '')
+    throw new BatchFileError(`tensor ids_jsonl: ${lines.length - 1} lines, expected ${s}`);
   const rows: SampleRow[] = [];
   let p = 0;
   let r = 0;
@@ -142,10 +175,16 @@ export function readBatchFile(bytes: Buffer): SampleRow[] {
     }
     const [pn, rn] = [promptLen[i]!, responseLen[i]!];
     rows.push({
-      ...ids, iteration: iteration[i]!, attempt: attempt[i]!,
-      prompt_ids: Array.from(promptIds.subarray(p, p + pn)), response_ids: Array.from(responseIds.subarray(r, r + rn)),
-      loss_mask: Array.from(mask.subarray(r, r + rn)) as (0 | 1)[], rollout_logprobs: Array.from(logprobs.subarray(r, r + rn)),
-      advantage: advantage[i]!, reward: reward[i]!, truncated: truncated[i] === 1,
+      ...ids,
+      iteration: iteration[i]!,
+      attempt: attempt[i]!,
+      prompt_ids: Array.from(promptIds.subarray(p, p + pn)),
+      response_ids: Array.from(responseIds.subarray(r, r + rn)),
+      loss_mask: Array.from(mask.subarray(r, r + rn)) as (0 | 1)[],
+      rollout_logprobs: Array.from(logprobs.subarray(r, r + rn)),
+      advantage: advantage[i]!,
+      reward: reward[i]!,
+      truncated: truncated[i] === 1,
     });
     p += pn;
     r += rn;

@@ -28,7 +28,11 @@ export interface WrittenBatch {
 
 /** Build the batch into a local batch file (columns spilled to disk as samples stream past); returns its manifest. */
 export async function buildBatchFile(
-  file: string, scored: readonly ScoredRollout[], config: BatchConfig, spansOf: SpanSource, opts: { tmpDir?: string } = {},
+  file: string,
+  scored: readonly ScoredRollout[],
+  config: BatchConfig,
+  spansOf: SpanSource,
+  opts: { tmpDir?: string } = {},
 ): Promise<{ manifest: BatchManifest; bytes: number }> {
   const build = buildBatch(scored, spansOf, config);
   const writer = await BatchFileWriter.create(opts);
@@ -44,7 +48,12 @@ export async function buildBatchFile(
 
 /** Build the iteration's batch and upload samples.safetensors then manifest.json; re-running overwrites both. */
 export async function writeBatch(
-  store: BatchStore, runId: string, iteration: number, scored: readonly ScoredRollout[], config: BatchConfig, spansOf: SpanSource = storeSpanSource(store),
+  store: BatchStore,
+  runId: string,
+  iteration: number,
+  scored: readonly ScoredRollout[],
+  config: BatchConfig,
+  spansOf: SpanSource = storeSpanSource(store),
 ): Promise<WrittenBatch> {
   const samplesKey = keys.batch(runId, iteration);
   const manifestKey = keys.batchManifest(runId, iteration);

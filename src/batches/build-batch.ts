@@ -24,7 +24,9 @@ async function collectAttempt(ref: RolloutRef, source: AsyncIterable<Span> | Ite
   const iterable: Iterable<Span> | AsyncIterable<Span> = source;
   const check = (s: Span) => {
     if (s.rolloutId !== ref.rolloutId || s.attempt !== ref.attempt) {
-      throw new Error(`span ${s.spanId} belongs to ${s.rolloutId}/${s.attempt}, listed under ${ref.rolloutId}/${ref.attempt}`);
+      throw new Error(
+        `span ${s.spanId} belongs to ${s.rolloutId}/${s.attempt}, listed under ${ref.rolloutId}/${ref.attempt}`,
+      );
     }
     spans.push(s);
   };
@@ -46,7 +48,10 @@ export function buildBatch(scored: readonly ScoredRollout[], spansOf: SpanSource
       let index = 0;
       for (const t of built.trajectories) {
         const row = toSampleRow(t, rollout, index, config);
-        if (typeof row === 'string') { manifest.dropSample(row); continue; }
+        if (typeof row === 'string') {
+          manifest.dropSample(row);
+          continue;
+        }
         index += 1;
         manifest.addSample(row);
         yield row;

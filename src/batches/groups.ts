@@ -15,7 +15,8 @@ export interface PlannedRollout {
   advantage: number;
 }
 
-export type RolloutDropReason = 'infra_failed' | 'reward_infra_failed' | 'eval_rollout' | 'group_too_small' | 'zero_variance';
+export type RolloutDropReason =
+  'infra_failed' | 'reward_infra_failed' | 'eval_rollout' | 'group_too_small' | 'zero_variance';
 
 export interface GroupPlan {
   rollouts: PlannedRollout[];
@@ -25,20 +26,28 @@ export interface GroupPlan {
   droppedGroups: Partial<Record<'group_too_small' | 'zero_variance', number>>;
 }
 
-const bump = <K extends string>(m: Partial<Record<K, number>>, k: K, by = 1) => { m[k] = (m[k] ?? 0) + by; };
+const bump = <K extends string>(m: Partial<Record<K, number>>, k: K, by = 1) => {
+  m[k] = (m[k] ?? 0) + by;
+};
 
 /** Whether a group's scored rewards carry a learning signal: enough of them, and not all equal. */
 export const isInformativeGroup = (rewards: readonly number[], minGroupSize: number): boolean =>
   rewards.length >= minGroupSize && rewards.some((r) => r !== rewards[0]);
 
 /** Groups in a scored launch, and how many of them are informative (dynamic sampling's target); unscored rollouts do not count. */
-export function countInformativeGroups(scored: readonly { groupId: string; reward: number | null }[], minGroupSize: number): { total: number; informative: number } {
+export function countInformativeGroups(
+  scored: readonly { groupId: string; reward: number | null }[],
+  minGroupSize: number,
+): { total: number; informative: number } {
   const byGroup = new Map<string, number[]>();
   for (const s of scored) {
     if (!byGroup.has(s.groupId)) byGroup.set(s.groupId, []);
     if (s.reward !== null && Number.isFinite(s.reward)) byGroup.get(s.groupId)!.push(s.reward);
   }
-  return { total: byGroup.size, informative: [...byGroup.values()].filter((r) => isInformativeGroup(r, minGroupSize)).length };
+  return {
+    total: byGroup.size,
+    informative: [...byGroup.values()].filter((r) => isInformativeGroup(r, minGroupSize)).length,
+  };
 }
 
 /** Group rollouts by groupId and compute each group's advantages; groups keep first-seen order. */
@@ -47,9 +56,18 @@ export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig)
   const byGroup = new Map<string, { result: RolloutResult; reward: number }[]>();
   for (const s of scored) {
     if (!byGroup.has(s.result.groupId)) byGroup.set(s.result.groupId, []);
-    if (s.result.mode !== 'train') { bump(plan.droppedRollouts, 'eval_rollout'); continue; }
-    if (s.result.outcome === 'infra_failed') { bump(plan.droppedRollouts, 'infra_failed'); continue; }
-    if (s.reward === null || !Number.isFinite(s.reward)) { bump(plan.droppedRollouts, 'reward_infra_failed'); continue; }
+    if (s.result.mode !== 'train') {
+      bump(plan.droppedRollouts, 'eval_rollout');
+      continue;
+    }
+    if (s.result.outcome === 'infra_failed') {
+      bump(plan.droppedRollouts, 'infra_failed');
+      continue;
+    }
+    if (s.reward === null || !Number.isFinite(s.reward)) {
+      bump(plan.droppedRollouts, 'reward_infra_failed');
+      continue;
+    }
     byGroup.get(s.result.groupId)!.push({ result: s.result, reward: s.reward });
   }
   plan.groups.total = byGroup.size;

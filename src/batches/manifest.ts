@@ -8,7 +8,15 @@ import type { BatchManifest } from '../contracts/batch-manifest.js';
 
 /** Accumulates the manifest while samples stream past, holding only counters, breaks and lineage. */
 export class ManifestBuilder {
-  private readonly counts = { spans: 0, transitions: 0, merges: 0, samples: 0, truncated: 0, rolloutsWithoutSamples: 0, attemptsWithTransitions: 0 };
+  private readonly counts = {
+    spans: 0,
+    transitions: 0,
+    merges: 0,
+    samples: 0,
+    truncated: 0,
+    rolloutsWithoutSamples: 0,
+    attemptsWithTransitions: 0,
+  };
   private readonly tokens = { prompt: 0, response: 0, trainable: 0 };
   private readonly reward = new RunningStats();
   private readonly advantage = new RunningStats();
@@ -17,8 +25,15 @@ export class ManifestBuilder {
   private readonly breaks: MergeBreak[] = [];
   private readonly lineage = new Map<string, string>();
 
-  constructor(private readonly config: BatchConfig, private readonly plan: GroupPlan, private readonly rolloutsSeen: number) {
-    for (const r of plan.rollouts) { this.reward.add(r.reward); this.advantage.add(r.advantage); }
+  constructor(
+    private readonly config: BatchConfig,
+    private readonly plan: GroupPlan,
+    private readonly rolloutsSeen: number,
+  ) {
+    for (const r of plan.rollouts) {
+      this.reward.add(r.reward);
+      this.advantage.add(r.advantage);
+    }
   }
 
   addAttempt(spans: number, built: AttemptTrajectories): void {
@@ -53,12 +68,23 @@ export class ManifestBuilder {
     const opportunities = counts.transitions - attemptsWithTransitions;
     return {
       config: this.config,
-      counts: { rollouts: this.rolloutsSeen, groups: this.plan.groups.total, groupsUsed: this.plan.groups.used, rolloutsUsed: this.plan.rollouts.length, ...counts },
+      counts: {
+        rollouts: this.rolloutsSeen,
+        groups: this.plan.groups.total,
+        groupsUsed: this.plan.groups.used,
+        rolloutsUsed: this.plan.rollouts.length,
+        ...counts,
+      },
       tokens: { ...this.tokens },
       mergeRate: opportunities > 0 ? counts.merges / opportunities : null,
       reward: this.reward.summary(),
       advantage: this.advantage.summary(),
-      drops: { rollouts: this.plan.droppedRollouts, groups: this.plan.droppedGroups, spans: this.spanDrops, samples: this.sampleDrops },
+      drops: {
+        rollouts: this.plan.droppedRollouts,
+        groups: this.plan.droppedGroups,
+        spans: this.spanDrops,
+        samples: this.sampleDrops,
+      },
       breaks: this.breaks,
       lineage: Object.fromEntries(this.lineage),
     };

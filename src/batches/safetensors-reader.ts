@@ -9,11 +9,13 @@ export type TypedArray = Float64Array | Float32Array | Int32Array | Uint8Array;
 /** The spec caps headers at 100 MB; the Rust reader refuses bigger ones, so this one does too. */
 const MAX_HEADER = 100_000_000;
 
-const tensorInfo = z.object({
-  dtype: z.enum(['F64', 'F32', 'I32', 'U8', 'BOOL']),
-  shape: z.array(z.number().int().nonnegative()),
-  data_offsets: z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]),
-}).strict();
+const tensorInfo = z
+  .object({
+    dtype: z.enum(['F64', 'F32', 'I32', 'U8', 'BOOL']),
+    shape: z.array(z.number().int().nonnegative()),
+    data_offsets: z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]),
+  })
+  .strict();
 const headerSchema = z.record(z.string(), z.unknown());
 
 export interface SafetensorsHeader {
@@ -46,16 +48,21 @@ function parseHeader(json: string, headerLength: number): SafetensorsHeader {
       continue;
     }
     const t = tensorInfo.safeParse(value);
-    if (!t.success) throw new SafetensorsFormatError(`tensor ${name}: ${t.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    if (!t.success)
+      throw new SafetensorsFormatError(
+        `tensor ${name}: ${t.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      );
     tensors.set(name, t.data);
   }
   return { metadata, tensors, dataStart: 8 + headerLength };
 }
 
 function headerLength(prefix: Buffer, fileSize: number): number {
-  if (prefix.length < 8) throw new SafetensorsFormatError(`file of ${fileSize} bytes is too short for a safetensors header`);
+  if (prefix.length < 8)
+    throw new SafetensorsFormatError(`file of ${fileSize} bytes is too short for a safetensors header`);
   const n = prefix.readBigUInt64LE(0);
-  if (n > BigInt(Math.min(MAX_HEADER, fileSize - 8))) throw new SafetensorsFormatError(`header length ${n} exceeds the file or the 100 MB limit`);
+  if (n > BigInt(Math.min(MAX_HEADER, fileSize - 8)))
+    throw new SafetensorsFormatError(`header length ${n} exceeds the file or the 100 MB limit`);
   return Number(n);
 }
 
@@ -76,7 +83,10 @@ export async function readSafetensorsHeaderFile(file: string): Promise<Safetenso
 }
 
 /** Every tensor of an in-memory file as a typed array of its dtype (copied only when misaligned). */
-export function readSafetensors(bytes: Buffer): { metadata: Record<string, string>; tensors: Map<string, { dtype: Dtype; data: TypedArray }> } {
+export function readSafetensors(bytes: Buffer): {
+  metadata: Record<string, string>;
+  tensors: Map<string, { dtype: Dtype; data: TypedArray }>;
+} {
   const n = headerLength(bytes, bytes.length);
   const header = parseHeader(bytes.toString('utf8', 8, 8 + n), n);
   const dataLength = bytes.length - header.dataStart;
@@ -86,12 +96,15 @@ export function readSafetensors(bytes: Buffer): { metadata: Record<string, strin
     const [begin, end] = t.data_offsets;
     const count = t.shape.reduce((a, b) => a * b, 1);
     if (end > dataLength || begin > end || end - begin !== count * Ctor.BYTES_PER_ELEMENT) {
-      throw new SafetensorsFormatError(`tensor ${name}: data_offsets [${begin}, ${end}] do not match shape [${t.shape}] of ${t.dtype} in ${dataLength} data bytes`);
+      throw new SafetensorsFormatError(
+        `tensor ${name}: data_offsets [${begin}, ${end}] do not match shape [${t.shape}] of ${t.dtype} in ${dataLength} data bytes`,
+      );
     }
     const at = bytes.byteOffset + header.dataStart + begin;
-    const data = at % Ctor.BYTES_PER_ELEMENT === 0
-      ? new Ctor(bytes.buffer as ArrayBuffer, at, count)
-      : new Ctor(new Uint8Array(bytes.subarray(header.dataStart + begin, header.dataStart + end)).buffer);
+    const data =
+      at % Ctor.BYTES_PER_ELEMENT === 0
+        ? new Ctor(bytes.buffer as ArrayBuffer, at, count)
+        : new Ctor(new Uint8Array(bytes.subarray(header.dataStart + begin, header.dataStart + end)).buffer);
     tensors.set(name, { dtype: t.dtype, data });
   }
   return { metadata: header.metadata, tensors };

@@ -23,7 +23,13 @@ class Column {
   fill = 0;
   length = 0;
 
-  constructor(readonly name: string, readonly dtype: Dtype, chunk: number, readonly file: FileHandle, readonly fileName: string) {
+  constructor(
+    readonly name: string,
+    readonly dtype: Dtype,
+    chunk: number,
+    readonly file: FileHandle,
+    readonly fileName: string,
+  ) {
     this.buffer = new ARRAYS[dtype](chunk);
   }
 
@@ -39,10 +45,16 @@ export class SafetensorsWriter {
   private readonly columns = new Map<string, Column>();
   private finished = false;
 
-  private constructor(private readonly dir: string, private readonly chunk: number) {}
+  private constructor(
+    private readonly dir: string,
+    private readonly chunk: number,
+  ) {}
 
   /** Tensors are laid out in the order declared; declare wider dtypes first so every tensor stays aligned. */
-  static async create(tensors: readonly (readonly [string, Dtype])[], opts: { tmpDir?: string; chunk?: number } = {}): Promise<SafetensorsWriter> {
+  static async create(
+    tensors: readonly (readonly [string, Dtype])[],
+    opts: { tmpDir?: string; chunk?: number } = {},
+  ): Promise<SafetensorsWriter> {
     const dir = await mkdtemp(path.join(opts.tmpDir ?? os.tmpdir(), 'volt-safetensors-'));
     const writer = new SafetensorsWriter(dir, opts.chunk ?? DEFAULT_CHUNK);
     try {
@@ -90,7 +102,10 @@ export class SafetensorsWriter {
   }
 
   /** Write header + data to `file`; string metadata goes in the header's `__metadata__`. Removes the temp files. */
-  async finish(file: string, metadata: Record<string, string>): Promise<{ bytes: number; tensors: Record<string, number> }> {
+  async finish(
+    file: string,
+    metadata: Record<string, string>,
+  ): Promise<{ bytes: number; tensors: Record<string, number> }> {
     this.finished = true;
     try {
       const header: Record<string, unknown> = { __metadata__: metadata };
@@ -123,7 +138,10 @@ export class SafetensorsWriter {
       } finally {
         await out.close();
       }
-      return { bytes: 8 + json.length + offset, tensors: Object.fromEntries([...this.columns.values()].map((c) => [c.name, c.length])) };
+      return {
+        bytes: 8 + json.length + offset,
+        tensors: Object.fromEntries([...this.columns.values()].map((c) => [c.name, c.length])),
+      };
     } finally {
       await this.discard();
     }

@@ -6,7 +6,12 @@ import type { SampleRow } from '../contracts/sample.js';
 export type SampleDropReason = 'prompt_too_long' | 'over_max_tokens' | 'no_trainable_tokens';
 
 /** The trajectory as a row, truncated to maxTokens if configured; a drop reason when it cannot be used. */
-export function toSampleRow(t: Trajectory, r: PlannedRollout, index: number, config: BatchConfig): SampleRow | SampleDropReason {
+export function toSampleRow(
+  t: Trajectory,
+  r: PlannedRollout,
+  index: number,
+  config: BatchConfig,
+): SampleRow | SampleDropReason {
   let { responseIds, lossMask, logprobs } = t;
   let truncated = false;
   const total = t.promptIds.length + responseIds.length;

@@ -17,6 +17,12 @@ export class RunningStats {
   summary(): { count: number; mean: number | null; std: number | null; min: number | null; max: number | null } {
     if (this.n === 0) return { count: 0, mean: null, std: null, min: null, max: null };
     const mean = this.sum / this.n;
-    return { count: this.n, mean, std: Math.sqrt(Math.max(0, this.sumSq / this.n - mean * mean)), min: this.lo, max: this.hi };
+    return {
+      count: this.n,
+      mean,
+      std: Math.sqrt(Math.max(0, this.sumSq / this.n - mean * mean)),
+      min: this.lo,
+      max: this.hi,
+    };
   }
 }

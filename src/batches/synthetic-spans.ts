@@ -31,7 +31,8 @@ export function syntheticRollout(ref: RolloutRef, o: SyntheticRolloutOptions): S
   let context = tokens(o.promptLen ?? 32);
   const spans: Span[] = [];
   for (let seq = 0; seq < o.turns; seq++) {
-    if (o.rewriteAt?.includes(seq)) context = [context[0]!, ...tokens(4), ...context.slice(Math.min(context.length, 8))];
+    if (o.rewriteAt?.includes(seq))
+      context = [context[0]!, ...tokens(4), ...context.slice(Math.min(context.length, 8))];
     const completion = tokens(o.completionLen ?? 16);
     // Rounded so fixtures stay small; the batch code copies them verbatim either way.
     const logprobs = completion.map(() => -Math.round(rand() * 4e6) / 1e6);
@@ -39,14 +40,45 @@ export function syntheticRollout(ref: RolloutRef, o: SyntheticRolloutOptions): S
     const missing = o.missingIdsAt?.includes(seq) ?? false;
     const at = new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString();
     spans.push({
-      spanId: `${ref.rolloutId}-a${ref.attempt}-${seq}`, runId: ref.runId, iteration: ref.iteration, rolloutId: ref.rolloutId, attempt: ref.attempt, seq,
-      mode: 'train', endpoint: 'chat.completions', stream: false, startedAt: at, firstByteAt: at, endedAt: at, durationMs: 1,
-      request: { body: { messages: [] }, headers: {} }, upstreamRequest: {}, response: {},
+      spanId: `${ref.rolloutId}-a${ref.attempt}-${seq}`,
+      runId: ref.runId,
+      iteration: ref.iteration,
+      rolloutId: ref.rolloutId,
+      attempt: ref.attempt,
+      seq,
+      mode: 'train',
+      endpoint: 'chat.completions',
+      stream: false,
+      startedAt: at,
+      firstByteAt: at,
+      endedAt: at,
+      durationMs: 1,
+      request: { body: { messages: [] }, headers: {} },
+      upstreamRequest: {},
+      response: {},
       promptTokenIds: missing ? null : context.slice(),
-      choices: error ? [] : [{ index: 0, tokenIds: missing ? null : completion, logprobs: missing ? null : logprobs, text: `turn ${seq}`, finishReason: 'stop' }],
-      usage: error ? null : { prompt_tokens: context.length, completion_tokens: completion.length, total_tokens: context.length + completion.length },
-      servedBy: { model: 'policy', version: null }, promptOverlay: null,
-      status: error ? 'error' : 'ok', error: error ? { status: 502, message: 'upstream failed' } : null,
+      choices: error
+        ? []
+        : [
+            {
+              index: 0,
+              tokenIds: missing ? null : completion,
+              logprobs: missing ? null : logprobs,
+              text: `turn ${seq}`,
+              finishReason: 'stop',
+            },
+          ],
+      usage: error
+        ? null
+        : {
+            prompt_tokens: context.length,
+            completion_tokens: completion.length,
+            total_tokens: context.length + completion.length,
+          },
+      servedBy: { model: 'policy', version: null },
+      promptOverlay: null,
+      status: error ? 'error' : 'ok',
+      error: error ? { status: 502, message: 'upstream failed' } : null,
     });
     if (!error) context = [...context, ...completion, ...tokens(o.gapLen ?? 8)];
   }

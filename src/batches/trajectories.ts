@@ -29,7 +29,13 @@ export interface AttemptTrajectories {
 }
 
 function startTrajectory(t: Transition): Trajectory {
-  return { spanIds: [t.spanId], promptIds: t.promptIds.slice(), responseIds: t.completionIds.slice(), lossMask: new Array<0 | 1>(t.completionIds.length).fill(1), logprobs: t.logprobs.slice() };
+  return {
+    spanIds: [t.spanId],
+    promptIds: t.promptIds.slice(),
+    responseIds: t.completionIds.slice(),
+    lossMask: new Array<0 | 1>(t.completionIds.length).fill(1),
+    logprobs: t.logprobs.slice(),
+  };
 }
 
 /** Append `t` when its prompt starts exactly with everything the sample holds so far; else report where it differs. */
@@ -63,21 +69,42 @@ function tryMerge(cur: Trajectory, t: Transition): number {
 
 /** Spans of one rollout attempt, in seq order → trajectories, merging multi-turn calls only on an exact prefix. */
 export function buildTrajectories(spans: Iterable<Span>): AttemptTrajectories {
-  const out: AttemptTrajectories = { trajectories: [], breaks: [], transitions: 0, merges: 0, excluded: { error_span: 0, missing_token_ids: 0 } };
+  const out: AttemptTrajectories = {
+    trajectories: [],
+    breaks: [],
+    transitions: 0,
+    merges: 0,
+    excluded: { error_span: 0, missing_token_ids: 0 },
+  };
   let cur: Trajectory | null = null;
   for (const span of spans) {
     const t = toTransition(span);
     if (typeof t === 'string') {
       out.excluded[t] += 1;
-      out.breaks.push({ rolloutId: span.rolloutId, attempt: span.attempt, spanId: span.spanId, position: null, reason: t });
+      out.breaks.push({
+        rolloutId: span.rolloutId,
+        attempt: span.attempt,
+        spanId: span.spanId,
+        position: null,
+        reason: t,
+      });
       cur = null;
       continue;
     }
     out.transitions += 1;
     if (cur !== null) {
       const diff = tryMerge(cur, t);
-      if (diff === -1) { out.merges += 1; continue; }
-      out.breaks.push({ rolloutId: span.rolloutId, attempt: span.attempt, spanId: span.spanId, position: diff, reason: 'prefix_mismatch' });
+      if (diff === -1) {
+        out.merges += 1;
+        continue;
+      }
+      out.breaks.push({
+        rolloutId: span.rolloutId,
+        attempt: span.attempt,
+        spanId: span.spanId,
+        position: diff,
+        reason: 'prefix_mismatch',
+      });
     }
     cur = startTrajectory(t);
     out.trajectories.push(cur);

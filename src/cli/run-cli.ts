@@ -30,7 +30,9 @@ function globalHelp(): string {
 
 function commandHelp(c: Command): string {
   const flags = Object.entries(c.options).map(([name, o]) => `  --${name}${o.type === 'string' ? ' <value>' : ''}`);
-  return [`usage: volt ${c.name} [options]`, '', c.summary, '', c.help, '', 'options:', ...flags, '  -h, --help'].join('\n');
+  return [`usage: volt ${c.name} [options]`, '', c.summary, '', c.help, '', 'options:', ...flags, '  -h, --help'].join(
+    '\n',
+  );
 }
 
 /** Dispatches argv (without node and script) to a command; resolves to the exit code, never throws. */
@@ -57,7 +59,13 @@ export async function runCli(argv: string[], io: CliIo = defaultIo): Promise<num
       return 0;
     }
     let env: Readonly<VoltEnv> | undefined;
-    return await command.run({ values, positionals, env: () => (env ??= loadInstallationEnv(io.env)), out: io.out, err: io.err });
+    return await command.run({
+      values,
+      positionals,
+      env: () => (env ??= loadInstallationEnv(io.env)),
+      out: io.out,
+      err: io.err,
+    });
   } catch (err) {
     const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     io.err(`volt ${name}: ${(err as Error).message}`);

@@ -26,7 +26,8 @@ export async function rolloutProgress(client: Client, s: RunStatus): Promise<Rol
       const payload = a.heartbeatDetails?.payloads?.[0];
       if (a.activityType?.name !== 'launchRollouts' || !payload) continue;
       const details = defaultPayloadConverter.fromPayload(payload) as Partial<RolloutProgress>;
-      if (typeof details.done === 'number' && typeof details.total === 'number') return { done: details.done, total: details.total };
+      if (typeof details.done === 'number' && typeof details.total === 'number')
+        return { done: details.done, total: details.total };
     }
   } catch {
     // The child may not exist yet or has just closed: no progress to show this time.
@@ -54,12 +55,21 @@ export function progressLine(s: RunStatus, rollouts: RolloutProgress | null): st
 }
 
 /** Poll the run's status until it closes, printing a progress line (redrawn in place on a terminal). */
-export async function followRun(client: Client, runId: string, write: (text: string) => void, tty: boolean, intervalMs = 2000): Promise<RunStatus> {
+export async function followRun(
+  client: Client,
+  runId: string,
+  write: (text: string) => void,
+  tty: boolean,
+  intervalMs = 2000,
+): Promise<RunStatus> {
   let lastLine = '';
   const handle = client.workflow.getHandle(runId);
   const result = handle.result().then((r: RunStatus) => r);
   let finished = false;
-  void result.then(() => (finished = true), () => (finished = true));
+  void result.then(
+    () => (finished = true),
+    () => (finished = true),
+  );
   while (!finished) {
     try {
       const s = await queryStatus(client, runId);

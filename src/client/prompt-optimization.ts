@@ -9,15 +9,24 @@ export function assertApoConfig(config: RunConfig, file: string): void {
 }
 
 /** Start (or attach to) the promptOptimization run: workflow id = run id, a used run id is never started again. */
-export function startPromptOptimization(client: Client, config: RunConfig): Promise<{ handle: WorkflowHandle; started: boolean }> {
+export function startPromptOptimization(
+  client: Client,
+  config: RunConfig,
+): Promise<{ handle: WorkflowHandle; started: boolean }> {
   const apo = config.apo!;
-  return startOrAttach(client, 'promptOptimization', config,
-    `prompt optimisation ${config.runId}: ${apo.rounds} rounds, beam ${apo.beamWidth}, ${apo.strategies.join(' + ')}`);
+  return startOrAttach(
+    client,
+    'promptOptimization',
+    config,
+    `prompt optimisation ${config.runId}: ${apo.rounds} rounds, beam ${apo.beamWidth}, ${apo.strategies.join(' + ')}`,
+  );
 }
 
-export const isApoStatus = (s: unknown): s is ApoStatus => (s as { kind?: unknown } | null)?.kind === 'promptOptimization';
+export const isApoStatus = (s: unknown): s is ApoStatus =>
+  (s as { kind?: unknown } | null)?.kind === 'promptOptimization';
 
-export const queryApoStatus = (client: Client, runId: string): Promise<ApoStatus> => client.workflow.getHandle(runId).query(apoStatusQuery);
+export const queryApoStatus = (client: Client, runId: string): Promise<ApoStatus> =>
+  client.workflow.getHandle(runId).query(apoStatusQuery);
 
 /** Lines describing an APO run's status (shared by `optimize-prompt --follow` and `run-status`). */
 export function apoStatusLines(s: ApoStatus): string[] {
@@ -28,22 +37,39 @@ export function apoStatusLines(s: ApoStatus): string[] {
   ];
   for (const r of s.history) {
     const cands = r.candidates.map((c) => `v${c.version} ${f(c.score)}`).join(', ');
-    lines.push(`  round ${r.round}: train reward ${f(r.trainMeanReward)}, children [${r.children.join(', ')}]${r.skipped.length ? ` (${r.skipped.length} skipped)` : ''}; batch ${cands}; leader v${r.leader.version} ${f(r.leader.score)}`);
+    lines.push(
+      `  round ${r.round}: train reward ${f(r.trainMeanReward)}, children [${r.children.join(', ')}]${r.skipped.length ? ` (${r.skipped.length} skipped)` : ''}; batch ${cands}; leader v${r.leader.version} ${f(r.leader.score)}`,
+    );
   }
-  if (s.promotion) lines.push(`promotion: ${s.promotion.promoted ? 'promoted' : 'not promoted'}, active v${s.promotion.activeVersion} — ${s.promotion.reason}`);
-  lines.push(`held-out: before ${f(s.heldOut.before)}, after ${f(s.heldOut.after)}${s.heldOut.afterVersion === null ? '' : ` (v${s.heldOut.afterVersion})`}`);
+  if (s.promotion)
+    lines.push(
+      `promotion: ${s.promotion.promoted ? 'promoted' : 'not promoted'}, active v${s.promotion.activeVersion} — ${s.promotion.reason}`,
+    );
+  lines.push(
+    `held-out: before ${f(s.heldOut.before)}, after ${f(s.heldOut.after)}${s.heldOut.afterVersion === null ? '' : ` (v${s.heldOut.afterVersion})`}`,
+  );
   return lines;
 }
 
 /** Poll the run's status until it closes, printing what changed. */
-export async function followPromptOptimization(client: Client, runId: string, write: (line: string) => void, intervalMs = 5000): Promise<ApoStatus> {
+export async function followPromptOptimization(
+  client: Client,
+  runId: string,
+  write: (line: string) => void,
+  intervalMs = 5000,
+): Promise<ApoStatus> {
   const handle = client.workflow.getHandle(runId);
   let done = false;
-  const result = handle.result().then((r: ApoStatus) => r).finally(() => (done = true));
+  const result = handle
+    .result()
+    .then((r: ApoStatus) => r)
+    .finally(() => (done = true));
   let last = '';
   while (!done) {
     const s = await queryApoStatus(client, runId).catch(() => null);
-    const line = s ? `round ${s.round}/${s.rounds} ${s.phase} best ${s.best ? `v${s.best.version} ${s.best.score.toFixed(3)}` : '-'}` : '';
+    const line = s
+      ? `round ${s.round}/${s.rounds} ${s.phase} best ${s.best ? `v${s.best.version} ${s.best.score.toFixed(3)}` : '-'}`
+      : '';
     if (line && line !== last) write((last = line));
     await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, intervalMs))]);
   }

@@ -1,12 +1,23 @@
 import { readFile } from 'node:fs/promises';
 import type { Client, ScheduleHandle, WorkflowHandle } from '@temporalio/client';
-import { ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import {
+  ScheduleOverlapPolicy,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
 import type { VoltEnv } from '../config/env.js';
 import { parseRunConfig, type RunConfig } from '../config/run.js';
 import { createObjectStore } from '../storage/object-store.js';
 import { PinnedTaskSets, pinRunConfig } from '../tasks/pinned-task-sets.js';
 import {
-  pauseSignal, resumeSignal, rollbackUpdate, setHyperParametersUpdate, statusQuery, type HyperParameterPatch, type RollbackRequest, type RollbackResult,
+  pauseSignal,
+  resumeSignal,
+  rollbackUpdate,
+  setHyperParametersUpdate,
+  statusQuery,
+  type HyperParameterPatch,
+  type RollbackRequest,
+  type RollbackResult,
 } from '../workflows/definitions.js';
 import { CPU_QUEUE } from '../workflows/proxies.js';
 import type { RunStatus } from '../workflows/types.js';
@@ -27,7 +38,11 @@ export async function readRunConfig(file: string, overrides: Record<string, unkn
  * directory) and return the config naming them by hash, so the workers that run it need no task files; a hash the
  * config already gives must be in the store. A bad file or unknown hash is a TaskSetError naming the field.
  */
-export async function pinTaskSets(env: Readonly<VoltEnv>, config: RunConfig, baseDir = process.cwd()): Promise<RunConfig> {
+export async function pinTaskSets(
+  env: Readonly<VoltEnv>,
+  config: RunConfig,
+  baseDir = process.cwd(),
+): Promise<RunConfig> {
   const taskSets = new PinnedTaskSets(createObjectStore(env), baseDir);
   return pinRunConfig(taskSets, config);
 }
@@ -37,7 +52,10 @@ export async function pinTaskSets(env: Readonly<VoltEnv>, config: RunConfig, bas
  * ended) returns its handle — this is how an interrupted `volt train` / `make demo` resumes the same run.
  */
 export async function startOrAttach(
-  client: Client, workflowType: string, config: RunConfig, staticSummary: string,
+  client: Client,
+  workflowType: string,
+  config: RunConfig,
+  staticSummary: string,
 ): Promise<{ handle: WorkflowHandle; started: boolean }> {
   try {
     const handle = await client.workflow.start(workflowType, {
@@ -50,32 +68,47 @@ export async function startOrAttach(
     });
     return { handle, started: true };
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return { handle: client.workflow.getHandle(config.runId), started: false };
+    if (err instanceof WorkflowExecutionAlreadyStartedError)
+      return { handle: client.workflow.getHandle(config.runId), started: false };
     throw err;
   }
 }
 
-export function startTrainingRun(client: Client, config: RunConfig): Promise<{ handle: WorkflowHandle; started: boolean }> {
-  const unsandboxed = config.rollouts.runner === 'local' && config.rollouts.sandbox === 'none' ? ', rollouts UNSANDBOXED' : '';
-  return startOrAttach(client, 'trainingRun', config, `training run ${config.runId}: ${config.iterations} iterations of ${config.model.base}${unsandboxed}`);
+export function startTrainingRun(
+  client: Client,
+  config: RunConfig,
+): Promise<{ handle: WorkflowHandle; started: boolean }> {
+  const unsandboxed =
+    config.rollouts.runner === 'local' && config.rollouts.sandbox === 'none' ? ', rollouts UNSANDBOXED' : '';
+  return startOrAttach(
+    client,
+    'trainingRun',
+    config,
+    `training run ${config.runId}: ${config.iterations} iterations of ${config.model.base}${unsandboxed}`,
+  );
 }
 
 export const runHandle = (client: Client, runId: string) => client.workflow.getHandle(runId);
-export const queryStatus = (client: Client, runId: string): Promise<RunStatus> => runHandle(client, runId).query(statusQuery);
+export const queryStatus = (client: Client, runId: string): Promise<RunStatus> =>
+  runHandle(client, runId).query(statusQuery);
 export const pauseRun = (client: Client, runId: string) => runHandle(client, runId).signal(pauseSignal);
 export const resumeRun = (client: Client, runId: string) => runHandle(client, runId).signal(resumeSignal);
 /** Send the update; a rejection says why (the validator's message names every bad field), not just "Update failed". */
 export const setHyperParameters = (client: Client, runId: string, patch: HyperParameterPatch) =>
-  runHandle(client, runId).executeUpdate(setHyperParametersUpdate, { args: [patch] }).catch((err: unknown) => {
-    if (err instanceof WorkflowUpdateFailedError && err.cause) throw new Error(`setHyperParameters rejected: ${err.cause.message}`, { cause: err });
-    throw err;
-  });
+  runHandle(client, runId)
+    .executeUpdate(setHyperParametersUpdate, { args: [patch] })
+    .catch((err: unknown) => {
+      if (err instanceof WorkflowUpdateFailedError && err.cause)
+        throw new Error(`setHyperParameters rejected: ${err.cause.message}`, { cause: err });
+      throw err;
+    });
 /** Move a run's best back (update `rollback`); a target the run never promoted is rejected with the run's reason. */
 export async function rollbackRun(client: Client, runId: string, request: RollbackRequest): Promise<RollbackResult> {
   try {
     return await runHandle(client, runId).executeUpdate(rollbackUpdate, { args: [request] });
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError && err.cause) throw new Error(`rollback ${runId}: ${err.cause.message}`, { cause: err });
+    if (err instanceof WorkflowUpdateFailedError && err.cause)
+      throw new Error(`rollback ${runId}: ${err.cause.message}`, { cause: err });
     throw err;
   }
 }
@@ -86,18 +119,27 @@ export async function rollbackRun(client: Client, runId: string, request: Rollba
  * missed starts within `catchupWindow` are taken (with SKIP: at most one).
  */
 export async function createSchedule(
-  client: Client, scheduleId: string, cron: string, config: RunConfig, options: { catchupWindowMs?: number } = {},
+  client: Client,
+  scheduleId: string,
+  cron: string,
+  config: RunConfig,
+  options: { catchupWindowMs?: number } = {},
 ): Promise<ScheduleHandle> {
   return client.schedule.create({
     scheduleId,
     spec: { cronExpressions: [cron] },
     policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: options.catchupWindowMs ?? 86_400_000 },
     action: {
-      type: 'startWorkflow', workflowType: 'trainingRun', taskQueue: CPU_QUEUE, workflowId: config.lineage ?? scheduleId, args: [config],
+      type: 'startWorkflow',
+      workflowType: 'trainingRun',
+      taskQueue: CPU_QUEUE,
+      workflowId: config.lineage ?? scheduleId,
+      args: [config],
       staticSummary: config.lineage ? `nightly run of lineage ${config.lineage}` : `scheduled run of ${scheduleId}`,
     },
   });
 }
 
 /** Start the schedule's action now under its own overlap policy (the SDK's default for trigger is ALLOW_ALL). */
-export const triggerSchedule = (client: Client, scheduleId: string) => client.schedule.getHandle(scheduleId).trigger(ScheduleOverlapPolicy.SKIP);
+export const triggerSchedule = (client: Client, scheduleId: string) =>
+  client.schedule.getHandle(scheduleId).trigger(ScheduleOverlapPolicy.SKIP);

@@ -23,30 +23,39 @@ export const apoConfigSchema = z.strictObject({
    */
   validationTasks: int(1).max(100_000).default(24),
   /** How children are proposed; both may be listed, children are split between them. */
-  strategies: z.array(z.enum(['textual_gradient', 'bootstrap'])).min(1).default(['bootstrap']),
+  strategies: z
+    .array(z.enum(['textual_gradient', 'bootstrap']))
+    .min(1)
+    .default(['bootstrap']),
   /** Bootstrapped demonstrations: successful rollouts of the run become worked examples in the overlay. */
-  bootstrap: z.strictObject({
-    /** Worked examples per proposed overlay. */
-    demonstrations: int(1).max(32).default(3),
-    /** A rollout counts as successful when its reward is at least this. */
-    minReward: z.number().default(1),
-  }).prefault({}),
+  bootstrap: z
+    .strictObject({
+      /** Worked examples per proposed overlay. */
+      demonstrations: int(1).max(32).default(3),
+      /** A rollout counts as successful when its reward is at least this. */
+      minReward: z.number().default(1),
+    })
+    .prefault({}),
   /** Textual gradients: an optimiser LLM critiques failed rollouts and edits the prompt. Required for that strategy. */
-  optimizer: z.strictObject({
-    /** Any OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 (separate from the policy's model server). */
-    baseUrl: z.url(),
-    model: z.string().min(1),
-    /** Worker environment variable holding the optimiser's API key (never stored with the run). */
-    apiKeyEnv: envName.optional(),
-    temperature: z.number().min(0).max(2).default(0.7),
-    /** Failed rollouts shown to the optimiser per critique. */
-    failuresPerCritique: int(1).max(32).default(4),
-  }).optional(),
+  optimizer: z
+    .strictObject({
+      /** Any OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 (separate from the policy's model server). */
+      baseUrl: z.url(),
+      model: z.string().min(1),
+      /** Worker environment variable holding the optimiser's API key (never stored with the run). */
+      apiKeyEnv: envName.optional(),
+      temperature: z.number().min(0).max(2).default(0.7),
+      /** Failed rollouts shown to the optimiser per critique. */
+      failuresPerCritique: int(1).max(32).default(4),
+    })
+    .optional(),
   /** The overlay to start from (version 1); omitted: the beam starts with the agent's own prompt (version 0). */
-  seed: z.strictObject({
-    mode: z.enum(['replace', 'prepend', 'append']),
-    template: z.string().min(1).max(100_000),
-  }).optional(),
+  seed: z
+    .strictObject({
+      mode: z.enum(['replace', 'prepend', 'append']),
+      template: z.string().min(1).max(100_000),
+    })
+    .optional(),
   /** The best overlay becomes the run's active prompt only when it beats the current one by more than this. */
   promoteMargin: z.number().min(0).default(0),
 });

@@ -34,7 +34,8 @@ export function installationCredentials(dataDir: string): Readonly<InstallationC
     writeFileSync(file, `${JSON.stringify(fresh, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
     return Object.freeze(fresh);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`${file}: cannot create the installation credentials: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+      throw new Error(`${file}: cannot create the installation credentials: ${(err as Error).message}`);
   }
   // Someone may have loosened it by hand: the file holds the admin keys.
   chmodSync(file, 0o600);

@@ -6,18 +6,26 @@ import { parseFrozen } from './errors.js';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const hostname = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
-const listenHost = z.string().refine((h) => isIP(h) !== 0 || hostname.test(h), 'expected an IP address (e.g. 0.0.0.0, ::) or a host name');
+const listenHost = z
+  .string()
+  .refine((h) => isIP(h) !== 0 || hostname.test(h), 'expected an IP address (e.g. 0.0.0.0, ::) or a host name');
 
 /** Environment of every Volt process (CLI, workers, gateway); read once with loadEnv(). */
 export const envSchema = z.object({
   VOLT_DATA_DIR: z.string().min(1).default('.volt'),
-  VOLT_TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'expected host:port').default('127.0.0.1:7233'),
+  VOLT_TEMPORAL_ADDRESS: z
+    .string()
+    .regex(/^[^:\s]+:\d+$/, 'expected host:port')
+    .default('127.0.0.1:7233'),
   VOLT_TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   VOLT_TEMPORAL_UI_PORT: port.default(8233),
   VOLT_S3_ENDPOINT: z.url().default('http://127.0.0.1:9100'),
   VOLT_S3_ACCESS_KEY: z.string().min(3).default('volt'),
   VOLT_S3_SECRET_KEY: z.string().min(8).default('volt-secret-key'),
-  VOLT_S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'invalid S3 bucket name').default('volt'),
+  VOLT_S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'invalid S3 bucket name')
+    .default('volt'),
   VOLT_S3_REGION: z.string().min(1).default('us-east-1'),
   VOLT_GATEWAY_URL: z.url().default('http://127.0.0.1:8400'),
   VOLT_GATEWAY_ADMIN_KEY: z.string().min(8).default('volt-admin-dev-key'),
@@ -38,7 +46,10 @@ export const envSchema = z.object({
    * Set on each of several gateway replicas behind one address (unique, stable across restarts: e.g. the pod name):
    * rollouts and span seqs are then shared through the object store. Unset: one gateway with a local registry.
    */
-  VOLT_GATEWAY_REPLICA_ID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/, 'use 1-63 of [A-Za-z0-9_-], starting with a letter or digit').optional(),
+  VOLT_GATEWAY_REPLICA_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/, 'use 1-63 of [A-Za-z0-9_-], starting with a letter or digit')
+    .optional(),
   /** Replicas: how long a close waits for the spans other replicas numbered but have not uploaded yet. */
   VOLT_GATEWAY_CLOSE_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
   /** Bearer key for /metrics; beyond loopback (VOLT_GATEWAY_LISTEN_HOST) /metrics needs it or the admin key. */

@@ -75,9 +75,13 @@ export interface CrossFieldView {
 export function crossFieldProblems(c: CrossFieldView): { path: string[]; message: string }[] {
   const problems: { path: string[]; message: string }[] = [];
   const fail = (path: string[], message: string) => problems.push({ path, message });
-  if (c.rollouts.runner === 'kubernetes' && !c.rollouts.kubernetes) fail(['rollouts', 'kubernetes'], "required when rollouts.runner is 'kubernetes'");
+  if (c.rollouts.runner === 'kubernetes' && !c.rollouts.kubernetes)
+    fail(['rollouts', 'kubernetes'], "required when rollouts.runner is 'kubernetes'");
   if (c.batch.minGroupSize > c.rollouts.groupSize) {
-    fail(['batch', 'minGroupSize'], `must be <= rollouts.groupSize (${c.rollouts.groupSize}), or every group is dropped`);
+    fail(
+      ['batch', 'minGroupSize'],
+      `must be <= rollouts.groupSize (${c.rollouts.groupSize}), or every group is dropped`,
+    );
   }
   if (c.trainer.microBatchSize > c.trainer.minibatchSize) {
     fail(['trainer', 'microBatchSize'], `must be <= trainer.minibatchSize (${c.trainer.minibatchSize})`);
@@ -85,8 +89,10 @@ export function crossFieldProblems(c: CrossFieldView): { path: string[]; message
   if (c.apo?.strategies.includes('textual_gradient') && !c.apo.optimizer) {
     fail(['apo', 'optimizer'], "required when apo.strategies includes 'textual_gradient'");
   }
-  if (c.tasks.trainFile && c.tasks.trainPrefix) fail(['tasks', 'trainPrefix'], 'give tasks.trainFile or tasks.trainPrefix, not both');
-  if (c.deploy && !c.lineage) fail(['deploy'], 'a deploy alias serves a lineage\'s current policy: set `lineage` too');
-  if (c.timeouts.rolloutsSec < c.agent.timeoutSec) fail(['timeouts', 'rolloutsSec'], `must be >= agent.timeoutSec (${c.agent.timeoutSec})`);
+  if (c.tasks.trainFile && c.tasks.trainPrefix)
+    fail(['tasks', 'trainPrefix'], 'give tasks.trainFile or tasks.trainPrefix, not both');
+  if (c.deploy && !c.lineage) fail(['deploy'], "a deploy alias serves a lineage's current policy: set `lineage` too");
+  if (c.timeouts.rolloutsSec < c.agent.timeoutSec)
+    fail(['timeouts', 'rolloutsSec'], `must be >= agent.timeoutSec (${c.agent.timeoutSec})`);
   return problems;
 }

@@ -12,7 +12,10 @@ export const lineageRunSchema = z.object({
   promoted: policyRefSchema.nullable(),
   outcome: z.enum(['promoted', 'kept', 'no-new-tasks']),
   /** The pinned train set (keys.taskSet) and how many of its tasks were new or replayed; null with no new tasks. */
-  trainSet: z.string().regex(/^[0-9a-f]{64}$/).nullable(),
+  trainSet: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable(),
   newTasks: z.number().int().min(0),
   replayTasks: z.number().int().min(0),
   /** Task files (object keys under tasks.trainPrefix) this run consumed: later runs treat them as old. */
@@ -25,7 +28,9 @@ export type LineageRun = z.output<typeof lineageRunSchema>;
 export const lineageSchema = z.object({
   name: z.string().min(1),
   /** The promoted policy production serves (under the deploy alias); null until the first promotion (the base model). */
-  current: z.object({ policy: policyRefSchema, score: z.number(), runId: z.string().min(1), at: z.string().min(1) }).nullable(),
+  current: z
+    .object({ policy: policyRefSchema, score: z.number(), runId: z.string().min(1), at: z.string().min(1) })
+    .nullable(),
   runs: z.array(lineageRunSchema),
 });
 export type Lineage = z.output<typeof lineageSchema>;

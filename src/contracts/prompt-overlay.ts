@@ -62,7 +62,11 @@ export const promptOverlaySchema = z.strictObject({
   createdAt: isoDate,
 }) satisfies z.ZodType<PromptOverlay>;
 
-const promotionSchema = z.strictObject({ version: z.number().int().min(0), score: z.number().nullable(), promotedAt: isoDate });
+const promotionSchema = z.strictObject({
+  version: z.number().int().min(0),
+  score: z.number().nullable(),
+  promotedAt: isoDate,
+});
 
 export const activePromptSchema = z.strictObject({
   runId: z.string().min(1),

@@ -11,10 +11,17 @@ export const rolloutOutcomeRecordSchema = z.object({
   taskId: z.string().min(1),
   groupId: z.string().min(1),
   final: runnerResultSchema,
-  attempts: z.array(z.object({ attempt: z.number().int().min(0), outcome: rolloutOutcomeSchema, detail: z.string().nullable() })),
+  attempts: z.array(
+    z.object({ attempt: z.number().int().min(0), outcome: rolloutOutcomeSchema, detail: z.string().nullable() }),
+  ),
   snapshots: z.record(z.string(), protectedSnapshotSchema),
   /** Results of the reward parts that read files, scored on the rollout's host right after the agent exited (by part name). */
-  workdirScores: z.record(z.string(), z.lazy(() => workdirScoreSchema)).optional(),
+  workdirScores: z
+    .record(
+      z.string(),
+      z.lazy(() => workdirScoreSchema),
+    )
+    .optional(),
 });
 export type RolloutOutcomeRecord = z.output<typeof rolloutOutcomeRecordSchema>;
 

@@ -8,7 +8,11 @@ export interface RolloutInfo extends Omit<RolloutRecord, 'token'> {
 }
 
 export class GatewayAdminError extends Error {
-  constructor(readonly status: number, message: string, readonly code: string | null) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code: string | null,
+  ) {
     super(message);
     this.name = 'GatewayAdminError';
   }
@@ -18,7 +22,10 @@ export class GatewayAdminError extends Error {
 export class GatewayAdminClient {
   private readonly base: string;
 
-  constructor(baseUrl: string, private readonly adminKey: string) {
+  constructor(
+    baseUrl: string,
+    private readonly adminKey: string,
+  ) {
     this.base = baseUrl.replace(/\/+$/, '');
   }
 
@@ -36,7 +43,9 @@ export class GatewayAdminClient {
    * With replicas, `missingSpans` lists seqs another replica numbered whose spans did not arrive in time (each counted
    * in upstreamFailures, so the attempt is never trained on).
    */
-  close(token: string): Promise<{ spans: number; upstreamFailures: number; budgetExceeded?: string | null; missingSpans?: number[] }> {
+  close(
+    token: string,
+  ): Promise<{ spans: number; upstreamFailures: number; budgetExceeded?: string | null; missingSpans?: number[] }> {
     return this.call('POST', `/admin/rollouts/${encodeURIComponent(token)}/close`);
   }
 
@@ -55,7 +64,10 @@ export class GatewayAdminClient {
   private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
     const res = await request(`${this.base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${this.adminKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${this.adminKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.body.text();
@@ -63,11 +75,19 @@ export class GatewayAdminClient {
     try {
       json = JSON.parse(text);
     } catch {
-      throw new GatewayAdminError(res.statusCode, `gateway ${method} ${path}: ${res.statusCode} non-JSON answer: ${text.slice(0, 200)}`, null);
+      throw new GatewayAdminError(
+        res.statusCode,
+        `gateway ${method} ${path}: ${res.statusCode} non-JSON answer: ${text.slice(0, 200)}`,
+        null,
+      );
     }
     if (res.statusCode >= 400) {
       const err = (json as { error?: { message?: string; code?: string | null } }).error;
-      throw new GatewayAdminError(res.statusCode, `gateway ${method} ${path}: ${res.statusCode} ${err?.message ?? text.slice(0, 200)}`, err?.code ?? null);
+      throw new GatewayAdminError(
+        res.statusCode,
+        `gateway ${method} ${path}: ${res.statusCode} ${err?.message ?? text.slice(0, 200)}`,
+        err?.code ?? null,
+      );
     }
     return json as T;
   }

@@ -24,22 +24,33 @@ export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): vo
       const input = parseBody(registerRolloutSchema, request.body);
       // Resolved before the rollout exists, so a missing overlay leaves no record and calls never wait on the store.
       const overlay = await overlayForRegistration(core, input);
-      const { rollout, created } = core.shared ? await core.shared.register(input) : await core.registry.register(input);
+      const { rollout, created } = core.shared
+        ? await core.shared.register(input)
+        : await core.registry.register(input);
       if (rollout.record.status === 'closed' || rollout.closeRequested) {
-        throw new GatewayError(409, 'this rollout attempt was already closed; register a new attempt', { code: 'rollout_closed' });
+        throw new GatewayError(409, 'this rollout attempt was already closed; register a new attempt', {
+          code: 'rollout_closed',
+        });
       }
       attachOverlay(rollout, overlay);
       const base = core.opts.publicUrl || `${request.protocol}://${request.host}`;
-      return reply.code(created ? 201 : 200).send({ token: rollout.record.token, baseUrl: `${base}/r/${rollout.record.token}/v1`, created });
+      return reply
+        .code(created ? 201 : 200)
+        .send({ token: rollout.record.token, baseUrl: `${base}/r/${rollout.record.token}/v1`, created });
     });
 
-    admin.get('/admin/rollouts/:token', async (request: TokenRequest) => describe(await find(core, request.params.token)));
+    admin.get('/admin/rollouts/:token', async (request: TokenRequest) =>
+      describe(await find(core, request.params.token)),
+    );
 
     admin.post('/admin/rollouts/:token/close', async (request: TokenRequest) => {
       const rollout = await find(core, request.params.token);
       const token = rollout.record.token;
       // budgetExceeded only when a call was refused for the budget, so the answer stays what older clients expect.
-      const verdict = () => ({ upstreamFailures: rollout.record.upstreamFailures, ...(rollout.record.budgetExceeded && { budgetExceeded: rollout.record.budgetExceeded }) });
+      const verdict = () => ({
+        upstreamFailures: rollout.record.upstreamFailures,
+        ...(rollout.record.budgetExceeded && { budgetExceeded: rollout.record.budgetExceeded }),
+      });
       if (rollout.record.status === 'closed') return { spans: rollout.record.spans ?? 0, ...verdict() };
       core.closing.add(token);
       try {
@@ -74,11 +85,17 @@ export function registerAdminRoutes(app: FastifyInstance, core: GatewayCore): vo
 
 /** Replicas: every replica's spans and counts of the attempt, then the closed record for all of them. */
 async function closeShared(core: GatewayCore, rollout: Rollout) {
-  const verdict = await core.shared!.close(rollout).catch((err: unknown) => Promise.reject(err instanceof GatewayError ? err : unavailable('cannot close the rollout', err)));
+  const verdict = await core
+    .shared!.close(rollout)
+    .catch((err: unknown) =>
+      Promise.reject(err instanceof GatewayError ? err : unavailable('cannot close the rollout', err)),
+    );
   rollout.record.upstreamFailures = verdict.upstreamFailures;
   rollout.record.budgetExceeded = verdict.budgetExceeded;
   await core.registry.markClosed(rollout, verdict.spans);
-  await core.shared!.publishClosed(rollout).catch((err: unknown) => Promise.reject(unavailable('cannot close the rollout', err)));
+  await core
+    .shared!.publishClosed(rollout)
+    .catch((err: unknown) => Promise.reject(unavailable('cannot close the rollout', err)));
   return {
     spans: verdict.spans,
     upstreamFailures: verdict.upstreamFailures,

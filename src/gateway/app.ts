@@ -94,7 +94,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const wal = new WriteAheadLog(path.join(root, 'wal'), {
     sync: deps.walSync ?? 'write',
     syncIntervalMs: deps.walSyncIntervalMs,
-    onSyncError: (err) => app.log.error({ err }, 'background WAL fdatasync failed; spans survive a process kill but not an OS crash'),
+    onSyncError: (err) =>
+      app.log.error({ err }, 'background WAL fdatasync failed; spans survive a process kill but not an OS crash'),
   });
   const inFlight = new InFlight();
   const encoder = new SpanEncoder({ worker: deps.encoderWorker ?? true });
@@ -110,7 +111,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       for (const lag of lags) metrics.uploadLag.observe(lag);
     },
   });
-  const metrics = createGatewayMetrics({ pendingUploads: () => uploader.pendingCount, walBytes: () => wal.bytes, inFlight: () => inFlight.count });
+  const metrics = createGatewayMetrics({
+    pendingUploads: () => uploader.pendingCount,
+    walBytes: () => wal.bytes,
+    inFlight: () => inFlight.count,
+  });
   const upstream = new Upstream(deps.modelServerUrl, {
     ...deps.upstream,
     onRetry: (kind) => metrics.upstreamErrors.inc({ kind: `retry_${kind}` }),
@@ -118,7 +123,14 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const log = (msg: string, err: unknown) => app.log.warn({ err }, msg);
   const core: GatewayCore = {
     registry,
-    shared: deps.replicaId ? new SharedRollouts(deps.store, registry, { replicaId: deps.replicaId, statusTtlMs: deps.statusTtlMs, closeWaitMs: deps.closeWaitMs, log }) : null,
+    shared: deps.replicaId
+      ? new SharedRollouts(deps.store, registry, {
+          replicaId: deps.replicaId,
+          statusTtlMs: deps.statusTtlMs,
+          closeWaitMs: deps.closeWaitMs,
+          log,
+        })
+      : null,
     seqs: deps.replicaId ? new SeqClaims(deps.store, deps.replicaId) : null,
     inFlight,
     wal,
@@ -130,28 +142,54 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     gate: new PauseGate(),
     log: app.log,
     closing: new Set(),
-    recorder: new SpanRecorder({ wal, uploader, store: deps.store, metrics, inFlight, durability: deps.durability ?? 'wal' }),
-    opts: { publicUrl: deps.publicUrl ?? '', adminKey: deps.adminKey, pauseWaitMs: deps.pauseWaitMs ?? 10_000, pauseRetryAfterS: deps.pauseRetryAfterS ?? 5 },
+    recorder: new SpanRecorder({
+      wal,
+      uploader,
+      store: deps.store,
+      metrics,
+      inFlight,
+      durability: deps.durability ?? 'wal',
+    }),
+    opts: {
+      publicUrl: deps.publicUrl ?? '',
+      adminKey: deps.adminKey,
+      pauseWaitMs: deps.pauseWaitMs ?? 10_000,
+      pauseRetryAfterS: deps.pauseRetryAfterS ?? 5,
+    },
   };
 
   const rollouts = await registry.load();
   const replay = await wal.open();
   for (const entry of replay) uploader.enqueue(entry);
-  await Promise.all(rollouts.filter((r) => r.record.status === 'open').map(async (r) => {
-    // Continue numbering after every span this rollout already has, in the WAL or in the store.
-    const prefix = keys.spans(r.ref);
-    const known = [...replay.map((e) => e.key).filter((k) => k.startsWith(prefix)), ...(await listKeys(deps.store, prefix))];
-    r.nextSeq = known.reduce((max, k) => Math.max(max, (parseSpanKey(k)?.last ?? -1) + 1), 0);
-    // Budgets count per replica, and a replica cannot tell its spans from the others' in the store: lone gateway only.
-    if (!deps.replicaId) {
-      await rebuildUsage(r, replay, deps.store).catch((err: unknown) => app.log.error({ err }, `could not rebuild the budget usage of ${prefix}; keeping the registry's`));
-    }
-  }));
+  await Promise.all(
+    rollouts
+      .filter((r) => r.record.status === 'open')
+      .map(async (r) => {
+        // Continue numbering after every span this rollout already has, in the WAL or in the store.
+        const prefix = keys.spans(r.ref);
+        const known = [
+          ...replay.map((e) => e.key).filter((k) => k.startsWith(prefix)),
+          ...(await listKeys(deps.store, prefix)),
+        ];
+        r.nextSeq = known.reduce((max, k) => Math.max(max, (parseSpanKey(k)?.last ?? -1) + 1), 0);
+        // Budgets count per replica, and a replica cannot tell its spans from the others' in the store: lone gateway only.
+        if (!deps.replicaId) {
+          await rebuildUsage(r, replay, deps.store).catch((err: unknown) =>
+            app.log.error({ err }, `could not rebuild the budget usage of ${prefix}; keeping the registry's`),
+          );
+        }
+      }),
+  );
 
   registerErrorHandling(app, metrics);
   registerAdminRoutes(app, core);
   registerProxyRoutes(app, core);
-  app.get('/healthz', async () => ({ ok: true, paused: core.gate.paused, inFlight: inFlight.count, pendingUploads: uploader.pendingCount }));
+  app.get('/healthz', async () => ({
+    ok: true,
+    paused: core.gate.paused,
+    inFlight: inFlight.count,
+    pendingUploads: uploader.pendingCount,
+  }));
   const metricsAllowed = bearerCheck([deps.metricsKey, deps.metricsKey ? deps.adminKey : null]);
   app.get('/metrics', async (request, reply) => {
     if (!metricsAllowed(request.headers.authorization)) throw gatewayErrors.badMetricsKey();

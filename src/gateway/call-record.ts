@@ -14,21 +14,34 @@ export type RecordedAnswer = { json: string | Buffer } | { chunks: string[] };
  * `requestText`: the agent's request body as the JSON text it parsed from (`meta.request.body`), spliced in rather
  * than serialised again when it is one line.
  */
-export function callRecordParts(meta: SpanMeta, upstreamText: string, answer: RecordedAnswer, requestText?: string | null): (string | Buffer)[] {
+export function callRecordParts(
+  meta: SpanMeta,
+  upstreamText: string,
+  answer: RecordedAnswer,
+  requestText?: string | null,
+): (string | Buffer)[] {
   const head = `${CALL_RECORD_PREFIX}"meta":${metaText(meta, requestText)},"upstreamRequest":${upstreamText},`;
   if ('chunks' in answer) return [`${head}"chunks":[${answer.chunks.join(',')}]}`];
   return [`${head}"response":`, answer.json, '}'];
 }
 
 function metaText(meta: SpanMeta, requestText: string | null | undefined): string {
-  if (typeof requestText !== 'string' || requestText.includes('\n') || requestText.includes('\r')) return JSON.stringify(meta);
+  if (typeof requestText !== 'string' || requestText.includes('\n') || requestText.includes('\r'))
+    return JSON.stringify(meta);
   const { request, ...rest } = meta;
   // `rest` always has fields (spanId first), so its text ends with the closing brace of a non-empty object.
   return `${JSON.stringify(rest).slice(0, -1)},"request":{"body":${requestText},"headers":${JSON.stringify(request.headers)}}}`;
 }
 
-export function callRecordText(meta: SpanMeta, upstreamText: string, answer: RecordedAnswer, requestText?: string | null): string {
-  return callRecordParts(meta, upstreamText, answer, requestText).map((p) => (typeof p === 'string' ? p : p.toString('utf8'))).join('');
+export function callRecordText(
+  meta: SpanMeta,
+  upstreamText: string,
+  answer: RecordedAnswer,
+  requestText?: string | null,
+): string {
+  return callRecordParts(meta, upstreamText, answer, requestText)
+    .map((p) => (typeof p === 'string' ? p : p.toString('utf8')))
+    .join('');
 }
 
 /** JSON `text` that parsed to `value`, as one line: as received unless it holds a line break (pretty-printed JSON). */

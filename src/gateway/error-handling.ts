@@ -8,19 +8,45 @@ export function registerErrorHandling(app: FastifyInstance, metrics: GatewayMetr
   app.setErrorHandler((err: FastifyError | GatewayError, request, reply) => {
     const anthropic = speaksAnthropic(request.url);
     if (err instanceof GatewayError) {
-      return reply.code(err.statusCode).headers(err.headers).send(anthropic ? anthropicErrorBody(err.statusCode, err.message) : err.toBody());
+      return reply
+        .code(err.statusCode)
+        .headers(err.headers)
+        .send(anthropic ? anthropicErrorBody(err.statusCode, err.message) : err.toBody());
     }
-    const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : err.validation ? 400 : 500;
+    const status =
+      typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500
+        ? err.statusCode
+        : err.validation
+          ? 400
+          : 500;
     if (status >= 500) {
       request.log.error({ err }, 'gateway fault');
-      return reply.code(500).send(anthropic ? anthropicErrorBody(500, 'internal gateway error') : errorBody('internal gateway error', 'api_error', 'internal_error'));
+      return reply
+        .code(500)
+        .send(
+          anthropic
+            ? anthropicErrorBody(500, 'internal gateway error')
+            : errorBody('internal gateway error', 'api_error', 'internal_error'),
+        );
     }
-    return reply.code(status).send(anthropic ? anthropicErrorBody(status, err.message) : errorBody(err.message, typeForStatus(status), err.code ?? null));
+    return reply
+      .code(status)
+      .send(
+        anthropic
+          ? anthropicErrorBody(status, err.message)
+          : errorBody(err.message, typeForStatus(status), err.code ?? null),
+      );
   });
 
   app.setNotFoundHandler((request, reply) => {
     const message = `no route for ${request.method} ${request.url.split('?')[0]}`;
-    return reply.code(404).send(speaksAnthropic(request.url) ? anthropicErrorBody(404, message) : errorBody(message, 'not_found_error', 'route_not_found'));
+    return reply
+      .code(404)
+      .send(
+        speaksAnthropic(request.url)
+          ? anthropicErrorBody(404, message)
+          : errorBody(message, 'not_found_error', 'route_not_found'),
+      );
   });
 
   // A callback hook, not an async one: it runs for every request and has nothing to await.

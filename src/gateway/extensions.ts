@@ -15,7 +15,10 @@ export function askedBy(body: any, endpoint: Span['endpoint']): Asked {
 
 /** The body sent upstream: the policy model, plus the vLLM extension fields that return token ids and logprobs. */
 export function upstreamBody(
-  body: any, endpoint: Span['endpoint'], policyModel: string, sampling?: { temperature?: number; top_p?: number } | null,
+  body: any,
+  endpoint: Span['endpoint'],
+  policyModel: string,
+  sampling?: { temperature?: number; top_p?: number } | null,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = { ...body, ...sampling, model: policyModel, return_token_ids: true };
   if (endpoint === 'chat.completions') out.logprobs = true;

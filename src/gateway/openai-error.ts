@@ -10,7 +10,11 @@ export class GatewayError extends Error {
   readonly param: string | null;
   readonly headers: Record<string, string>;
 
-  constructor(statusCode: number, message: string, opts: { type?: string; code?: string | null; param?: string | null; headers?: Record<string, string> } = {}) {
+  constructor(
+    statusCode: number,
+    message: string,
+    opts: { type?: string; code?: string | null; param?: string | null; headers?: Record<string, string> } = {},
+  ) {
     super(message);
     this.name = 'GatewayError';
     this.statusCode = statusCode;
@@ -25,7 +29,12 @@ export class GatewayError extends Error {
   }
 }
 
-export function errorBody(message: string, type: string, code: string | null = null, param: string | null = null): OpenAIErrorBody {
+export function errorBody(
+  message: string,
+  type: string,
+  code: string | null = null,
+  param: string | null = null,
+): OpenAIErrorBody {
   return { error: { message, type, param, code } };
 }
 
@@ -41,8 +50,14 @@ export function typeForStatus(status: number): string {
 export const gatewayErrors = {
   unknownToken: () => new GatewayError(401, 'unknown or closed rollout token', { code: 'invalid_rollout_token' }),
   badAdminKey: () => new GatewayError(401, 'missing or wrong admin bearer key', { code: 'invalid_admin_key' }),
-  badMetricsKey: () => new GatewayError(401, 'missing or wrong metrics bearer key (VOLT_GATEWAY_METRICS_KEY, or the admin key)', { code: 'invalid_metrics_key' }),
+  badMetricsKey: () =>
+    new GatewayError(401, 'missing or wrong metrics bearer key (VOLT_GATEWAY_METRICS_KEY, or the admin key)', {
+      code: 'invalid_metrics_key',
+    }),
   paused: (retryAfterS: number) =>
-    new GatewayError(429, 'gateway is paused; retry later', { code: 'gateway_paused', headers: { 'retry-after': String(retryAfterS) } }),
+    new GatewayError(429, 'gateway is paused; retry later', {
+      code: 'gateway_paused',
+      headers: { 'retry-after': String(retryAfterS) },
+    }),
   closing: () => new GatewayError(503, 'gateway is shutting down', { code: 'gateway_closing' }),
 } as const;

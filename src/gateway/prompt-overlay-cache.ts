@@ -11,7 +11,10 @@ export class PromptOverlayCache {
   private readonly found = new Map<string, PromptOverlay>();
   private readonly loading = new Map<string, Promise<PromptOverlay | null>>();
 
-  constructor(store: GatewayStore, private readonly maxEntries = 512) {
+  constructor(
+    store: GatewayStore,
+    private readonly maxEntries = 512,
+  ) {
     this.overlays = createPromptOverlayStore(store);
   }
 
@@ -41,7 +44,10 @@ export async function overlayForRegistration(core: GatewayCore, input: RegisterR
   if (version === 0) return null;
   const overlay = await core.overlays.get(input.runId, version);
   if (!overlay) {
-    throw new GatewayError(404, `run ${input.runId} has no prompt overlay version ${version}`, { code: 'overlay_not_found', param: 'promptOverlay.version' });
+    throw new GatewayError(404, `run ${input.runId} has no prompt overlay version ${version}`, {
+      code: 'overlay_not_found',
+      param: 'promptOverlay.version',
+    });
   }
   return overlay;
 }
@@ -63,9 +69,14 @@ export async function loadRolloutOverlay(core: GatewayCore, rollout: Rollout): P
   if (!overlay) {
     // Serving the call without its overlay would record a wrong experiment; the attempt is an infra failure instead.
     await core.registry.noteUpstreamFailure(rollout);
-    throw new GatewayError(503, `prompt overlay version ${version} of run ${rollout.record.runId} could not be loaded`, {
-      type: 'api_error', code: 'overlay_unavailable',
-    });
+    throw new GatewayError(
+      503,
+      `prompt overlay version ${version} of run ${rollout.record.runId} could not be loaded`,
+      {
+        type: 'api_error',
+        code: 'overlay_unavailable',
+      },
+    );
   }
   return (rollout.overlay = overlay);
 }
@@ -75,7 +86,8 @@ export function attachOverlay(rollout: Rollout, overlay: PromptOverlay | null): 
   const registered = rollout.record.promptOverlay?.version ?? 0;
   if (registered !== (overlay?.version ?? 0)) {
     throw new GatewayError(409, `this rollout attempt is registered with prompt overlay version ${registered}`, {
-      code: 'rollout_conflict', param: 'promptOverlay.version',
+      code: 'rollout_conflict',
+      param: 'promptOverlay.version',
     });
   }
   rollout.overlay ??= overlay;

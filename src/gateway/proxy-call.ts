@@ -12,12 +12,27 @@ import type { CallContext } from './span-record.js';
 import { oneLine } from './call-record.js';
 import { parseAnswer, tryParse } from './answer-parse.js';
 import { sseBatches } from './sse.js';
-import { header, ResponseTooLargeError, type BufferedResponse, type UpstreamHeaders, type UpstreamResponse } from './upstream.js';
+import {
+  header,
+  ResponseTooLargeError,
+  type BufferedResponse,
+  type UpstreamHeaders,
+  type UpstreamResponse,
+} from './upstream.js';
 
-const UPSTREAM_PATH: Record<Span['endpoint'], string> = { 'chat.completions': '/v1/chat/completions', completions: '/v1/completions' };
+const UPSTREAM_PATH: Record<Span['endpoint'], string> = {
+  'chat.completions': '/v1/chat/completions',
+  completions: '/v1/completions',
+};
 
 /** A non-streaming call: the span is durable before the response is sent. */
-export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Asked, reply: FastifyReply, link: Cancellation): Promise<unknown> {
+export async function relayJson(
+  core: GatewayCore,
+  ctx: CallContext,
+  asked: Asked,
+  reply: FastifyReply,
+  link: Cancellation,
+): Promise<unknown> {
   let res: BufferedResponse;
   try {
     res = await core.upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
@@ -28,15 +43,30 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
   // Nothing to strip when the agent asked for the ids and logprobs: the answer goes out as received.
   const passThrough = !ctx.dialect && asked.tokenIds && asked.logprobs;
   // What the agent gets no copy of is checked, not parsed (answer-parse.ts); a dialect translates the whole answer.
-  const json = ctx.dialect ? tryParse(res.text) : parseAnswer(res.text, passThrough ? { ids: true, logprobs: true } : { ids: !asked.tokenIds, logprobs: !asked.logprobs });
+  const json = ctx.dialect
+    ? tryParse(res.text)
+    : parseAnswer(
+        res.text,
+        passThrough ? { ids: true, logprobs: true } : { ids: !asked.tokenIds, logprobs: !asked.logprobs },
+      );
   if (res.statusCode >= 400 || json === undefined) {
     const message = upstreamMessage(json, res.text, res.statusCode);
     await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
-    await core.recorder.record(ctx, { answer: { json: answerText(res.bytes, json) }, firstByteAt, error: { status: res.statusCode, message }, usage: (json as any)?.usage });
+    await core.recorder.record(ctx, {
+      answer: { json: answerText(res.bytes, json) },
+      firstByteAt,
+      error: { status: res.statusCode, message },
+      usage: (json as any)?.usage,
+    });
     throw agentError(res, message);
   }
   // The answer goes into the WAL as the text received; the span is built from it when it is uploaded.
-  await core.recorder.record(ctx, { answer: { json: answerText(res.bytes, json) }, firstByteAt, error: null, usage: (json as any)?.usage });
+  await core.recorder.record(ctx, {
+    answer: { json: answerText(res.bytes, json) },
+    firstByteAt,
+    error: null,
+    usage: (json as any)?.usage,
+  });
   countCompletion(ctx.rollout, json);
   if (ctx.dialect) return reply.code(200).send(ctx.dialect.json(json as ChatCompletion));
   if (passThrough) return reply.code(200).type('application/json; charset=utf-8').send(res.text);
@@ -44,7 +74,14 @@ export async function relayJson(core: GatewayCore, ctx: CallContext, asked: Aske
 }
 
 /** A streaming call: chunks pass through as they arrive; the span is durable before `[DONE]` is written. */
-export async function relayStream(core: GatewayCore, ctx: CallContext, asked: Asked, reply: FastifyReply, request: FastifyRequest, link: Cancellation) {
+export async function relayStream(
+  core: GatewayCore,
+  ctx: CallContext,
+  asked: Asked,
+  reply: FastifyReply,
+  request: FastifyRequest,
+  link: Cancellation,
+) {
   let res: UpstreamResponse;
   try {
     res = await core.upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
@@ -55,15 +92,30 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
   if (res.statusCode >= 400 || !contentType.includes('text/event-stream')) {
     const text = await res.body.text().catch((e: Error) => e.message);
     const json = tryParse(text);
-    const message = res.statusCode >= 400 ? upstreamMessage(json, text, res.statusCode) : `upstream answered ${contentType || 'no content-type'} to a stream request`;
+    const message =
+      res.statusCode >= 400
+        ? upstreamMessage(json, text, res.statusCode)
+        : `upstream answered ${contentType || 'no content-type'} to a stream request`;
     await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
-    await core.recorder.record(ctx, { answer: { json: answerText(text, json) }, firstByteAt: new Date(), error: { status: res.statusCode, message }, usage: (json as any)?.usage });
-    throw res.statusCode >= 400 ? agentError(res, message) : new GatewayError(502, message, { type: 'upstream_error', code: 'bad_upstream_stream' });
+    await core.recorder.record(ctx, {
+      answer: { json: answerText(text, json) },
+      firstByteAt: new Date(),
+      error: { status: res.statusCode, message },
+      usage: (json as any)?.usage,
+    });
+    throw res.statusCode >= 400
+      ? agentError(res, message)
+      : new GatewayError(502, message, { type: 'upstream_error', code: 'bad_upstream_stream' });
   }
 
   reply.hijack();
   const out = reply.raw;
-  out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  out.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
   const write = async (s: string) => {
     if (!out.write(s)) await once(out, 'drain', { signal: link.signal });
   };
@@ -106,7 +158,8 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
         if (chunk.usage) usage = chunk.usage;
         if (translator) out += translator.chunk(chunk);
         // Nothing to strip (the agent asked for the ids and logprobs): the chunk goes out as received.
-        else if (asked.usage || !isUsageOnlyChunk(chunk)) out += `data: ${passThrough ? text : JSON.stringify(stripExtensions(chunk, asked))}\n\n`;
+        else if (asked.usage || !isUsageOnlyChunk(chunk))
+          out += `data: ${passThrough ? text : JSON.stringify(stripExtensions(chunk, asked))}\n\n`;
       }
       if (out) await write(out);
       if (stop) break;
@@ -114,7 +167,10 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
     if (!done && !error) error = { status: null, message: 'upstream stream ended before [DONE]' };
     if (error) await upstreamFailed(core, ctx, 'stream_interrupted', null);
   } catch (err) {
-    error = { status: null, message: link.gone ? 'client disconnected' : `upstream stream failed: ${(err as Error).message}` };
+    error = {
+      status: null,
+      message: link.gone ? 'client disconnected' : `upstream stream failed: ${(err as Error).message}`,
+    };
     if (!link.gone) await upstreamFailed(core, ctx, 'stream_interrupted', null);
     res.body.destroy();
   }
@@ -128,20 +184,33 @@ export async function relayStream(core: GatewayCore, ctx: CallContext, asked: As
   if (!link.gone && translator) {
     out.end(translator.end(error));
   } else if (!link.gone) {
-    if (error) out.write(`data: ${JSON.stringify(errorBody(error.message, 'upstream_error', 'stream_interrupted'))}\n\n`);
+    if (error)
+      out.write(`data: ${JSON.stringify(errorBody(error.message, 'upstream_error', 'stream_interrupted'))}\n\n`);
     else out.write('data: [DONE]\n\n');
     out.end();
   }
   return reply;
 }
 
-async function failBeforeFirstByte(core: GatewayCore, ctx: CallContext, err: unknown, link: Cancellation): Promise<never> {
+async function failBeforeFirstByte(
+  core: GatewayCore,
+  ctx: CallContext,
+  err: unknown,
+  link: Cancellation,
+): Promise<never> {
   const tooLarge = err instanceof ResponseTooLargeError;
-  const message = link.gone ? 'client disconnected' : tooLarge ? err.message : `upstream unreachable: ${(err as Error).message}`;
+  const message = link.gone
+    ? 'client disconnected'
+    : tooLarge
+      ? err.message
+      : `upstream unreachable: ${(err as Error).message}`;
   if (link.gone) core.metrics.upstreamErrors.inc({ kind: 'client_abort' });
   else await upstreamFailed(core, ctx, 'connect', null);
   await core.recorder.record(ctx, { answer: { json: 'null' }, firstByteAt: null, error: { status: null, message } });
-  throw new GatewayError(502, message, { type: 'upstream_error', code: tooLarge ? 'upstream_response_too_large' : 'upstream_unreachable' });
+  throw new GatewayError(502, message, {
+    type: 'upstream_error',
+    code: tooLarge ? 'upstream_response_too_large' : 'upstream_unreachable',
+  });
 }
 
 /**
@@ -152,7 +221,9 @@ async function upstreamFailed(core: GatewayCore, ctx: CallContext, kind: string,
   core.metrics.upstreamErrors.inc({ kind });
   if (status !== null && status >= 400 && status < 500 && status !== 404 && status !== 429) return;
   // Made durable before the agent hears of it: a gateway restart must not turn this attempt back into a clean one.
-  await core.registry.noteUpstreamFailure(ctx.rollout).catch((err: unknown) => core.log.error({ err }, 'could not persist an upstream failure'));
+  await core.registry
+    .noteUpstreamFailure(ctx.rollout)
+    .catch((err: unknown) => core.log.error({ err }, 'could not persist an upstream failure'));
 }
 
 // Exhausted 429s keep their status and Retry-After so the agent's SDK backs off; 5xx become 502; other 4xx pass through.
@@ -160,9 +231,13 @@ function agentError(res: { statusCode: number; headers: UpstreamHeaders }, messa
   const status = res.statusCode;
   if (status === 429) {
     const retryAfter = header(res.headers, 'retry-after');
-    return new GatewayError(429, message, { code: 'upstream_rate_limited', headers: retryAfter ? { 'retry-after': retryAfter } : {} });
+    return new GatewayError(429, message, {
+      code: 'upstream_rate_limited',
+      headers: retryAfter ? { 'retry-after': retryAfter } : {},
+    });
   }
-  if (status >= 500 || status < 400) return new GatewayError(502, message, { type: 'upstream_error', code: `upstream_${status}` });
+  if (status >= 500 || status < 400)
+    return new GatewayError(502, message, { type: 'upstream_error', code: `upstream_${status}` });
   return new GatewayError(status, message, { type: typeForStatus(status), code: 'upstream_rejected' });
 }
 
@@ -175,4 +250,3 @@ function upstreamMessage(json: any, text: string, status: number): string {
 function answerText<T extends string | Buffer>(text: T, parsed: unknown): T | string {
   return parsed === undefined ? 'null' : oneLine(text, parsed);
 }
-

@@ -24,7 +24,9 @@ export const registerRolloutSchema = z.strictObject({
   mode: z.enum(['train', 'eval']),
   policyModel: z.string().min(1).max(256),
   /** Sampling the gateway imposes on every call of this rollout (e.g. greedy evaluation); null leaves the agent's. */
-  sampling: z.strictObject({ temperature: z.number().min(0).max(2).optional(), top_p: z.number().gt(0).max(1).optional() }).nullish(),
+  sampling: z
+    .strictObject({ temperature: z.number().min(0).max(2).optional(), top_p: z.number().gt(0).max(1).optional() })
+    .nullish(),
   /** The stored prompt overlay applied to every call (see prompt-overlay.ts); null or version 0: the agent's own prompt. */
   promptOverlay: z.strictObject({ version: z.number().int().min(0) }).nullish(),
   /** Per-attempt budget (model calls, completion tokens, wall time, per-call caps); null or absent: unbounded. */
@@ -139,9 +141,21 @@ export class RolloutRegistry {
   }
 
   private add(record: RolloutRecord): Rollout {
-    const ref: RolloutRef = { runId: record.runId, iteration: record.iteration, rolloutId: record.rolloutId, attempt: record.attempt };
+    const ref: RolloutRef = {
+      runId: record.runId,
+      iteration: record.iteration,
+      rolloutId: record.rolloutId,
+      attempt: record.attempt,
+    };
     const rollout: Rollout = {
-      record, ref, nextSeq: 0, inFlight: 0, idle: [], overlay: record.promptOverlay ? undefined : null, checkedAt: performance.now(), closeRequested: false,
+      record,
+      ref,
+      nextSeq: 0,
+      inFlight: 0,
+      idle: [],
+      overlay: record.promptOverlay ? undefined : null,
+      checkedAt: performance.now(),
+      closeRequested: false,
     };
     this.byToken.set(record.token, rollout);
     this.byRefKey.set(refKey(ref), rollout);
@@ -160,7 +174,13 @@ export class RolloutRegistry {
     // Tokens are capabilities: the file is readable by the gateway's user only.
     const handle = await fs.open(tmp, 'w', 0o600);
     try {
-      await handle.writeFile(JSON.stringify(this.all().map((r) => r.record), null, 1));
+      await handle.writeFile(
+        JSON.stringify(
+          this.all().map((r) => r.record),
+          null,
+          1,
+        ),
+      );
       await handle.sync();
     } finally {
       await handle.close();

@@ -34,7 +34,10 @@ export async function listClaims(store: Pick<GatewayStore, 'list'>, ref: Rollout
  * need no dense seqs). Costs one put and one list (of the claims from n on) per call.
  */
 export class SeqClaims {
-  constructor(private readonly store: GatewayStore, private readonly replicaId: string) {}
+  constructor(
+    private readonly store: GatewayStore,
+    private readonly replicaId: string,
+  ) {}
 
   async next(rollout: Rollout): Promise<number> {
     let n = rollout.nextSeq;
@@ -43,7 +46,9 @@ export class SeqClaims {
       await retried(() => this.store.putBytes(key, EMPTY, 0, 'application/octet-stream'));
       let rivals: SeqClaim[];
       try {
-        rivals = (await retried(() => listClaims(this.store, rollout.ref, n))).filter((c) => c.key !== key && c.seq >= n);
+        rivals = (await retried(() => listClaims(this.store, rollout.ref, n))).filter(
+          (c) => c.key !== key && c.seq >= n,
+        );
       } catch (err) {
         // Not knowing whether it won, the claim is withdrawn, so close never waits for a span it will not get.
         await this.store.remove(key).catch(() => undefined);

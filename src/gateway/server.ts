@@ -11,7 +11,10 @@ import { buildApp } from './app.js';
 export async function runGateway(env: Readonly<VoltEnv> = loadInstallationEnv()): Promise<FastifyInstance> {
   const store = createObjectStore(env);
   // An unreachable store must not stop rollouts: spans wait in the WAL and upload once it is back.
-  const bucketReady = await store.ensureBucket().then(() => null, (err: unknown) => err);
+  const bucketReady = await store.ensureBucket().then(
+    () => null,
+    (err: unknown) => err,
+  );
   const url = new URL(env.VOLT_GATEWAY_URL);
   const app = await buildApp({
     store,
@@ -25,7 +28,8 @@ export async function runGateway(env: Readonly<VoltEnv> = loadInstallationEnv())
     replicaId: env.VOLT_GATEWAY_REPLICA_ID,
     closeWaitMs: env.VOLT_GATEWAY_CLOSE_WAIT_MS,
     // Beyond loopback, whoever reaches the port could read the metrics: they need a key there.
-    metricsKey: env.VOLT_GATEWAY_METRICS_KEY ?? (isLoopback(env.VOLT_GATEWAY_LISTEN_HOST) ? null : env.VOLT_GATEWAY_ADMIN_KEY),
+    metricsKey:
+      env.VOLT_GATEWAY_METRICS_KEY ?? (isLoopback(env.VOLT_GATEWAY_LISTEN_HOST) ? null : env.VOLT_GATEWAY_ADMIN_KEY),
     logger: { level: process.env.LOG_LEVEL ?? 'warn' },
   });
   // Streams of a slow CPU model can run for minutes: no request timeout, but idle sockets are reaped.
@@ -34,7 +38,9 @@ export async function runGateway(env: Readonly<VoltEnv> = loadInstallationEnv())
   app.server.requestTimeout = 0;
   if (bucketReady) app.log.warn({ err: bucketReady }, 'object store not ready; spans stay in the WAL until it is');
   await app.listen({ host: env.VOLT_GATEWAY_LISTEN_HOST, port: Number(url.port || 80) });
-  console.log(`volt gateway listening on ${env.VOLT_GATEWAY_LISTEN_HOST}:${url.port || 80} (agents reach it at ${url.origin})`);
+  console.log(
+    `volt gateway listening on ${env.VOLT_GATEWAY_LISTEN_HOST}:${url.port || 80} (agents reach it at ${url.origin})`,
+  );
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;

@@ -6,7 +6,15 @@ import { keys } from '../storage/keys.js';
 import { parseRecord } from '../storage/records.js';
 import { parseSpanKey } from '../storage/spans.js';
 import { GatewayError } from './openai-error.js';
-import { newRecord, refOfToken, rolloutSchema, type RegisterRollout, type Rollout, type RolloutRegistry, type RolloutRecord } from './registry.js';
+import {
+  newRecord,
+  refOfToken,
+  rolloutSchema,
+  type RegisterRollout,
+  type Rollout,
+  type RolloutRegistry,
+  type RolloutRecord,
+} from './registry.js';
 import { listClaims } from './seq-claims.js';
 import type { GatewayStore } from './store.js';
 
@@ -35,7 +43,10 @@ export interface CloseVerdict {
 }
 
 export const unavailable = (what: string, err: unknown) =>
-  new GatewayError(503, `${what}: object store unreachable (${(err as Error).message})`, { type: 'api_error', code: 'registry_unavailable' });
+  new GatewayError(503, `${what}: object store unreachable (${(err as Error).message})`, {
+    type: 'api_error',
+    code: 'registry_unavailable',
+  });
 
 /**
  * The rollout registry of gateway replicas that share nothing but the object store: each attempt's record lives at
@@ -47,7 +58,11 @@ export class SharedRollouts {
   private readonly ttl: number;
   private refreshing = new Map<Rollout, Promise<void>>();
 
-  constructor(private readonly store: GatewayStore, private readonly registry: RolloutRegistry, private readonly opts: SharedOptions) {
+  constructor(
+    private readonly store: GatewayStore,
+    private readonly registry: RolloutRegistry,
+    private readonly opts: SharedOptions,
+  ) {
     this.ttl = opts.statusTtlMs ?? 1000;
     registry.onCountersChanged = (rollout) => this.publishCounters(rollout);
   }
@@ -59,10 +74,14 @@ export class SharedRollouts {
       await this.refresh(known, true);
       return { rollout: known, created: false };
     }
-    const stored = await this.fetch(input).catch((err: unknown) => Promise.reject(unavailable('cannot register the rollout', err)));
+    const stored = await this.fetch(input).catch((err: unknown) =>
+      Promise.reject(unavailable('cannot register the rollout', err)),
+    );
     if (stored) return { rollout: await this.registry.adopt(stored), created: false };
     const record = newRecord(input, true);
-    await this.store.putJson(keys.gatewayRollout(input), record).catch((err: unknown) => Promise.reject(unavailable('cannot register the rollout', err)));
+    await this.store
+      .putJson(keys.gatewayRollout(input), record)
+      .catch((err: unknown) => Promise.reject(unavailable('cannot register the rollout', err)));
     return { rollout: await this.registry.adopt(record), created: true };
   }
 
@@ -75,7 +94,9 @@ export class SharedRollouts {
     }
     const ref = refOfToken(token);
     if (!ref) return undefined;
-    const stored = await this.fetch(ref).catch((err: unknown) => Promise.reject(unavailable('cannot look the token up', err)));
+    const stored = await this.fetch(ref).catch((err: unknown) =>
+      Promise.reject(unavailable('cannot look the token up', err)),
+    );
     if (!stored || !sameToken(stored.token, token)) return undefined;
     return this.registry.adopt(stored);
   }
@@ -86,7 +107,12 @@ export class SharedRollouts {
    */
   async close(rollout: Rollout): Promise<CloseVerdict> {
     rollout.closeRequested = true;
-    await this.store.putJson(keys.gatewayRollout(rollout.ref), { ...rollout.record, status: 'closed', spans: null, closedAt: new Date().toISOString() });
+    await this.store.putJson(keys.gatewayRollout(rollout.ref), {
+      ...rollout.record,
+      status: 'closed',
+      spans: null,
+      closedAt: new Date().toISOString(),
+    });
     await sleep(this.ttl + 250);
     const deadline = performance.now() + (this.opts.closeWaitMs ?? 30_000);
     let seqs: Set<number>;
@@ -118,26 +144,38 @@ export class SharedRollouts {
     const { upstreamFailures, budgetExceeded } = rollout.record;
     const key = keys.gatewayReplica(rollout.ref, this.opts.replicaId);
     // Also kept in the local registry file; a replica that could not publish is the one whose store is down.
-    await this.store.putJson(key, { replicaId: this.opts.replicaId, upstreamFailures, budgetExceeded }).catch((err: unknown) => this.opts.log?.(`could not publish ${key}`, err));
+    await this.store
+      .putJson(key, { replicaId: this.opts.replicaId, upstreamFailures, budgetExceeded })
+      .catch((err: unknown) => this.opts.log?.(`could not publish ${key}`, err));
   }
 
   /** Re-reads the attempt's status when it is older than the TTL; a failed read keeps the cached one. */
   private refresh(rollout: Rollout, force = false): Promise<void> {
-    if (rollout.record.status === 'closed' || (!force && performance.now() - rollout.checkedAt < this.ttl)) return Promise.resolve();
+    if (rollout.record.status === 'closed' || (!force && performance.now() - rollout.checkedAt < this.ttl))
+      return Promise.resolve();
     let pending = this.refreshing.get(rollout);
     if (!pending) {
-      pending = this.fetch(rollout.ref).then(
-        (stored) => {
-          rollout.checkedAt = performance.now();
-          if (stored?.status !== 'closed') return;
-          if (stored.spans === null) rollout.closeRequested = true;
-          else Object.assign(rollout.record, { status: 'closed', closedAt: stored.closedAt, spans: stored.spans, upstreamFailures: stored.upstreamFailures, budgetExceeded: stored.budgetExceeded });
-        },
-        (err: unknown) => {
-          rollout.checkedAt = performance.now();
-          this.opts.log?.('could not re-read a rollout status; the cached one stands', err);
-        },
-      ).finally(() => this.refreshing.delete(rollout));
+      pending = this.fetch(rollout.ref)
+        .then(
+          (stored) => {
+            rollout.checkedAt = performance.now();
+            if (stored?.status !== 'closed') return;
+            if (stored.spans === null) rollout.closeRequested = true;
+            else
+              Object.assign(rollout.record, {
+                status: 'closed',
+                closedAt: stored.closedAt,
+                spans: stored.spans,
+                upstreamFailures: stored.upstreamFailures,
+                budgetExceeded: stored.budgetExceeded,
+              });
+          },
+          (err: unknown) => {
+            rollout.checkedAt = performance.now();
+            this.opts.log?.('could not re-read a rollout status; the cached one stands', err);
+          },
+        )
+        .finally(() => this.refreshing.delete(rollout));
       this.refreshing.set(rollout, pending);
     }
     return pending;

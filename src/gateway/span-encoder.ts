@@ -1,5 +1,10 @@
 import { Worker } from 'node:worker_threads';
-import { compressSegment, compressSegmentAsync, SEGMENT_CONTENT_TYPE, type SegmentCompression } from '../storage/span-compression.js';
+import {
+  compressSegment,
+  compressSegmentAsync,
+  SEGMENT_CONTENT_TYPE,
+  type SegmentCompression,
+} from '../storage/span-compression.js';
 import { readEntryLines, type EntryRef } from './wal-segment.js';
 
 /** One span object ready to put: its bytes, their content type, and the bytes of the records it holds (metrics). */
@@ -27,7 +32,11 @@ export function encodeSpanObject(job: EncodeJob): EncodedObject {
     return { body, contentType: 'application/json', spanBytes: body.length };
   }
   const text = readEntryLines(job.entries);
-  return { body: compressSegment(text, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanBytes: text.length - job.entries.length };
+  return {
+    body: compressSegment(text, job.compression),
+    contentType: SEGMENT_CONTENT_TYPE[job.compression],
+    spanBytes: text.length - job.entries.length,
+  };
 }
 
 /**
@@ -46,7 +55,11 @@ export class SpanEncoder {
     if (!this.opts.worker) {
       const inline = encodeSpanObject({ ...job, compression: 'none' });
       if (!job.segment || job.compression === 'none') return inline;
-      return { body: await compressSegmentAsync(inline.body, job.compression), contentType: SEGMENT_CONTENT_TYPE[job.compression], spanBytes: inline.spanBytes };
+      return {
+        body: await compressSegmentAsync(inline.body, job.compression),
+        contentType: SEGMENT_CONTENT_TYPE[job.compression],
+        spanBytes: inline.spanBytes,
+      };
     }
     const worker = this.worker ?? this.start();
     const id = this.nextId++;
@@ -64,15 +77,26 @@ export class SpanEncoder {
 
   private start(): Worker {
     // Only --cpu-prof* is passed on (bench/gateway-profile.ts profiles this thread too); the rest stays the parent's.
-    const worker = new Worker(workerBootstrap(), { eval: true, execArgv: process.execArgv.filter((a) => a.startsWith('--cpu-prof')) });
+    const worker = new Worker(workerBootstrap(), {
+      eval: true,
+      execArgv: process.execArgv.filter((a) => a.startsWith('--cpu-prof')),
+    });
     // The worker never keeps the gateway process alive on its own.
     worker.unref();
-    worker.on('message', (m: { id: number; body?: Uint8Array; contentType?: string; spanBytes?: number; error?: string }) => {
-      const waiter = this.waiting.get(m.id);
-      this.waiting.delete(m.id);
-      if (m.error !== undefined) waiter?.reject(new Error(`span encoder: ${m.error}`));
-      else waiter?.resolve({ body: Buffer.from(m.body!.buffer, m.body!.byteOffset, m.body!.byteLength), contentType: m.contentType!, spanBytes: m.spanBytes! });
-    });
+    worker.on(
+      'message',
+      (m: { id: number; body?: Uint8Array; contentType?: string; spanBytes?: number; error?: string }) => {
+        const waiter = this.waiting.get(m.id);
+        this.waiting.delete(m.id);
+        if (m.error !== undefined) waiter?.reject(new Error(`span encoder: ${m.error}`));
+        else
+          waiter?.resolve({
+            body: Buffer.from(m.body!.buffer, m.body!.byteOffset, m.body!.byteLength),
+            contentType: m.contentType!,
+            spanBytes: m.spanBytes!,
+          });
+      },
+    );
     const fail = (err: Error) => {
       if (this.worker === worker) this.worker = null;
       for (const w of this.waiting.values()) w.reject(err);

@@ -24,13 +24,25 @@ export interface RecordedCall {
  */
 export class SpanRecorder {
   constructor(
-    private readonly deps: { wal: WriteAheadLog; uploader: SpanUploader; store: GatewayStore; metrics: GatewayMetrics; inFlight: InFlight; durability: Durability },
+    private readonly deps: {
+      wal: WriteAheadLog;
+      uploader: SpanUploader;
+      store: GatewayStore;
+      metrics: GatewayMetrics;
+      inFlight: InFlight;
+      durability: Durability;
+    },
   ) {}
 
   async record(ctx: CallContext, call: RecordedCall): Promise<void> {
     if (ctx.seqClaim) ctx.seq = await ctx.seqClaim;
     const key = keys.span(ctx.rollout.ref, ctx.seq);
-    const parts = callRecordParts(spanMeta(ctx, call.firstByteAt, call.error), ctx.upstreamText, call.answer, ctx.requestText);
+    const parts = callRecordParts(
+      spanMeta(ctx, call.firstByteAt, call.error),
+      ctx.upstreamText,
+      call.answer,
+      ctx.requestText,
+    );
     if (this.deps.durability === 'direct') {
       const body = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
       await this.deps.store.putBytes(key, body, body.length, 'application/json');

@@ -31,7 +31,8 @@ export async function* sseData(body: AsyncIterable<Uint8Array | string>): AsyncG
 
 function dataOf(block: string): string | null {
   // The usual event, one `data:` line: no split (a regex split per chunk showed in the streamed relay's profile).
-  if (block.startsWith('data:') && !block.includes('\n') && !block.includes('\r')) return block.slice(block.startsWith('data: ') ? 6 : 5);
+  if (block.startsWith('data:') && !block.includes('\n') && !block.includes('\r'))
+    return block.slice(block.startsWith('data: ') ? 6 : 5);
   const lines: string[] = [];
   for (const line of block.split(/\r\n|\n|\r/)) {
     if (line.startsWith('data:')) lines.push(line.slice(line.startsWith('data: ') ? 6 : 5));

@@ -91,7 +91,16 @@ export class SpanUploader {
       // A seq already queued (never expected) is uploaded alone rather than dropped.
       if (!members.has(span.first)) group = span.spansPrefix;
     }
-    const job: Job = { entry, done, resolve, urgent: false, queuedAt: performance.now(), group, seq: span?.first ?? -1, taken: false };
+    const job: Job = {
+      entry,
+      done,
+      resolve,
+      urgent: false,
+      queuedAt: performance.now(),
+      group,
+      seq: span?.first ?? -1,
+      taken: false,
+    };
     if (group) this.groups.get(group)!.set(job.seq, job);
     this.pending.add(job);
     this.queue.push(job);
@@ -124,11 +133,19 @@ export class SpanUploader {
 
   /** How many puts may run for the queue's head now; 0 = hold it back (calls are in flight, bounds not reached). */
   private limitFor(head: Job): number {
-    const { concurrency = 16, maxDeferredBytes = 0, idleForMs, idleAfterMs = 20, maxDeferMs = 10_000, busyConcurrency = 4 } = this.opts;
+    const {
+      concurrency = 16,
+      maxDeferredBytes = 0,
+      idleForMs,
+      idleAfterMs = 20,
+      maxDeferMs = 10_000,
+      busyConcurrency = 4,
+    } = this.opts;
     if (head.urgent || maxDeferredBytes === 0 || !idleForMs || idleForMs() >= idleAfterMs) return concurrency;
     if (this.queuedBytes >= 2 * maxDeferredBytes) return concurrency;
     // Past a bound while busy: trickle, so the catch-up does not stall the calls in flight all at once.
-    if (this.queuedBytes >= maxDeferredBytes || performance.now() - head.queuedAt >= maxDeferMs) return Math.max(1, Math.min(concurrency, busyConcurrency));
+    if (this.queuedBytes >= maxDeferredBytes || performance.now() - head.queuedAt >= maxDeferMs)
+      return Math.max(1, Math.min(concurrency, busyConcurrency));
     return 0;
   }
 
@@ -166,7 +183,8 @@ export class SpanUploader {
     const { maxSegmentSpans = 256, maxSegmentBytes = 4 * 1024 * 1024 } = this.opts;
     const jobs = [head];
     let bytes = head.entry.bytes;
-    const fits = (j: Job | undefined): j is Job => !!j && jobs.length < maxSegmentSpans && bytes + j.entry.bytes <= maxSegmentBytes;
+    const fits = (j: Job | undefined): j is Job =>
+      !!j && jobs.length < maxSegmentSpans && bytes + j.entry.bytes <= maxSegmentBytes;
     for (let s = head.seq - 1, j = members?.get(s); fits(j); j = members?.get(--s)) {
       jobs.unshift(j);
       bytes += j.entry.bytes;
@@ -192,10 +210,18 @@ export class SpanUploader {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
         // Inside the retry loop: a failed encoding (a worker that died) is retried like a failed put.
-        encoded ??= await this.encoder.encode({ entries: jobs.map((j) => entryRef(j.entry)), segment: first.group !== null, compression });
+        encoded ??= await this.encoder.encode({
+          entries: jobs.map((j) => entryRef(j.entry)),
+          segment: first.group !== null,
+          compression,
+        });
         await this.store.putBytes(key, encoded.body, encoded.body.length, encoded.contentType);
         const now = performance.now();
-        this.opts.onUploaded?.(encoded.body.length, jobs.map((j) => (now - j.queuedAt) / 1000), encoded.spanBytes);
+        this.opts.onUploaded?.(
+          encoded.body.length,
+          jobs.map((j) => (now - j.queuedAt) / 1000),
+          encoded.spanBytes,
+        );
         for (const j of jobs) {
           await this.wal.markUploaded(j.entry);
           this.pending.delete(j);

@@ -54,7 +54,10 @@ export class Upstream {
   private readonly pool: Pool;
   private readonly basePath: string;
 
-  constructor(baseUrl: string, private readonly opts: UpstreamOptions = {}) {
+  constructor(
+    baseUrl: string,
+    private readonly opts: UpstreamOptions = {},
+  ) {
     const url = new URL(baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.pool = new Pool(url.origin, {
@@ -70,10 +73,20 @@ export class Upstream {
     return this.withRetries(
       cancel,
       async (attempts) => {
-        const res = await this.pool.request({ method: 'POST', path: `${this.basePath}${path}`, headers: REQUEST_HEADERS, body, signal: cancel.signal });
+        const res = await this.pool.request({
+          method: 'POST',
+          path: `${this.basePath}${path}`,
+          headers: REQUEST_HEADERS,
+          body,
+          signal: cancel.signal,
+        });
         return { statusCode: res.statusCode, headers: res.headers, body: res.body, attempts };
       },
-      (res) => res.body.dump().then(() => undefined, () => undefined),
+      (res) =>
+        res.body.dump().then(
+          () => undefined,
+          () => undefined,
+        ),
     );
   }
 
@@ -84,11 +97,18 @@ export class Upstream {
    * An error while the body is read fails like a connect error: the agent has received nothing yet.
    */
   postBuffered(path: string, body: string, cancel: Cancellation): Promise<BufferedResponse> {
-    const options: Dispatcher.DispatchOptions = { method: 'POST', path: `${this.basePath}${path}`, headers: REQUEST_HEADERS, body };
+    const options: Dispatcher.DispatchOptions = {
+      method: 'POST',
+      path: `${this.basePath}${path}`,
+      headers: REQUEST_HEADERS,
+      body,
+    };
     return this.withRetries(
       cancel,
-      (attempts) => new Promise<BufferedResponse>((resolve, reject) =>
-        this.pool.dispatch(options, new BufferingHandler(cancel, attempts, this.maxResponseBytes, resolve, reject))),
+      (attempts) =>
+        new Promise<BufferedResponse>((resolve, reject) =>
+          this.pool.dispatch(options, new BufferingHandler(cancel, attempts, this.maxResponseBytes, resolve, reject)),
+        ),
       () => Promise.resolve(),
     );
   }
@@ -103,7 +123,9 @@ export class Upstream {
 
   /** Sends until an answer is not retryable (429/5xx, connect errors) or the tries run out; `discard` drops a retried one. */
   private async withRetries<R extends { statusCode: number; headers: UpstreamHeaders }>(
-    cancel: Cancellation, send: (attempt: number) => Promise<R>, discard: (res: R) => Promise<void>,
+    cancel: Cancellation,
+    send: (attempt: number) => Promise<R>,
+    discard: (res: R) => Promise<void>,
   ): Promise<R> {
     const maxAttempts = this.opts.maxAttempts ?? 4;
     for (let attempt = 1; ; attempt++) {
@@ -174,7 +196,14 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     this.release();
     const bytes = Buffer.concat(this.chunks);
-    this.resolve({ statusCode: this.statusCode, headers: this.headers, headersAt: this.headersAt, text: bytes.toString('utf8'), bytes, attempts: this.attempts });
+    this.resolve({
+      statusCode: this.statusCode,
+      headers: this.headers,
+      headersAt: this.headersAt,
+      text: bytes.toString('utf8'),
+      bytes,
+      attempts: this.attempts,
+    });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
@@ -188,7 +217,14 @@ export function header(headers: UpstreamHeaders, name: string): string | undefin
   return Array.isArray(v) ? v[0] : v;
 }
 
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED']);
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_CLOSED',
+]);
 
 function isConnectError(err: unknown): boolean {
   const e = err as { code?: string; cause?: { code?: string } };

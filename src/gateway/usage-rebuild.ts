@@ -17,7 +17,9 @@ export async function rebuildUsage(rollout: Rollout, replay: readonly WalEntry[]
   for (const entry of replay) {
     const seq = entry.key.startsWith(prefix) ? parseSpanKey(entry.key)?.first : undefined;
     if (seq === undefined || tokensBySeq.has(seq)) continue;
-    const span = spanOfStoredLine(entry.json ?? readEntries([entryRef(entry)])[0]!) as { usage?: { completion_tokens?: unknown } | null };
+    const span = spanOfStoredLine(entry.json ?? readEntries([entryRef(entry)])[0]!) as {
+      usage?: { completion_tokens?: unknown } | null;
+    };
     tokensBySeq.set(seq, completionTokens(span.usage));
   }
   for await (const span of readSpans(store, rollout.ref)) {

@@ -46,7 +46,7 @@ export function appendLines(segment: Segment, lines: Buffer[], count: number): v
   const written = lines.length <= 512 ? fs.writevSync(segment.fd!, lines) : 0;
   if (written < total) {
     const rest = Buffer.concat(lines).subarray(written);
-    for (let off = 0; off < rest.length; ) off += fs.writeSync(segment.fd!, rest, off);
+    for (let off = 0; off < rest.length;) off += fs.writeSync(segment.fd!, rest, off);
   }
   segment.bytes += total;
   segment.entries += count;
@@ -63,7 +63,15 @@ export function closeSegment(segment: Segment): void {
 export async function readSegment(dir: string, name: string): Promise<{ segment: Segment; entries: WalEntry[] }> {
   const file = path.join(dir, name);
   const text = await fs.promises.readFile(file, 'utf8');
-  const segment: Segment = { file, fd: null, bytes: Buffer.byteLength(text), entries: 0, uploaded: 0, sealed: true, dirty: false };
+  const segment: Segment = {
+    file,
+    fd: null,
+    bytes: Buffer.byteLength(text),
+    entries: 0,
+    uploaded: 0,
+    sealed: true,
+    dirty: false,
+  };
   const entries: WalEntry[] = [];
   for (const line of text.split('\n')) {
     const record = parseLine(line);
@@ -97,7 +105,7 @@ export function readEntryLines(refs: readonly EntryRef[], lineBreaks = true): Bu
       } else {
         let fd = fds.get(r.file);
         if (fd === undefined) fds.set(r.file, (fd = fs.openSync(r.file, 'r')));
-        for (let off = 0; off < r.bytes; ) {
+        for (let off = 0; off < r.bytes;) {
           const n = fs.readSync(fd, out, at + off, r.bytes - off, r.offset + off);
           if (n === 0) throw new Error(`${r.file}: entry at ${r.offset} is cut short`);
           off += n;
@@ -113,10 +121,14 @@ export function readEntryLines(refs: readonly EntryRef[], lineBreaks = true): Bu
 }
 
 /** An entry as another thread can read it: its document, or where it is in which file. */
-export type EntryRef = { json: string; file?: undefined; offset?: undefined; bytes?: undefined } | { json?: undefined; file: string; offset: number; bytes: number };
+export type EntryRef =
+  | { json: string; file?: undefined; offset?: undefined; bytes?: undefined }
+  | { json?: undefined; file: string; offset: number; bytes: number };
 
 export function entryRef(entry: WalEntry): EntryRef {
-  return entry.json !== undefined ? { json: entry.json } : { file: entry.segment.file, offset: entry.offset, bytes: entry.bytes };
+  return entry.json !== undefined
+    ? { json: entry.json }
+    : { file: entry.segment.file, offset: entry.offset, bytes: entry.bytes };
 }
 
 // A torn last line (power loss mid-write, before fdatasync) was never acknowledged in 'fsync' mode, so it is skipped.
@@ -124,7 +136,9 @@ function parseLine(line: string): { key: string; json: string } | null {
   if (!line.trim()) return null;
   try {
     const record = JSON.parse(line) as { key?: unknown; value?: unknown };
-    return typeof record.key === 'string' && record.value !== undefined ? { key: record.key, json: JSON.stringify(record.value) } : null;
+    return typeof record.key === 'string' && record.value !== undefined
+      ? { key: record.key, json: JSON.stringify(record.value) }
+      : null;
   } catch {
     return null;
   }

@@ -1,6 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { appendLines, closeSegment, createSegment, fdatasync, fsyncDir, readSegment, type Segment, type WalEntry } from './wal-segment.js';
+import {
+  appendLines,
+  closeSegment,
+  createSegment,
+  fdatasync,
+  fsyncDir,
+  readSegment,
+  type Segment,
+  type WalEntry,
+} from './wal-segment.js';
 
 export type { WalEntry } from './wal-segment.js';
 
@@ -64,7 +73,10 @@ export class WriteAheadLog {
   /** fdatasync rounds so far; fewer than appends when group commit batches them. */
   commits = 0;
 
-  constructor(readonly dir: string, opts: WalOptions = {}) {
+  constructor(
+    readonly dir: string,
+    opts: WalOptions = {},
+  ) {
     this.opts = {
       sync: opts.sync ?? 'write',
       syncIntervalMs: opts.syncIntervalMs ?? 100,
@@ -118,9 +130,17 @@ export class WriteAheadLog {
       let at = segment.bytes;
       for (const q of batch) {
         const head = Buffer.from(`{"key":${JSON.stringify(q.key)},"value":`);
-        const parts = (typeof q.value === 'string' ? [q.value] : q.value).map((p) => (typeof p === 'string' ? Buffer.from(p) : p));
+        const parts = (typeof q.value === 'string' ? [q.value] : q.value).map((p) =>
+          typeof p === 'string' ? Buffer.from(p) : p,
+        );
         const bytes = parts.reduce((n, p) => n + p.length, 0);
-        entries.push({ key: q.key, offset: at + head.length, bytes, json: typeof q.value === 'string' ? q.value : undefined, segment });
+        entries.push({
+          key: q.key,
+          offset: at + head.length,
+          bytes,
+          json: typeof q.value === 'string' ? q.value : undefined,
+          segment,
+        });
         at += head.length + bytes + LINE_END.length;
         lines.push(head, ...parts, LINE_END);
       }
@@ -151,7 +171,8 @@ export class WriteAheadLog {
     const segment = entry.segment;
     segment.uploaded++;
     // Rotate an idle, fully uploaded segment early so the log stays small between bursts.
-    if (segment === this.current && segment.uploaded === segment.entries && segment.bytes >= this.opts.rotateIdleBytes) this.seal(segment);
+    if (segment === this.current && segment.uploaded === segment.entries && segment.bytes >= this.opts.rotateIdleBytes)
+      this.seal(segment);
     await this.maybeDelete(segment);
   }
 

@@ -12,12 +12,18 @@ export class DeployAliasError extends Error {
 
 function assertOwner(record: DeployAlias | null, alias: string, lineage: string): void {
   if (record && record.lineage !== lineage) {
-    throw new DeployAliasError(`deploy.alias: ${alias} already serves lineage ${record.lineage} (${keys.deployAlias(alias)}); lineage ${lineage} cannot share it: give it its own alias`);
+    throw new DeployAliasError(
+      `deploy.alias: ${alias} already serves lineage ${record.lineage} (${keys.deployAlias(alias)}); lineage ${lineage} cannot share it: give it its own alias`,
+    );
   }
 }
 
 /** Refuse an alias another lineage owns before anything is set up for `lineage` (`volt schedule create`); claims nothing. */
-export async function assertDeployAliasFree(store: Pick<ObjectStore, 'getJsonOrNull'>, alias: string, lineage: string): Promise<void> {
+export async function assertDeployAliasFree(
+  store: Pick<ObjectStore, 'getJsonOrNull'>,
+  alias: string,
+  lineage: string,
+): Promise<void> {
   assertOwner(await store.getJsonOrNull(keys.deployAlias(alias), deployAliasSchema), alias, lineage);
 }
 
@@ -35,7 +41,13 @@ export async function claimDeployAlias(store: AliasStore, alias: string, lineage
 }
 
 /** Point the stable serving name at `policy` (keeping the entry it replaces); the same policy again is a no-op. */
-export async function moveDeployAlias(store: AliasStore, alias: string, lineage: string, policy: PolicyRef, runId: string): Promise<DeployAlias> {
+export async function moveDeployAlias(
+  store: AliasStore,
+  alias: string,
+  lineage: string,
+  policy: PolicyRef,
+  runId: string,
+): Promise<DeployAlias> {
   const old = await store.getJsonOrNull(keys.deployAlias(alias), deployAliasSchema);
   // Checked again here: two lineages that both claimed a fresh alias at the same moment must not both move it.
   assertOwner(old, alias, lineage);
@@ -49,6 +61,7 @@ export async function moveDeployAlias(store: AliasStore, alias: string, lineage:
 /** Every stored deploy alias (what a model server must serve after a restart); an unreadable record is reported, not skipped silently. */
 export async function listDeployAliases(store: Pick<ObjectStore, 'list' | 'getJson'>): Promise<DeployAlias[]> {
   const out: DeployAlias[] = [];
-  for await (const { key } of store.list(keys.deployAliases())) if (key.endsWith('.json')) out.push(await store.getJson(key, deployAliasSchema));
+  for await (const { key } of store.list(keys.deployAliases()))
+    if (key.endsWith('.json')) out.push(await store.getJson(key, deployAliasSchema));
   return out;
 }

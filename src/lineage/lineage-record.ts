@@ -11,9 +11,14 @@ export async function readLineage(store: Pick<ObjectStore, 'getJsonOrNull'>, nam
 }
 
 /** Promotion (or rollback) moved the lineage's current policy; writing the same policy again is a no-op. */
-export async function setLineageCurrent(store: LineageStore, name: string, current: { policy: PolicyRef; score: number; runId: string }): Promise<Lineage> {
+export async function setLineageCurrent(
+  store: LineageStore,
+  name: string,
+  current: { policy: PolicyRef; score: number; runId: string },
+): Promise<Lineage> {
   const lineage = await readLineage(store, name);
-  if (lineage.current?.policy.sha256 === current.policy.sha256 && lineage.current.runId === current.runId) return lineage;
+  if (lineage.current?.policy.sha256 === current.policy.sha256 && lineage.current.runId === current.runId)
+    return lineage;
   const next: Lineage = { ...lineage, current: { ...current, at: new Date().toISOString() } };
   await store.putJson(keys.lineage(name), next, lineageSchema);
   return next;

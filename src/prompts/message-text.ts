@@ -18,7 +18,10 @@ export function modelText(content: unknown, textParts: ReadonlySet<string> = CHA
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .filter((p): p is { type: string; text: string } => isRecord(p) && textParts.has(p.type as string) && typeof p.text === 'string')
+    .filter(
+      (p): p is { type: string; text: string } =>
+        isRecord(p) && textParts.has(p.type as string) && typeof p.text === 'string',
+    )
     .map((p) => p.text)
     .join('');
 }
@@ -26,7 +29,8 @@ export function modelText(content: unknown, textParts: ReadonlySet<string> = CHA
 /** For people (report transcripts, optimiser digests): text parts one per line, other parts as JSON, null as ''. */
 export function readableText(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (isRecord(p) && typeof p.text === 'string' ? p.text : JSON.stringify(p))).join('\n');
+  if (Array.isArray(content))
+    return content.map((p) => (isRecord(p) && typeof p.text === 'string' ? p.text : JSON.stringify(p))).join('\n');
   return content === null || content === undefined ? '' : JSON.stringify(content);
 }
 
@@ -39,7 +43,11 @@ function readableMessage(m: Record<string, unknown>): string {
 
 /** A Responses API input item as a chat message: messages keep their role, tool calls and outputs are spelled out. */
 function readableInputItem(it: Record<string, unknown>): TextMessage {
-  if (it.type === 'function_call') return { role: 'assistant', content: `tool calls: ${JSON.stringify([{ name: it.name, arguments: it.arguments }])}` };
+  if (it.type === 'function_call')
+    return {
+      role: 'assistant',
+      content: `tool calls: ${JSON.stringify([{ name: it.name, arguments: it.arguments }])}`,
+    };
   if (it.type === 'function_call_output') return { role: 'tool', content: readableText(it.output) };
   return { role: typeof it.role === 'string' ? it.role : '?', content: readableText(it.content) };
 }
@@ -52,11 +60,20 @@ function readableInputItem(it: Record<string, unknown>): TextMessage {
 export function requestMessages(body: unknown): TextMessage[] {
   if (!isRecord(body)) return [];
   if (Array.isArray(body.messages)) {
-    const system = body.system !== undefined && body.system !== null ? [{ role: 'system', content: readableText(body.system) }] : [];
-    return [...system, ...body.messages.filter(isRecord).map((m) => ({ role: typeof m.role === 'string' ? m.role : '?', content: readableMessage(m) }))];
+    const system =
+      body.system !== undefined && body.system !== null ? [{ role: 'system', content: readableText(body.system) }] : [];
+    return [
+      ...system,
+      ...body.messages
+        .filter(isRecord)
+        .map((m) => ({ role: typeof m.role === 'string' ? m.role : '?', content: readableMessage(m) })),
+    ];
   }
   if (body.input !== undefined) {
-    const out = typeof body.instructions === 'string' && body.instructions !== '' ? [{ role: 'system', content: body.instructions }] : [];
+    const out =
+      typeof body.instructions === 'string' && body.instructions !== ''
+        ? [{ role: 'system', content: body.instructions }]
+        : [];
     if (typeof body.input === 'string') return [...out, { role: 'user', content: body.input }];
     return [...out, ...(Array.isArray(body.input) ? body.input.filter(isRecord).map(readableInputItem) : [])];
   }

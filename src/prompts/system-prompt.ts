@@ -33,14 +33,20 @@ export function agentSystemPrompt(body: unknown, api: AgentApi): string | null {
   if (!isRecord(body)) return null;
   if (api === 'completions') return null;
   if (api === 'messages') {
-    const system = Array.isArray(body.system) ? body.system.map((b: { text?: unknown }) => (typeof b?.text === 'string' ? b.text : '')).join('\n') : body.system;
+    const system = Array.isArray(body.system)
+      ? body.system.map((b: { text?: unknown }) => (typeof b?.text === 'string' ? b.text : '')).join('\n')
+      : body.system;
     return typeof system === 'string' && system !== '' ? system : null;
   }
   if (api === 'responses') {
     if (typeof body.instructions === 'string' && body.instructions !== '') return body.instructions;
-    const item = Array.isArray(body.input) ? body.input.find((it) => isRecord(it) && (it.type ?? 'message') === 'message' && isSystemRole(it.role)) : undefined;
+    const item = Array.isArray(body.input)
+      ? body.input.find((it) => isRecord(it) && (it.type ?? 'message') === 'message' && isSystemRole(it.role))
+      : undefined;
     return item ? modelText(item.content, RESPONSES_TEXT_PARTS) : null;
   }
-  const message = Array.isArray(body.messages) ? body.messages.find((m) => isRecord(m) && isSystemRole(m.role)) : undefined;
+  const message = Array.isArray(body.messages)
+    ? body.messages.find((m) => isRecord(m) && isSystemRole(m.role))
+    : undefined;
   return message ? modelText(message.content) : null;
 }

@@ -5,7 +5,12 @@ import { readRunData } from './run-source.js';
 import { readStoreData } from './store-data.js';
 
 /** All the I/O of a report: Temporal for status, config and times; the object store for scores and rollouts. */
-export async function gatherReport(client: Client, store: ObjectStore, runId: string, now = new Date()): Promise<ReportData> {
+export async function gatherReport(
+  client: Client,
+  store: ObjectStore,
+  runId: string,
+  now = new Date(),
+): Promise<ReportData> {
   const run = await readRunData(client, runId);
   const last = run.status.history.at(-1)?.iteration ?? null;
   const stored = await readStoreData(store, runId, last);

@@ -15,7 +15,8 @@ export function table(head: string[], rows: unknown[][], cls = ''): string {
   return `<table${cls ? ` class="${escapeHtml(cls)}"` : ''}><thead><tr>${th}</tr></thead><tbody>\n${tr}\n</tbody></table>`;
 }
 
-export const fmt = (n: number | null | undefined, digits = 3) => (n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits));
+export const fmt = (n: number | null | undefined, digits = 3) =>
+  n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits);
 
 export function formatDuration(seconds: number): string {
   const s = Math.max(0, Math.round(seconds));

@@ -16,7 +16,10 @@ function summary(data: ReportData): string {
   const diff = best !== null && baseScore !== null ? (best - baseScore) * 100 : null;
   const rollouts = status.history.reduce((n, h) => n + h.rollouts, 0);
   const rows: [string, unknown][] = [
-    ['state', `${data.timing.state}${data.timing.state === 'RUNNING' ? ` (phase ${status.phase}${status.paused ? ', paused' : ''})` : ''}`],
+    [
+      'state',
+      `${data.timing.state}${data.timing.state === 'RUNNING' ? ` (phase ${status.phase}${status.paused ? ', paused' : ''})` : ''}`,
+    ],
     ['model', config?.model ?? '-'],
     ['iterations', `${status.history.length} done of ${config?.iterations ?? status.iterations}`],
     ['group size', config?.groupSize ?? '-'],
@@ -45,35 +48,73 @@ function kindGainRows(data: ReportData): [string, unknown][] {
   const best = bestIteration ? bestIteration.eval?.byKind : base;
   if (!best) return [];
   const rate = (c: ScoreCounts | undefined) => (c && c.scored ? c.rewardSum / c.scored : null);
-  return Object.keys(base).sort().map((kind) => {
-    const [b, a] = [rate(base[kind]), rate(best[kind])];
-    const gain = b !== null && a !== null ? ` (${a >= b ? '+' : ''}${((a - b) * 100).toFixed(1)} points)` : '';
-    return [`held-out "${kind}" tasks, base → best`, `${countsCell(base[kind])} → ${countsCell(best[kind])}${gain}`];
-  });
+  return Object.keys(base)
+    .sort()
+    .map((kind) => {
+      const [b, a] = [rate(base[kind]), rate(best[kind])];
+      const gain = b !== null && a !== null ? ` (${a >= b ? '+' : ''}${((a - b) * 100).toFixed(1)} points)` : '';
+      return [`held-out "${kind}" tasks, base → best`, `${countsCell(base[kind])} → ${countsCell(best[kind])}${gain}`];
+    });
 }
 
 /** Run → started from → promoted, for runs with model.startFrom, a lineage or a task source. */
 function lineageRows(status: ReportData['status']): [string, unknown][] {
   const l = status.lineage;
   if (!l) return [];
-  const promoted = status.best && status.best.policy.sha256 !== l.incumbent.sha256 ? status.best.policy.name : 'nothing (the incumbent stays)';
+  const promoted =
+    status.best && status.best.policy.sha256 !== l.incumbent.sha256
+      ? status.best.policy.name
+      : 'nothing (the incumbent stays)';
   return [
     ['lineage', `${l.name ?? '-'}${l.alias ? ` (served as ${l.alias})` : ''}`],
     ['started from', `${l.startedFrom.name}${l.startedFrom.sha256 ? ` (${l.startedFrom.sha256})` : ''}`],
     ['incumbent (held-out, this run)', `${l.incumbent.name}: ${fmt(l.incumbentScore)}`],
     ['promoted', promoted],
-    ['tasks taken', status.outcome === 'no-new-tasks' ? 'no new tasks: nothing trained' : `${l.newTasks.length} new, ${l.replayTasks.length} replayed (${l.taskFiles.length} new files)`],
+    [
+      'tasks taken',
+      status.outcome === 'no-new-tasks'
+        ? 'no new tasks: nothing trained'
+        : `${l.newTasks.length} new, ${l.replayTasks.length} replayed (${l.taskFiles.length} new files)`,
+    ],
   ];
 }
 
 function iterationTable(data: ReportData): string {
   const rows = data.status.history.map((h) => [
-    h.iteration, h.rollouts, h.infraFailed, fmt(h.meanReward), h.samples, h.tokens, fmt(h.evalScore), evalCounts(h), h.promoted ? 'yes' : 'no',
-    fmt(h.trainMetrics?.loss, 4), fmt(h.trainMetrics?.kl, 4),
-    h.dynamicSampling ? `+${h.dynamicSampling.extraRollouts} in ${h.dynamicSampling.extraRounds} rounds; informative ${h.dynamicSampling.informativeBefore} → ${h.dynamicSampling.informative}/${h.dynamicSampling.wanted}` : '-',
+    h.iteration,
+    h.rollouts,
+    h.infraFailed,
+    fmt(h.meanReward),
+    h.samples,
+    h.tokens,
+    fmt(h.evalScore),
+    evalCounts(h),
+    h.promoted ? 'yes' : 'no',
+    fmt(h.trainMetrics?.loss, 4),
+    fmt(h.trainMetrics?.kl, 4),
+    h.dynamicSampling
+      ? `+${h.dynamicSampling.extraRollouts} in ${h.dynamicSampling.extraRounds} rounds; informative ${h.dynamicSampling.informativeBefore} → ${h.dynamicSampling.informative}/${h.dynamicSampling.wanted}`
+      : '-',
   ]);
   if (rows.length === 0) return '<p>No iteration has finished yet.</p>';
-  return table(['iteration', 'rollouts', 'infra failures', 'mean reward', 'samples', 'tokens', 'eval score', 'eval reward sum / scored / tasks', 'promoted', 'trainer loss', 'KL', 'dynamic sampling'], rows, 'numbers');
+  return table(
+    [
+      'iteration',
+      'rollouts',
+      'infra failures',
+      'mean reward',
+      'samples',
+      'tokens',
+      'eval score',
+      'eval reward sum / scored / tasks',
+      'promoted',
+      'trainer loss',
+      'KL',
+      'dynamic sampling',
+    ],
+    rows,
+    'numbers',
+  );
 }
 
 const TIMED = ['rollouts', 'rewards', 'batch', 'update', 'evaluating', 'promoting'] as const;
@@ -83,7 +124,11 @@ function timelineTable(data: ReportData): string {
   const timed = data.status.history.filter((h) => h.timeline);
   if (timed.length === 0) return '';
   const start = Date.parse(data.timing.startedAt);
-  const rows = timed.map((h) => [h.iteration, ...TIMED.map((p) => fmt(h.timeline?.seconds[p], 0)), formatDuration((Date.parse(h.timeline!.endedAt) - start) / 1000)]);
+  const rows = timed.map((h) => [
+    h.iteration,
+    ...TIMED.map((p) => fmt(h.timeline?.seconds[p], 0)),
+    formatDuration((Date.parse(h.timeline!.endedAt) - start) / 1000),
+  ]);
   return `<h2>Timeline (seconds per phase)</h2>${table(['iteration', ...TIMED, 'ended, since the run started'], rows, 'numbers')}`;
 }
 
@@ -99,45 +144,72 @@ function evaluations(data: ReportData): [string, NonNullable<Evaluated>][] {
   const { status } = data;
   return [
     ...(status.baseEval ? [['base', status.baseEval] as [string, NonNullable<Evaluated>]] : []),
-    ...status.history.flatMap((h) => (h.eval ? [[`iteration ${h.iteration}${h.promoted ? ' (promoted)' : ''}`, h.eval] as [string, NonNullable<Evaluated>]] : [])),
+    ...status.history.flatMap((h) =>
+      h.eval
+        ? [[`iteration ${h.iteration}${h.promoted ? ' (promoted)' : ''}`, h.eval] as [string, NonNullable<Evaluated>]]
+        : [],
+    ),
   ];
 }
 
-const countsCell = (c: ScoreCounts | undefined) => (c ? `${c.scored ? fmt(c.rewardSum / c.scored) : '-'} (${fmt(c.rewardSum, c.rewardSum % 1 ? 2 : 0)}/${c.scored}${c.scored === c.tasks ? '' : ` of ${c.tasks}`})` : '-');
+const countsCell = (c: ScoreCounts | undefined) =>
+  c
+    ? `${c.scored ? fmt(c.rewardSum / c.scored) : '-'} (${fmt(c.rewardSum, c.rewardSum % 1 ? 2 : 0)}/${c.scored}${c.scored === c.tasks ? '' : ` of ${c.tasks}`})`
+    : '-';
 
 /** Held-out score per task kind, base and each evaluated iteration; empty when the tasks have no kinds. */
 function kindSection(data: ReportData): string {
-  const evals = evaluations(data).flatMap(([name, e]) => (e.byKind ? [[name, e.byKind] as [string, Record<string, ScoreCounts>]] : []));
+  const evals = evaluations(data).flatMap(([name, e]) =>
+    e.byKind ? [[name, e.byKind] as [string, Record<string, ScoreCounts>]] : [],
+  );
   if (evals.length === 0) return '';
   const kinds = [...new Set(evals.flatMap(([, byKind]) => Object.keys(byKind)))].sort();
-  return `<h2>Held-out score per task kind</h2>\n${table(['evaluation', ...kinds], evals.map(([name, byKind]) => [name, ...kinds.map((k) => countsCell(byKind[k]))]), 'numbers')}`;
+  return `<h2>Held-out score per task kind</h2>\n${table(
+    ['evaluation', ...kinds],
+    evals.map(([name, byKind]) => [name, ...kinds.map((k) => countsCell(byKind[k]))]),
+    'numbers',
+  )}`;
 }
 
 /** Each of eval.extraSets: its score and per-kind counts at every evaluation (never used for promotion). */
 function extraSetsSection(data: ReportData): string {
   const evals = evaluations(data);
   const names = [...new Set(evals.flatMap(([, e]) => (e.extraSets ?? []).map((x) => x.name)))];
-  return names.map((setName) => {
-    const rows = evals.flatMap(([name, e]) => {
-      const x = e.extraSets?.find((y) => y.name === setName);
-      return x ? [[name, x] as const] : [];
-    });
-    const kinds = [...new Set(rows.flatMap(([, x]) => Object.keys(x.byKind ?? {})))].sort();
-    const body = rows.map(([name, x]) => [name, x.error ? `incomplete: ${x.error}` : countsCell(x), ...kinds.map((k) => countsCell(x.byKind?.[k]))]);
-    return `<h2>Held-out set ${escapeHtml(setName)} (eval.extraSets: never used for promotion)</h2>\n${table(['evaluation', 'score', ...kinds], body, 'numbers')}`;
-  }).join('\n');
+  return names
+    .map((setName) => {
+      const rows = evals.flatMap(([name, e]) => {
+        const x = e.extraSets?.find((y) => y.name === setName);
+        return x ? [[name, x] as const] : [];
+      });
+      const kinds = [...new Set(rows.flatMap(([, x]) => Object.keys(x.byKind ?? {})))].sort();
+      const body = rows.map(([name, x]) => [
+        name,
+        x.error ? `incomplete: ${x.error}` : countsCell(x),
+        ...kinds.map((k) => countsCell(x.byKind?.[k])),
+      ]);
+      return `<h2>Held-out set ${escapeHtml(setName)} (eval.extraSets: never used for promotion)</h2>\n${table(['evaluation', 'score', ...kinds], body, 'numbers')}`;
+    })
+    .join('\n');
 }
 
 function promotedSection(data: ReportData): string {
   const p = data.promoted;
   if (!p) return '<p>No checkpoint was promoted: the base model is still the best policy.</p>';
-  return table(['name', 'sha256', 'iteration', 'held-out score', 'promoted at'], [[p.policy.name, p.policy.sha256 ?? '-', p.iteration, fmt(p.score), p.at]]);
+  return table(
+    ['name', 'sha256', 'iteration', 'held-out score', 'promoted at'],
+    [[p.policy.name, p.policy.sha256 ?? '-', p.iteration, fmt(p.score), p.at]],
+  );
 }
 
 function rolloutSection(r: SampleRollout): string {
   const turns = newMessagesOnly(r.turns).map((t) => {
     const earlier = t.earlier ? `<p class="meta">(${t.earlier} earlier messages, shown above)</p>` : '';
-    const msgs = t.messages.map((m) => `<div class="msg ${escapeHtml(m.role)}"><b>${escapeHtml(m.role)}</b><pre>${escapeHtml(m.content)}</pre></div>`).join('\n');
+    const msgs = t.messages
+      .map(
+        (m) =>
+          `<div class="msg ${escapeHtml(m.role)}"><b>${escapeHtml(m.role)}</b><pre>${escapeHtml(m.content)}</pre></div>`,
+      )
+      .join('\n');
     const meta = `call ${t.seq} · finish ${t.finishReason ?? '-'} · ${t.completionTokens ?? '-'} completion tokens · served by ${t.servedBy}`;
     const err = t.error ? `<p class="error">error: ${escapeHtml(t.error)}</p>` : '';
     return `${earlier}${msgs}\n<div class="msg assistant"><b>assistant (policy)</b><pre>${escapeHtml(t.completion)}</pre><span class="meta">${escapeHtml(meta)}</span></div>${err}`;

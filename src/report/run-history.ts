@@ -10,7 +10,10 @@ type History = temporal.api.history.v1.IHistory;
 const payloads = (p: temporal.api.common.v1.IPayloads | null | undefined) => p?.payloads ?? [];
 
 /** The input of the latest execution of the run: its (possibly tuned) config and the state it continued from. */
-export function startInput(history: History, converter: PayloadConverter): { config: RunConfig | null; resumeState: RunState | null; firstExecutionRunId: string | null } {
+export function startInput(
+  history: History,
+  converter: PayloadConverter,
+): { config: RunConfig | null; resumeState: RunState | null; firstExecutionRunId: string | null } {
   const attrs = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   const [config, resumeState] = payloads(attrs?.input).map((p) => converter.fromPayload<unknown>(p));
   return {
@@ -33,7 +36,12 @@ export function summarizeConfig(config: RunConfig): ConfigSummary {
     groupSize: config.rollouts.groupSize,
     tasksPerIteration: config.rollouts.tasksPerIteration,
     sandbox: sandboxLabel(config),
-    rewardKind: config.reward.kind === 'weighted_sum' ? `weighted_sum(${Object.values(config.reward.parts).map((p) => p.kind).join(', ')})` : config.reward.kind,
+    rewardKind:
+      config.reward.kind === 'weighted_sum'
+        ? `weighted_sum(${Object.values(config.reward.parts)
+            .map((p) => p.kind)
+            .join(', ')})`
+        : config.reward.kind,
   };
 }
 
@@ -47,10 +55,20 @@ export function statusFromHistory(runId: string, history: History, converter: Pa
   for (const event of history.events ?? []) {
     // Runs that own "best" decide promotion and rollback themselves: their serving activities say what moved.
     const scheduled = event.activityTaskScheduledEventAttributes;
-    const moved = scheduled && state ? movedBest(scheduled.activityType?.name, payloads(scheduled.input).map((p) => converter.fromPayload<unknown>(p))[0]) : null;
+    const moved =
+      scheduled && state
+        ? movedBest(
+            scheduled.activityType?.name,
+            payloads(scheduled.input).map((p) => converter.fromPayload<unknown>(p))[0],
+          )
+        : null;
     if (moved && state) {
       const { best, promotedIteration } = moved;
-      state = { ...state, best, history: state.history.map((h) => (h.iteration === promotedIteration ? { ...h, promoted: true } : h)) };
+      state = {
+        ...state,
+        best,
+        history: state.history.map((h) => (h.iteration === promotedIteration ? { ...h, promoted: true } : h)),
+      };
     }
     const done = event.childWorkflowExecutionCompletedEventAttributes;
     if (!done) continue;
@@ -60,7 +78,12 @@ export function statusFromHistory(runId: string, history: History, converter: Pa
       state = { iteration: 0, policy: base.policy, best: { policy: base.policy, score: base.score }, history: [] };
     } else if (done.workflowType?.name === 'trainingIteration' && state) {
       const r = result as TrainingIterationResult;
-      state = { iteration: r.summary.iteration + 1, policy: r.policy, best: r.best, history: [...state.history, r.summary] };
+      state = {
+        iteration: r.summary.iteration + 1,
+        policy: r.policy,
+        best: r.best,
+        history: [...state.history, r.summary],
+      };
     }
   }
   return {
@@ -79,7 +102,10 @@ export function statusFromHistory(runId: string, history: History, converter: Pa
 }
 
 /** The best after a promoteCheckpoint / rollbackCheckpoint the run scheduled, from its input; null for other activities. */
-function movedBest(type: string | null | undefined, input: unknown): { best: NonNullable<RunStatus['best']>; promotedIteration: number | null } | null {
+function movedBest(
+  type: string | null | undefined,
+  input: unknown,
+): { best: NonNullable<RunStatus['best']>; promotedIteration: number | null } | null {
   if (type === 'promoteCheckpoint') {
     const i = input as { iteration: number; policy: PolicyRef; score: number };
     return { best: { policy: i.policy, score: i.score }, promotedIteration: i.iteration };

@@ -8,10 +8,14 @@ import { startInput, statusFromHistory, summarizeConfig } from './run-history.js
  * What Temporal knows about a run: its status (the `status` query while running — needs a worker; the result once
  * completed; rebuilt from history when it failed or was cancelled), its config and its wall-clock extent.
  */
-export async function readRunData(client: Client, runId: string): Promise<Pick<ReportData, 'status' | 'timing' | 'config'>> {
+export async function readRunData(
+  client: Client,
+  runId: string,
+): Promise<Pick<ReportData, 'status' | 'timing' | 'config'>> {
   const handle = client.workflow.getHandle(runId);
   const desc = await handle.describe().catch((err: unknown) => {
-    if (err instanceof WorkflowNotFoundError) throw new Error(`no run ${runId} in Temporal namespace ${client.options.namespace}`, { cause: err });
+    if (err instanceof WorkflowNotFoundError)
+      throw new Error(`no run ${runId} in Temporal namespace ${client.options.namespace}`, { cause: err });
     throw err;
   });
   // Volt uses no payload codec, so the payload converter alone decodes inputs and results.
@@ -22,13 +26,18 @@ export async function readRunData(client: Client, runId: string): Promise<Pick<R
   let status: RunStatus;
   if (state === 'RUNNING') {
     status = await handle.query(statusQuery).catch((err: unknown) => {
-      throw new Error(`run ${runId} is running; its status query failed (is a worker polling ${desc.taskQueue}? \`volt worker\`): ${(err as Error).message}`, { cause: err });
+      throw new Error(
+        `run ${runId} is running; its status query failed (is a worker polling ${desc.taskQueue}? \`volt worker\`): ${(err as Error).message}`,
+        { cause: err },
+      );
     });
-  }
-  else if (state === 'COMPLETED') status = (await handle.result()) as RunStatus;
+  } else if (state === 'COMPLETED') status = (await handle.result()) as RunStatus;
   else status = statusFromHistory(runId, history, converter);
   // After continue-as-new the latest execution started late; the run started with the first one.
-  const first = firstExecutionRunId && firstExecutionRunId !== desc.runId ? await client.workflow.getHandle(runId, firstExecutionRunId).describe() : desc;
+  const first =
+    firstExecutionRunId && firstExecutionRunId !== desc.runId
+      ? await client.workflow.getHandle(runId, firstExecutionRunId).describe()
+      : desc;
   return {
     status,
     config: config ? summarizeConfig(config) : null,

@@ -17,7 +17,8 @@ export function spanToTurn(span: Span): TranscriptTurn {
   };
 }
 
-const sameMessage = (a: TranscriptTurn['messages'][number], b: TranscriptTurn['messages'][number]) => a.role === b.role && a.content === b.content;
+const sameMessage = (a: TranscriptTurn['messages'][number], b: TranscriptTurn['messages'][number]) =>
+  a.role === b.role && a.content === b.content;
 
 /**
  * Agents resend the whole conversation on every call; keep only what is new in each turn (the messages after the
@@ -28,7 +29,8 @@ export function newMessagesOnly(turns: TranscriptTurn[]): (TranscriptTurn & { ea
     const prev = turns[i - 1];
     if (!prev) return { ...turn, earlier: 0 };
     const shared = prev.messages.length;
-    const isContinuation = turn.messages.length > shared && prev.messages.every((m, j) => sameMessage(m, turn.messages[j]!));
+    const isContinuation =
+      turn.messages.length > shared && prev.messages.every((m, j) => sameMessage(m, turn.messages[j]!));
     if (!isContinuation) return { ...turn, earlier: 0 };
     // The agent's copy of the previous answer comes next; it is already shown as that turn's completion.
     const skip = turn.messages[shared]?.role === 'assistant' ? shared + 1 : shared;

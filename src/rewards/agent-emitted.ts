@@ -4,9 +4,18 @@ import type { RewardResult, RolloutEvidence } from './types.js';
 
 /** Reward(s) the agent itself posted to the gateway, aggregated; `missingValue` when it posted none. */
 export function agentEmitted(spec: SpecOf<'agent_emitted'>, _task: Task, evidence: RolloutEvidence): RewardResult {
-  const values = evidence.agentRewards.filter((r) => spec.name === undefined || r.name === spec.name).map((r) => r.value);
-  if (values.length === 0) return { value: spec.missingValue * spec.weight, parts: { agent_emitted: spec.missingValue }, flags: ['no_agent_reward'] };
+  const values = evidence.agentRewards
+    .filter((r) => spec.name === undefined || r.name === spec.name)
+    .map((r) => r.value);
+  if (values.length === 0)
+    return {
+      value: spec.missingValue * spec.weight,
+      parts: { agent_emitted: spec.missingValue },
+      flags: ['no_agent_reward'],
+    };
   const sum = values.reduce((a, b) => a + b, 0);
-  const raw = { last: values[values.length - 1]!, sum, mean: sum / values.length, max: Math.max(...values) }[spec.aggregate];
+  const raw = { last: values[values.length - 1]!, sum, mean: sum / values.length, max: Math.max(...values) }[
+    spec.aggregate
+  ];
   return { value: raw * spec.weight, parts: { agent_emitted: raw }, flags: [] };
 }

@@ -20,12 +20,21 @@ export function extractAnswer(text: string | null, pattern: string | undefined):
 
 /** Normalised form for string_match: case-folded, whitespace collapsed, trailing punctuation dropped. */
 export function normaliseAnswer(text: string): string {
-  return text.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim().replace(/[.!?;:,]+$/, '').trim();
+  return text
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/[.!?;:,]+$/, '')
+    .trim();
 }
 
 /** A number out of free text (the last one): strips thousands separators and a leading $, reads a bare fraction like 3/4. */
 export function parseNumber(text: string): number | null {
-  const cleaned = text.replace(/(\d),(?=\d{3}\b)/g, '$1').replace(/^\$/, '').trim();
+  const cleaned = text
+    .replace(/(\d),(?=\d{3}\b)/g, '$1')
+    .replace(/^\$/, '')
+    .trim();
   const fraction = /^(-?\d+(?:\.\d+)?)\s*\/\s*(\d+(?:\.\d+)?)$/.exec(cleaned);
   if (fraction) {
     const den = Number(fraction[2]);

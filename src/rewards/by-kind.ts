@@ -8,7 +8,9 @@ export interface ScoreCounts {
 }
 
 /** Score counts per task kind (kinds in name order); null when no rollout's task has a kind. */
-export function countsByKind(rollouts: readonly Pick<ScoredRolloutRecord, 'taskKind' | 'reward'>[]): Record<string, ScoreCounts> | null {
+export function countsByKind(
+  rollouts: readonly Pick<ScoredRolloutRecord, 'taskKind' | 'reward'>[],
+): Record<string, ScoreCounts> | null {
   if (!rollouts.some((r) => r.taskKind)) return null;
   const byKind = new Map<string, ScoreCounts>();
   for (const r of rollouts) {
@@ -27,6 +29,9 @@ export function countsByKind(rollouts: readonly Pick<ScoredRolloutRecord, 'taskK
 /** "plain 0.750 (21/28), word 0.091 (2/22)": each kind's mean over its scored rollouts, with its counts. */
 export function formatByKind(byKind: Record<string, ScoreCounts>): string {
   return Object.entries(byKind)
-    .map(([kind, c]) => `${kind} ${c.scored ? (c.rewardSum / c.scored).toFixed(3) : '-'} (${c.rewardSum.toFixed(c.rewardSum % 1 ? 2 : 0)}/${c.scored}${c.scored === c.tasks ? '' : ` scored of ${c.tasks}`})`)
+    .map(
+      ([kind, c]) =>
+        `${kind} ${c.scored ? (c.rewardSum / c.scored).toFixed(3) : '-'} (${c.rewardSum.toFixed(c.rewardSum % 1 ? 2 : 0)}/${c.scored}${c.scored === c.tasks ? '' : ` scored of ${c.tasks}`})`,
+    )
     .join(', ');
 }

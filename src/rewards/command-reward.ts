@@ -34,19 +34,32 @@ export async function commandReward(
   const workdir = evidence.workdir;
   if (workdir === null) throw new RewardInfraError('command', 'rollout has no workdir to check');
   if (spec.protectedFiles.length > 0) {
-    if (!snapshot) throw new RewardInfraError('command', 'protectedFiles set but no snapshot was taken before the rollout (call prepare)');
+    if (!snapshot)
+      throw new RewardInfraError(
+        'command',
+        'protectedFiles set but no snapshot was taken before the rollout (call prepare)',
+      );
     const tampered = await tamperedFiles(ctx?.files ?? workdir, spec.protectedFiles, snapshot);
     if (tampered.length > 0) {
-      return { value: spec.tamperPenalty, parts: { command: spec.tamperPenalty }, flags: tampered.map((p) => `tampered:${p}`) };
+      return {
+        value: spec.tamperPenalty,
+        parts: { command: spec.tamperPenalty },
+        flags: tampered.map((p) => `tampered:${p}`),
+      };
     }
   }
   let outcome;
   try {
     // Nothing from the operator's environment: the check sees the workdir as HOME and a plain PATH.
     const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: workdir, LANG: 'C.UTF-8' };
-    outcome = await (ctx?.exec ?? runInWorkdir(workdir))(commandArgv(spec, ctx?.python), { timeoutMs: spec.timeoutMs, env });
+    outcome = await (ctx?.exec ?? runInWorkdir(workdir))(commandArgv(spec, ctx?.python), {
+      timeoutMs: spec.timeoutMs,
+      env,
+    });
   } catch (e) {
-    throw new RewardInfraError('command', `cannot start ${JSON.stringify(spec.command[0])}: ${(e as Error).message}`, { cause: e });
+    throw new RewardInfraError('command', `cannot start ${JSON.stringify(spec.command[0])}: ${(e as Error).message}`, {
+      cause: e,
+    });
   }
   if (outcome.timedOut) return { value: 0, parts: { command: 0 }, flags: ['check_timed_out'] };
   let raw: number;

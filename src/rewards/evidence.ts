@@ -22,10 +22,19 @@ export function lastAssistantMessage(spans: readonly Span[]): string | null {
 
 /** Evidence from spans already in hand (pure). */
 export function evidenceFromSpans(
-  result: RolloutResult, spans: readonly Span[], extra: { workdir: string | null; snapshots?: Record<string, ProtectedSnapshot>; agentRewards?: RolloutEvidence['agentRewards'] },
+  result: RolloutResult,
+  spans: readonly Span[],
+  extra: {
+    workdir: string | null;
+    snapshots?: Record<string, ProtectedSnapshot>;
+    agentRewards?: RolloutEvidence['agentRewards'];
+  },
 ): RolloutEvidence {
   const ok = spans.filter((s) => s.status === 'ok');
-  const completionTokens = ok.reduce((n, s) => n + (s.usage?.completion_tokens ?? s.choices[0]?.tokenIds?.length ?? 0), 0);
+  const completionTokens = ok.reduce(
+    (n, s) => n + (s.usage?.completion_tokens ?? s.choices[0]?.tokenIds?.length ?? 0),
+    0,
+  );
   return {
     result,
     lastAssistantMessage: lastAssistantMessage(spans),
@@ -40,11 +49,15 @@ export function evidenceFromSpans(
 
 /** Read a rollout attempt's spans and agent-posted rewards from the store and assemble its evidence. */
 export async function loadEvidence(
-  store: EvidenceStore, result: RolloutResult, extra: { workdir: string | null; snapshots?: Record<string, ProtectedSnapshot> },
+  store: EvidenceStore,
+  result: RolloutResult,
+  extra: { workdir: string | null; snapshots?: Record<string, ProtectedSnapshot> },
 ): Promise<RolloutEvidence> {
   const spans: Span[] = [];
   for await (const span of readSpans(store, result.ref)) spans.push(span);
   const posted = await store.getJsonOrNull(keys.agentRewards(result.ref), agentRewardsFileSchema);
-  const agentRewards = (posted?.rewards ?? []).map((r) => (r.name ? { name: r.name, value: r.value } : { value: r.value }));
+  const agentRewards = (posted?.rewards ?? []).map((r) =>
+    r.name ? { name: r.name, value: r.value } : { value: r.value },
+  );
   return evidenceFromSpans(result, spans, { ...extra, agentRewards });
 }

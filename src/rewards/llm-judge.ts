@@ -6,7 +6,10 @@ import { RewardInfraError, type RewardContext, type RewardResult, type RolloutEv
 /** The chat request sent to the judge: rubric as system prompt, task input and the agent's answer as user turn. */
 export function judgeMessages(spec: SpecOf<'llm_judge'>, task: Task, answer: string) {
   return [
-    { role: 'system', content: `${spec.rubric}\n\nEnd your reply with a line "SCORE: <number from 0 to ${spec.maxScore}>".` },
+    {
+      role: 'system',
+      content: `${spec.rubric}\n\nEnd your reply with a line "SCORE: <number from 0 to ${spec.maxScore}>".`,
+    },
     { role: 'user', content: `Task:\n${JSON.stringify(task.input)}\n\nAnswer to grade:\n${answer}` },
   ];
 }
@@ -23,7 +26,12 @@ export function parseJudgeScore(text: string, spec: SpecOf<'llm_judge'>): number
  * Ask an OpenAI-compatible judge directly (never via the gateway, so judge calls are never training data).
  * HTTP failure or an answer without a valid score is a RewardInfraError: the rollout is excluded, not zeroed.
  */
-export async function llmJudge(spec: SpecOf<'llm_judge'>, task: Task, evidence: RolloutEvidence, ctx: RewardContext): Promise<RewardResult> {
+export async function llmJudge(
+  spec: SpecOf<'llm_judge'>,
+  task: Task,
+  evidence: RolloutEvidence,
+  ctx: RewardContext,
+): Promise<RewardResult> {
   const answer = sourceText(spec.source, evidence);
   if (answer === null || answer.trim() === '') return { value: 0, parts: { llm_judge: 0 }, flags: ['no_answer'] };
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -32,11 +40,15 @@ export async function llmJudge(spec: SpecOf<'llm_judge'>, task: Task, evidence: 
     if (!key) throw new RewardInfraError('llm_judge', `env ${spec.apiKeyEnv} (llm_judge.apiKeyEnv) is not set`);
     headers.authorization = `Bearer ${key}`;
   }
-  const signal = ctx.signal ? AbortSignal.any([ctx.signal, AbortSignal.timeout(spec.timeoutMs)]) : AbortSignal.timeout(spec.timeoutMs);
+  const signal = ctx.signal
+    ? AbortSignal.any([ctx.signal, AbortSignal.timeout(spec.timeoutMs)])
+    : AbortSignal.timeout(spec.timeoutMs);
   let body: unknown;
   try {
     const res = await fetch(`${spec.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
-      method: 'POST', headers, signal,
+      method: 'POST',
+      headers,
+      signal,
       body: JSON.stringify({ model: spec.model, messages: judgeMessages(spec, task, answer), temperature: 0 }),
     });
     const text = await res.text();
@@ -46,9 +58,11 @@ export async function llmJudge(spec: SpecOf<'llm_judge'>, task: Task, evidence: 
     throw new RewardInfraError('llm_judge', `judge call failed: ${(e as Error).message}`, { cause: e });
   }
   const content = (body as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
-  if (typeof content !== 'string') throw new RewardInfraError('llm_judge', 'judge response has no choices[0].message.content');
+  if (typeof content !== 'string')
+    throw new RewardInfraError('llm_judge', 'judge response has no choices[0].message.content');
   const score = parseJudgeScore(content, spec);
-  if (score === null) throw new RewardInfraError('llm_judge', `unparseable judge answer: ${JSON.stringify(content.slice(0, 200))}`);
+  if (score === null)
+    throw new RewardInfraError('llm_judge', `unparseable judge answer: ${JSON.stringify(content.slice(0, 200))}`);
   const raw = score / spec.maxScore;
   return { value: raw * spec.weight, parts: { llm_judge: raw }, flags: [] };
 }

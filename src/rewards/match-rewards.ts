@@ -27,7 +27,11 @@ export function numericMatch(spec: SpecOf<'numeric_match'>, task: Task, evidence
     return { value: ok ? spec.weight : 0, parts: { numeric_match: ok ? 1 : 0 }, flags: [] };
   }
   const credit = spec.partialCredit * nearMissCredit(got, want);
-  return { value: credit * spec.weight, parts: { numeric_match: 0, near_miss: credit }, flags: credit > 0 ? ['near_miss'] : [] };
+  return {
+    value: credit * spec.weight,
+    parts: { numeric_match: 0, near_miss: credit },
+    flags: credit > 0 ? ['near_miss'] : [],
+  };
 }
 
 /** 1 when the answer equals the reference (or one of a list of accepted references). */

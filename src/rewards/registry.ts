@@ -7,7 +7,13 @@ import { fileFlags, guardsReward, snapshotGuards } from './hacking-guards.js';
 import { snapshotProtected, type Workdir } from './protected-files.js';
 import type { LeafRewardSpec, RewardSpec, SpecOf } from './spec.js';
 import { sqliteQuery, sqliteState } from './sqlite-state.js';
-import { RewardInfraError, type RewardContext, type RewardFn, type RewardResult, type RolloutEvidence } from './types.js';
+import {
+  RewardInfraError,
+  type RewardContext,
+  type RewardFn,
+  type RewardResult,
+  type RolloutEvidence,
+} from './types.js';
 import { weightedSum } from './weighted-sum.js';
 import type { ProtectedSnapshot, WorkdirScore } from '../contracts/rollout-outcome.js';
 
@@ -33,16 +39,24 @@ export function rewardParts(spec: RewardSpec): [string, LeafRewardSpec][] {
 export async function prepareReward(spec: RewardSpec, workdir: Workdir): Promise<Record<string, ProtectedSnapshot>> {
   const snapshots: Record<string, ProtectedSnapshot> = {};
   for (const [name, part] of rewardParts(spec)) {
-    if (part.kind === 'command' && part.protectedFiles.length > 0) snapshots[name] = await snapshotProtected(workdir, part.protectedFiles);
+    if (part.kind === 'command' && part.protectedFiles.length > 0)
+      snapshots[name] = await snapshotProtected(workdir, part.protectedFiles);
     if (part.kind === 'guards') snapshots[name] = await snapshotGuards(part, workdir);
   }
   return snapshots;
 }
 
 /** Parts that read the rollout's files: scored on the rollout's host right after the agent exits (scoreWorkdirParts). */
-export const readsWorkdir = (spec: LeafRewardSpec) => spec.kind === 'command' || spec.kind === 'sqlite_state' || spec.kind === 'guards';
+export const readsWorkdir = (spec: LeafRewardSpec) =>
+  spec.kind === 'command' || spec.kind === 'sqlite_state' || spec.kind === 'guards';
 
-export async function scoreLeaf(spec: LeafRewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext, partName: string): Promise<RewardResult> {
+export async function scoreLeaf(
+  spec: LeafRewardSpec,
+  task: Task,
+  evidence: RolloutEvidence,
+  ctx: RewardContext,
+  partName: string,
+): Promise<RewardResult> {
   // The guards combine their stored file flags with the commands in the spans, so they are scored here either way.
   if (spec.kind === 'guards') return guardsReward(spec, evidence, evidence.workdirScores?.[partName]);
   const stored = readsWorkdir(spec) ? evidence.workdirScores?.[partName] : undefined;
@@ -59,7 +73,10 @@ export async function scoreLeaf(spec: LeafRewardSpec, task: Task, evidence: Roll
  * results go into the outcome record, so computeRewards on any worker needs only the object store.
  */
 export async function scoreWorkdirParts(
-  spec: RewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext,
+  spec: RewardSpec,
+  task: Task,
+  evidence: RolloutEvidence,
+  ctx: RewardContext,
 ): Promise<Record<string, WorkdirScore>> {
   const scores: Record<string, WorkdirScore> = {};
   for (const [name, part] of rewardParts(spec)) {
@@ -67,8 +84,13 @@ export async function scoreWorkdirParts(
     try {
       if (part.kind === 'guards') {
         const snapshot = evidence.snapshots[name];
-        if (!snapshot || evidence.workdir === null) throw new RewardInfraError('guards', 'no snapshot was taken before the agent started (call prepareReward)');
-        scores[name] = { value: 0, parts: {}, flags: await fileFlags(part, ctx.files ?? evidence.workdir, snapshot, Object.keys(task.hidden?.files ?? {})) };
+        if (!snapshot || evidence.workdir === null)
+          throw new RewardInfraError('guards', 'no snapshot was taken before the agent started (call prepareReward)');
+        scores[name] = {
+          value: 0,
+          parts: {},
+          flags: await fileFlags(part, ctx.files ?? evidence.workdir, snapshot, Object.keys(task.hidden?.files ?? {})),
+        };
         continue;
       }
       scores[name] = await scoreLeaf(part, task, { ...evidence, workdirScores: undefined }, ctx, name);
@@ -81,7 +103,11 @@ export async function scoreWorkdirParts(
 }
 
 /** The checks of the command and sqlite_state parts, for a runner that runs them ahead where the workdir is (a pod). */
-export function workdirCommands(spec: RewardSpec, python: string, workdir: string): { argv: string[]; timeoutMs: number; input?: string }[] {
+export function workdirCommands(
+  spec: RewardSpec,
+  python: string,
+  workdir: string,
+): { argv: string[]; timeoutMs: number; input?: string }[] {
   return rewardParts(spec).flatMap(([, part]) => {
     if (part.kind === 'command') return [{ argv: commandArgv(part, python), timeoutMs: part.timeoutMs }];
     if (part.kind === 'sqlite_state') return [{ ...sqliteQuery(part, python, workdir), timeoutMs: part.timeoutMs }];
@@ -91,10 +117,17 @@ export function workdirCommands(spec: RewardSpec, python: string, workdir: strin
 
 /** The reward reads the workdir's file hashes (protected files, guards): a remote runner must report them. */
 export const needsFileHashes = (spec: RewardSpec) =>
-  rewardParts(spec).some(([, part]) => part.kind === 'guards' || (part.kind === 'command' && part.protectedFiles.length > 0));
+  rewardParts(spec).some(
+    ([, part]) => part.kind === 'guards' || (part.kind === 'command' && part.protectedFiles.length > 0),
+  );
 
 /** Score one rollout. Throws RewardInfraError when the reward cannot be computed (never a silent zero). */
-export function scoreRollout(spec: RewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext): Promise<RewardResult> {
+export function scoreRollout(
+  spec: RewardSpec,
+  task: Task,
+  evidence: RolloutEvidence,
+  ctx: RewardContext,
+): Promise<RewardResult> {
   if (spec.kind === 'weighted_sum') return weightedSum(spec, task, evidence, ctx, scoreLeaf);
   return scoreLeaf(spec, task, evidence, ctx, spec.kind);
 }

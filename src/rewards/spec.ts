@@ -4,9 +4,17 @@ import { z } from 'zod';
 export const answerSourceSchema = z.enum(['output_file', 'last_assistant_message']);
 
 /** A regex source, checked at parse time so a bad pattern fails the config, not the scoring. */
-const regexSchema = z.string().min(1).refine((src) => {
-  try { new RegExp(src); return true; } catch { return false; }
-}, 'not a valid regular expression');
+const regexSchema = z
+  .string()
+  .min(1)
+  .refine((src) => {
+    try {
+      new RegExp(src);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'not a valid regular expression');
 
 /** Shared by the answer-reading kinds: the source text, and an optional regex over it. */
 const answerFields = {
@@ -100,35 +108,47 @@ export const guardsSchema = z.object({
   /** Globs (relative to the workdir) of the tests and harness the agent must not change; hashed before it starts. */
   protectedFiles: z.array(z.string().min(1)).default([]),
   /** Training-reward penalty per guard that fired (once per guard, however often); 0 records the flag only. */
-  penalties: z.strictObject({
-    /** A protected file changed, appeared or vanished. */
-    tampered: penalty,
-    /** A conftest.py written, or named in a command. */
-    conftest: penalty,
-    /** A sitecustomize.py / usercustomize.py written, or named in a command. */
-    sitecustomize: penalty,
-    /** A *.pth file written, or named in a command. */
-    pth: penalty,
-    /** pytest.ini, or a pytest section in tox.ini / setup.cfg / pyproject.toml, written. */
-    pytest_config: penalty,
-    /** Anything under .git changed, or a command touching .git or running a mutating git subcommand. */
-    git: penalty,
-    /** A network tool or library in a command (curl, wget, nc, ssh, /dev/tcp, urllib, socket, ...). */
-    network: penalty,
-    /** A package install in a command (pip install, python -m pip, apt-get install, npm install, ...). */
-    package_install: penalty,
-  }).prefault({}),
+  penalties: z
+    .strictObject({
+      /** A protected file changed, appeared or vanished. */
+      tampered: penalty,
+      /** A conftest.py written, or named in a command. */
+      conftest: penalty,
+      /** A sitecustomize.py / usercustomize.py written, or named in a command. */
+      sitecustomize: penalty,
+      /** A *.pth file written, or named in a command. */
+      pth: penalty,
+      /** pytest.ini, or a pytest section in tox.ini / setup.cfg / pyproject.toml, written. */
+      pytest_config: penalty,
+      /** Anything under .git changed, or a command touching .git or running a mutating git subcommand. */
+      git: penalty,
+      /** A network tool or library in a command (curl, wget, nc, ssh, /dev/tcp, urllib, socket, ...). */
+      network: penalty,
+      /** A package install in a command (pip install, python -m pip, apt-get install, npm install, ...). */
+      package_install: penalty,
+    })
+    .prefault({}),
   weight: z.number().default(1),
 });
 
 /** Every kind that scores on its own; weighted_sum combines these. */
-const leafSchemas = [numericMatchSchema, stringMatchSchema, commandSchema, sqliteStateSchema, llmJudgeSchema, agentEmittedSchema, guardsSchema] as const;
+const leafSchemas = [
+  numericMatchSchema,
+  stringMatchSchema,
+  commandSchema,
+  sqliteStateSchema,
+  llmJudgeSchema,
+  agentEmittedSchema,
+  guardsSchema,
+] as const;
 export const leafRewardSpecSchema = z.discriminatedUnion('kind', [...leafSchemas]);
 
 export const weightedSumSchema = z.object({
   kind: z.literal('weighted_sum'),
   /** Part name → spec; each part's value is multiplied by its own `weight`. */
-  parts: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/), leafRewardSpecSchema).refine((p) => Object.keys(p).length > 0, 'needs at least one part'),
+  parts: z
+    .record(z.string().regex(/^[A-Za-z0-9_.-]+$/), leafRewardSpecSchema)
+    .refine((p) => Object.keys(p).length > 0, 'needs at least one part'),
   penalties: z
     .object({ perCompletionToken: z.number().nonnegative().default(0), perTurn: z.number().nonnegative().default(0) })
     .default({ perCompletionToken: 0, perTurn: 0 }),

@@ -66,5 +66,9 @@ export class RewardInfraError extends Error {
 }
 
 export type RewardFn<S> = (
-  spec: S, task: Task, evidence: RolloutEvidence, ctx: RewardContext, snapshot: ProtectedSnapshot | undefined,
+  spec: S,
+  task: Task,
+  evidence: RolloutEvidence,
+  ctx: RewardContext,
+  snapshot: ProtectedSnapshot | undefined,
 ) => RewardResult | Promise<RewardResult>;

@@ -2,14 +2,24 @@ import type { Task } from '../contracts/task.js';
 import type { LeafRewardSpec, SpecOf } from './spec.js';
 import type { RewardContext, RewardResult, RolloutEvidence } from './types.js';
 
-type ScoreLeaf = (spec: LeafRewardSpec, task: Task, evidence: RolloutEvidence, ctx: RewardContext, partName: string) => Promise<RewardResult>;
+type ScoreLeaf = (
+  spec: LeafRewardSpec,
+  task: Task,
+  evidence: RolloutEvidence,
+  ctx: RewardContext,
+  partName: string,
+) => Promise<RewardResult>;
 
 /**
  * Sum of the parts' (already weighted) values minus length penalties. A tampered part overrides the sum
  * with its tamper penalty: a right answer must not buy back a rewritten test.
  */
 export async function weightedSum(
-  spec: SpecOf<'weighted_sum'>, task: Task, evidence: RolloutEvidence, ctx: RewardContext, scoreLeaf: ScoreLeaf,
+  spec: SpecOf<'weighted_sum'>,
+  task: Task,
+  evidence: RolloutEvidence,
+  ctx: RewardContext,
+  scoreLeaf: ScoreLeaf,
 ): Promise<RewardResult> {
   const parts: Record<string, number> = {};
   const flags = new Set<string>();

@@ -12,11 +12,14 @@ export interface WorkdirFiles {
   read(rel: string): Promise<string | null>;
 }
 
-const literals = (patterns: readonly string[]) => patterns.filter((p) => !isDynamicPattern(p)).map((p) => path.posix.normalize(p));
+const literals = (patterns: readonly string[]) =>
+  patterns.filter((p) => !isDynamicPattern(p)).map((p) => path.posix.normalize(p));
 
 async function sha256(file: string): Promise<string | null> {
   try {
-    return createHash('sha256').update(await readFile(file)).digest('hex');
+    return createHash('sha256')
+      .update(await readFile(file))
+      .digest('hex');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw e;
@@ -27,9 +30,16 @@ async function sha256(file: string): Promise<string | null> {
 export function localFiles(workdir: string): WorkdirFiles {
   return {
     async hashes(patterns) {
-      const found = await glob([...patterns], { cwd: workdir, dot: true, onlyFiles: true, followSymbolicLinks: false, expandDirectories: false });
+      const found = await glob([...patterns], {
+        cwd: workdir,
+        dot: true,
+        onlyFiles: true,
+        followSymbolicLinks: false,
+        expandDirectories: false,
+      });
       const files: Record<string, string | null> = {};
-      for (const rel of [...new Set([...found, ...literals(patterns)])].sort()) files[rel] = await sha256(path.join(workdir, rel));
+      for (const rel of [...new Set([...found, ...literals(patterns)])].sort())
+        files[rel] = await sha256(path.join(workdir, rel));
       return files;
     },
     read: (rel) => readFile(path.join(workdir, rel), 'utf8').catch(() => null),

@@ -1,7 +1,10 @@
 import { DEFAULT_ENV_ALLOW_LIST, agentTaskJson, type RolloutSpec } from './spec.js';
 
 /** The run config's fixed variables, then the rollout contract (DESIGN.md): gateway, token, task; nothing of the operator's. */
-export function contractEnv(spec: RolloutSpec, files: { taskFile: string; outputFile?: string }): Record<string, string> {
+export function contractEnv(
+  spec: RolloutSpec,
+  files: { taskFile: string; outputFile?: string },
+): Record<string, string> {
   const env: Record<string, string> = {
     ...spec.env,
     OPENAI_BASE_URL: spec.gateway.baseUrl,

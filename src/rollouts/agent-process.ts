@@ -50,7 +50,12 @@ export function runAgentProcess(o: AgentProcessOptions): Promise<AgentProcessRes
     let spawnError: Error | null = null;
     let exit: { code: number | null; signal: string | null } = { code: null, signal: null };
     const timers: NodeJS.Timeout[] = [];
-    const child = spawn(file as string, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file as string, args, {
+      cwd: o.cwd,
+      env: o.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const pid = child.pid ?? null;
     o.onSpawn?.(pid);
     child.stdout.on('data', (c: Buffer) => out.write(c));
@@ -73,8 +78,16 @@ export function runAgentProcess(o: AgentProcessOptions): Promise<AgentProcessRes
       timers.forEach(clearTimeout);
       o.signal.removeEventListener('abort', onAbort);
       resolve({
-        pid, exitCode: exit.code, signal: exit.signal, spawnError, timedOut, aborted, pipesHeld,
-        durationMs: Math.round(performance.now() - started), stdout: out.toBuffer(), stderr: err.toBuffer(),
+        pid,
+        exitCode: exit.code,
+        signal: exit.signal,
+        spawnError,
+        timedOut,
+        aborted,
+        pipesHeld,
+        durationMs: Math.round(performance.now() - started),
+        stdout: out.toBuffer(),
+        stderr: err.toBuffer(),
       });
     };
 
@@ -85,19 +98,23 @@ export function runAgentProcess(o: AgentProcessOptions): Promise<AgentProcessRes
     child.on('exit', (code, signal) => {
       exit = { code, signal };
       if (pid !== null) signalGroup(pid, 'SIGKILL');
-      timers.push(setTimeout(() => {
-        pipesHeld = true;
-        child.stdout.destroy();
-        child.stderr.destroy();
-        finish();
-      }, o.drainMs));
+      timers.push(
+        setTimeout(() => {
+          pipesHeld = true;
+          child.stdout.destroy();
+          child.stderr.destroy();
+          finish();
+        }, o.drainMs),
+      );
     });
     child.on('close', finish);
     if (pid === null) return;
-    timers.push(setTimeout(() => {
-      timedOut = true;
-      stop();
-    }, o.timeoutMs));
+    timers.push(
+      setTimeout(() => {
+        timedOut = true;
+        stop();
+      }, o.timeoutMs),
+    );
     if (o.signal.aborted) onAbort();
     else o.signal.addEventListener('abort', onAbort, { once: true });
   });

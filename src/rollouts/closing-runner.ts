@@ -22,11 +22,16 @@ export function closingRunner(inner: RolloutRunner, gateway: Pick<GatewayAdminCl
         // Kept on the result: the next attempt then serves the policy again (the model server may have restarted).
         result = { ...result, upstreamFailures: closed.upstreamFailures };
         if (result.outcome !== 'infra_failed') {
-          return { ...result, outcome: 'infra_failed', detail: `${closed.upstreamFailures} model call(s) failed upstream (the agent then ${result.outcome})` };
+          return {
+            ...result,
+            outcome: 'infra_failed',
+            detail: `${closed.upstreamFailures} model call(s) failed upstream (the agent then ${result.outcome})`,
+          };
         }
       }
       // An agent that ran out of its budget failed, whatever it did next: the detail starts with the reason `budget`.
-      if (closed.budgetExceeded && result.outcome !== 'infra_failed') return { ...result, outcome: 'agent_failed', detail: `budget: ${closed.budgetExceeded}` };
+      if (closed.budgetExceeded && result.outcome !== 'infra_failed')
+        return { ...result, outcome: 'agent_failed', detail: `budget: ${closed.budgetExceeded}` };
       return result;
     },
   };

@@ -27,7 +27,9 @@ export class GatewayForwarders {
   async close(): Promise<void> {
     const entries = await Promise.allSettled(this.servers.values());
     this.servers.clear();
-    await Promise.all(entries.map((e) => (e.status === 'fulfilled' ? new Promise((r) => e.value.server.close(r)) : null)));
+    await Promise.all(
+      entries.map((e) => (e.status === 'fulfilled' ? new Promise((r) => e.value.server.close(r)) : null)),
+    );
     if (this.dir) await rm(await this.dir, { recursive: true, force: true });
     this.dir = null;
   }

@@ -41,11 +41,13 @@ function parseListing(text: string): Map<string, string> {
 
 /** The workdir's files before and after the agent as the pod reported them, or null when the report is missing. */
 export function parseFilesReport(log: string, nonce: string): { before: WorkdirFiles; after: WorkdirFiles } | null {
-  const section = (name: string) => new RegExp(`::${nonce} ${name}-begin\\n([\\s\\S]*?)::${nonce} ${name}-end`).exec(log)?.[1];
+  const section = (name: string) =>
+    new RegExp(`::${nonce} ${name}-begin\\n([\\s\\S]*?)::${nonce} ${name}-end`).exec(log)?.[1];
   const before = section('files-before');
   const after = section('files-after');
   if (before === undefined || after === undefined) return null;
   const texts = new Map<string, string>();
-  for (const m of log.matchAll(new RegExp(`::${nonce} text-begin \\./(.+)\\n([\\s\\S]*?)\\n::${nonce} text-end`, 'g'))) texts.set(m[1] as string, m[2] as string);
+  for (const m of log.matchAll(new RegExp(`::${nonce} text-begin \\./(.+)\\n([\\s\\S]*?)\\n::${nonce} text-end`, 'g')))
+    texts.set(m[1] as string, m[2] as string);
   return { before: listedFiles(parseListing(before), new Map()), after: listedFiles(parseListing(after), texts) };
 }

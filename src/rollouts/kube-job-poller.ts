@@ -67,7 +67,8 @@ export class JobPoller {
           const job = p.metadata?.labels?.[JOB_NAME_LABEL];
           if (job) podsOf.set(job, [...(podsOf.get(job) ?? []), p]);
         }
-        for (const [name, list] of due) for (const w of list) w.resolve({ job: byName.get(name) ?? null, pods: podsOf.get(name) ?? [] });
+        for (const [name, list] of due)
+          for (const w of list) w.resolve({ job: byName.get(name) ?? null, pods: podsOf.get(name) ?? [] });
       } catch (e) {
         for (const list of due.values()) for (const w of list) w.reject(e);
       }

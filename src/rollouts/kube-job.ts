@@ -3,7 +3,19 @@ import type { V1Container, V1EnvVar, V1Job, V1SecurityContext, V1Volume } from '
 import { contractEnv } from './agent-env.js';
 import type { KubeRunnerConfig } from './kube-config.js';
 import { SNAPSHOT_DIR } from './kube-files.js';
-import { HIDDEN_DIR, OUTPUT_DIR, PREPARE_CONTAINER, SCORE_CONTAINER, STATUS_DIR, agentWrapper, hiddenAnnotation, prepareScript, preparesInPod, scoresInPod, scoringScript } from './kube-scoring.js';
+import {
+  HIDDEN_DIR,
+  OUTPUT_DIR,
+  PREPARE_CONTAINER,
+  SCORE_CONTAINER,
+  STATUS_DIR,
+  agentWrapper,
+  hiddenAnnotation,
+  prepareScript,
+  preparesInPod,
+  scoresInPod,
+  scoringScript,
+} from './kube-scoring.js';
 import { agentTaskJson, type RolloutSpec } from './spec.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 
@@ -21,14 +33,22 @@ const WORKSPACE = KUBE_WORKSPACE;
 
 /** A DNS-1123 Job name from the ids; the hash keeps names distinct after lower-casing and truncation. */
 export function jobName(ref: RolloutRef): string {
-  const hash = createHash('sha256').update(JSON.stringify([ref.runId, ref.iteration, ref.rolloutId, ref.attempt])).digest('hex').slice(0, 10);
+  const hash = createHash('sha256')
+    .update(JSON.stringify([ref.runId, ref.iteration, ref.rolloutId, ref.attempt]))
+    .digest('hex')
+    .slice(0, 10);
   const readable = `volt-${ref.runId}-${ref.iteration}-${ref.rolloutId}-a${ref.attempt}`
-    .toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-');
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-+/g, '-');
   return `${readable.slice(0, 63 - hash.length - 1).replace(/-+$/, '')}-${hash}`;
 }
 
 /** A label value (63 chars of [A-Za-z0-9_.-], alphanumeric at both ends) from an id; full ids go in annotations. */
-const labelValue = (v: string | number) => String(v).slice(0, 63).replace(/[^A-Za-z0-9]+$/, '');
+const labelValue = (v: string | number) =>
+  String(v)
+    .slice(0, 63)
+    .replace(/[^A-Za-z0-9]+$/, '');
 
 /**
  * The Job of one rollout attempt: never retried by Kubernetes (Volt retries infra failures as new attempts),
@@ -47,17 +67,28 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
     'volt.dev/attempt': labelValue(ref.attempt),
   };
   const annotations = {
-    'volt.dev/ref': JSON.stringify(ref), 'volt.dev/task-id': spec.taskId, 'volt.dev/group-id': spec.groupId, 'volt.dev/mode': spec.mode,
+    'volt.dev/ref': JSON.stringify(ref),
+    'volt.dev/task-id': spec.taskId,
+    'volt.dev/group-id': spec.groupId,
+    'volt.dev/mode': spec.mode,
   };
   const scoring = scoresInPod(spec);
   const env: V1EnvVar[] = Object.entries({
-    ...contractEnv(spec, { taskFile: `${TASK_DIR}/task.json`, ...(scoring ? { outputFile: `${OUTPUT_DIR}/output.txt` } : {}) }),
+    ...contractEnv(spec, {
+      taskFile: `${TASK_DIR}/task.json`,
+      ...(scoring ? { outputFile: `${OUTPUT_DIR}/output.txt` } : {}),
+    }),
     HOME: WORKSPACE,
     TMPDIR: '/tmp',
   }).map(([n, value]) => ({ name: n, value }));
   const containerSecurity: V1SecurityContext = {
-    runAsNonRoot: true, runAsUser: cfg.runAsUser, runAsGroup: cfg.runAsUser, allowPrivilegeEscalation: false,
-    readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' },
+    runAsNonRoot: true,
+    runAsUser: cfg.runAsUser,
+    runAsGroup: cfg.runAsUser,
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    capabilities: { drop: ['ALL'] },
+    seccompProfile: { type: 'RuntimeDefault' },
   };
   const agent: V1Container = {
     name: AGENT_CONTAINER,
@@ -73,14 +104,24 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
       { name: 'workspace', mountPath: WORKSPACE },
       { name: 'tmp', mountPath: '/tmp' },
       { name: 'task', mountPath: TASK_DIR, readOnly: true },
-      ...(scoring ? [{ name: 'out', mountPath: OUTPUT_DIR }, { name: 'status', mountPath: STATUS_DIR }] : []),
+      ...(scoring
+        ? [
+            { name: 'out', mountPath: OUTPUT_DIR },
+            { name: 'status', mountPath: STATUS_DIR },
+          ]
+        : []),
     ],
   };
   const hidden = Object.values(spec.hiddenFiles);
   const volumes: V1Volume[] = [
     { name: 'workspace', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
     { name: 'tmp', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
-    { name: 'task', downwardAPI: { items: [{ path: 'task.json', fieldRef: { fieldPath: `metadata.annotations['${TASK_ANNOTATION}']` } }] } },
+    {
+      name: 'task',
+      downwardAPI: {
+        items: [{ path: 'task.json', fieldRef: { fieldPath: `metadata.annotations['${TASK_ANNOTATION}']` } }],
+      },
+    },
   ];
   if (scoring) {
     volumes.push(
@@ -88,7 +129,15 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
       { name: 'status', emptyDir: { sizeLimit: '1Mi' } },
       { name: 'score-tmp', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
       // Mounted in the score container only: the agent's container never has the hidden files.
-      { name: 'hidden', downwardAPI: { items: hidden.map((_, i) => ({ path: `h${i}`, fieldRef: { fieldPath: `metadata.annotations['${hiddenAnnotation(i)}']` } })) } },
+      {
+        name: 'hidden',
+        downwardAPI: {
+          items: hidden.map((_, i) => ({
+            path: `h${i}`,
+            fieldRef: { fieldPath: `metadata.annotations['${hiddenAnnotation(i)}']` },
+          })),
+        },
+      },
     );
   }
   const prepares = preparesInPod(spec);
@@ -96,26 +145,40 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
   if (spec.reportFiles) volumes.push({ name: 'snap', emptyDir: { sizeLimit: '64Mi' } });
   const hiddenAnnotations = Object.fromEntries(hidden.map((text, i) => [hiddenAnnotation(i), text]));
   const first = prepares ? [preparer(spec, cfg, containerSecurity)] : [];
-  const steps = scoring ? { initContainers: [...first, agent], containers: [scorer(spec, cfg, containerSecurity, nonce)] }
-    : prepares ? { initContainers: first, containers: [agent] } : { containers: [agent] };
+  const steps = scoring
+    ? { initContainers: [...first, agent], containers: [scorer(spec, cfg, containerSecurity, nonce)] }
+    : prepares
+      ? { initContainers: first, containers: [agent] }
+      : { containers: [agent] };
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
     // The nonce lives on the Job, which the agent cannot read (no API token), not on the pod template it runs from.
-    metadata: { name, namespace: cfg.namespace, labels, annotations: scoring ? { ...annotations, [NONCE_ANNOTATION]: nonce } : annotations },
+    metadata: {
+      name,
+      namespace: cfg.namespace,
+      labels,
+      annotations: scoring ? { ...annotations, [NONCE_ANNOTATION]: nonce } : annotations,
+    },
     spec: {
       backoffLimit: 0,
       activeDeadlineSeconds: Math.max(1, Math.ceil(spec.timeoutMs / 1000)),
       ttlSecondsAfterFinished: cfg.ttlSecondsAfterFinished,
       template: {
-        metadata: { labels, annotations: { ...annotations, [TASK_ANNOTATION]: agentTaskJson(spec), ...hiddenAnnotations } },
+        metadata: {
+          labels,
+          annotations: { ...annotations, [TASK_ANNOTATION]: agentTaskJson(spec), ...hiddenAnnotations },
+        },
         spec: {
           restartPolicy: 'Never',
           automountServiceAccountToken: false,
           // Service links would put every Service's host/port of the namespace into the agent's env.
           enableServiceLinks: false,
           securityContext: {
-            runAsNonRoot: true, runAsUser: cfg.runAsUser, runAsGroup: cfg.runAsUser, fsGroup: cfg.runAsUser,
+            runAsNonRoot: true,
+            runAsUser: cfg.runAsUser,
+            runAsGroup: cfg.runAsUser,
+            fsGroup: cfg.runAsUser,
             seccompProfile: { type: 'RuntimeDefault' },
           },
           ...steps,
@@ -134,7 +197,11 @@ function preparer(spec: RolloutSpec, cfg: KubeRunnerConfig, securityContext: V1S
     imagePullPolicy: cfg.imagePullPolicy,
     command: ['/bin/sh', '-c', prepareScript(spec)],
     workingDir: WORKSPACE,
-    env: [{ name: 'HOME', value: WORKSPACE }, { name: 'TMPDIR', value: '/tmp' }, { name: 'LANG', value: 'C.UTF-8' }],
+    env: [
+      { name: 'HOME', value: WORKSPACE },
+      { name: 'TMPDIR', value: '/tmp' },
+      { name: 'LANG', value: 'C.UTF-8' },
+    ],
     resources: { requests: { ...cfg.resources.requests }, limits: { ...cfg.resources.limits } },
     securityContext,
     volumeMounts: [
@@ -146,14 +213,23 @@ function preparer(spec: RolloutSpec, cfg: KubeRunnerConfig, securityContext: V1S
 }
 
 /** The pod's scoring step: the agent's image, the same lock-down, the workdir, the hidden files and the checks. */
-function scorer(spec: RolloutSpec, cfg: KubeRunnerConfig, securityContext: V1SecurityContext, nonce: string): V1Container {
+function scorer(
+  spec: RolloutSpec,
+  cfg: KubeRunnerConfig,
+  securityContext: V1SecurityContext,
+  nonce: string,
+): V1Container {
   return {
     name: SCORE_CONTAINER,
     image: cfg.image,
     imagePullPolicy: cfg.imagePullPolicy,
     command: ['/bin/sh', '-c', scoringScript(spec, nonce)],
     workingDir: WORKSPACE,
-    env: [{ name: 'HOME', value: WORKSPACE }, { name: 'TMPDIR', value: '/tmp' }, { name: 'LANG', value: 'C.UTF-8' }],
+    env: [
+      { name: 'HOME', value: WORKSPACE },
+      { name: 'TMPDIR', value: '/tmp' },
+      { name: 'LANG', value: 'C.UTF-8' },
+    ],
     resources: { requests: { ...cfg.resources.requests }, limits: { ...cfg.resources.limits } },
     securityContext,
     volumeMounts: [

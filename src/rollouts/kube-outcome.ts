@@ -13,22 +13,39 @@ export interface KubeVerdict {
 
 /** Container states that never resolve by themselves: the image or the pod's config is broken, not the agent. */
 const STUCK_WAITING = new Set([
-  'ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError',
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'CreateContainerConfigError',
+  'CreateContainerError',
 ]);
 /** Pod-level reasons the cluster, not the agent, is to blame for. */
-const INFRA_POD_REASONS = new Set(['Evicted', 'NodeLost', 'Preempting', 'NodeShutdown', 'Terminated', 'UnexpectedAdmissionError', 'OutOfcpu', 'OutOfmemory']);
+const INFRA_POD_REASONS = new Set([
+  'Evicted',
+  'NodeLost',
+  'Preempting',
+  'NodeShutdown',
+  'Terminated',
+  'UnexpectedAdmissionError',
+  'OutOfcpu',
+  'OutOfmemory',
+]);
 
-const condition = (job: V1Job, type: string) => job.status?.conditions?.find((c) => c.type === type && c.status === 'True');
+const condition = (job: V1Job, type: string) =>
+  job.status?.conditions?.find((c) => c.type === type && c.status === 'True');
 /** The agent's container status: an init container when the pod has a scoring step. */
 const agentStatus = (pod: V1Pod) =>
-  pod.status?.initContainerStatuses?.find((c) => c.name === AGENT_CONTAINER)
-  ?? pod.status?.containerStatuses?.find((c) => c.name === AGENT_CONTAINER) ?? pod.status?.containerStatuses?.[0];
+  pod.status?.initContainerStatuses?.find((c) => c.name === AGENT_CONTAINER) ??
+  pod.status?.containerStatuses?.find((c) => c.name === AGENT_CONTAINER) ??
+  pod.status?.containerStatuses?.[0];
 
 /** Why the cluster failed a pod, if it did (eviction, lost node, preemption, broken image); else null. */
 function infraFailure(pod: V1Pod): string | null {
   const name = pod.metadata?.name ?? '?';
   const waiting = agentStatus(pod)?.state?.waiting;
-  if (waiting?.reason && STUCK_WAITING.has(waiting.reason)) return `pod ${name}: ${waiting.reason}: ${waiting.message ?? ''}`.trim();
+  if (waiting?.reason && STUCK_WAITING.has(waiting.reason))
+    return `pod ${name}: ${waiting.reason}: ${waiting.message ?? ''}`.trim();
   const reason = pod.status?.reason;
   if (reason && INFRA_POD_REASONS.has(reason)) return `pod ${name}: ${reason}: ${pod.status?.message ?? ''}`.trim();
   if (pod.status?.phase === 'Unknown') return `pod ${name}: phase Unknown (node lost)`;
@@ -47,19 +64,36 @@ export function classifyJob(job: V1Job, pods: V1Pod[]): KubeVerdict | null {
   if (failed?.reason === 'DeadlineExceeded') {
     return { outcome: 'timed_out', exitCode: null, detail: `Job deadline exceeded: ${failed.message ?? ''}`.trim() };
   }
-  if (condition(job, 'Complete') ?? condition(job, 'SuccessCriteriaMet')) return { outcome: 'succeeded', exitCode: 0, detail: null };
+  if (condition(job, 'Complete') ?? condition(job, 'SuccessCriteriaMet'))
+    return { outcome: 'succeeded', exitCode: 0, detail: null };
   for (const pod of pods) {
     const why = infraFailure(pod);
     if (why) return { outcome: 'infra_failed', exitCode: null, detail: why };
   }
   if (!failed) return null;
-  const prepare = pods.map((p) => p.status?.initContainerStatuses?.find((c) => c.name === PREPARE_CONTAINER)?.state?.terminated).find((t) => t && t.exitCode !== 0);
-  if (prepare) return { outcome: 'infra_failed', exitCode: null, detail: `the pod's prepare step (task setup) exited with ${prepare.exitCode}`, preparing: true };
+  const prepare = pods
+    .map((p) => p.status?.initContainerStatuses?.find((c) => c.name === PREPARE_CONTAINER)?.state?.terminated)
+    .find((t) => t && t.exitCode !== 0);
+  if (prepare)
+    return {
+      outcome: 'infra_failed',
+      exitCode: null,
+      detail: `the pod's prepare step (task setup) exited with ${prepare.exitCode}`,
+      preparing: true,
+    };
   // Only the Job's own Failed condition says why: a pod killed for the deadline also shows a non-zero exit.
   const terminated = pods.map((p) => agentStatus(p)?.state?.terminated).find((t) => t && t.exitCode !== 0);
   if (terminated) {
     const reason = terminated.reason && terminated.reason !== 'Error' ? ` (${terminated.reason})` : '';
-    return { outcome: 'agent_failed', exitCode: terminated.exitCode, detail: `agent exited with ${terminated.exitCode}${reason}` };
+    return {
+      outcome: 'agent_failed',
+      exitCode: terminated.exitCode,
+      detail: `agent exited with ${terminated.exitCode}${reason}`,
+    };
   }
-  return { outcome: 'infra_failed', exitCode: null, detail: `Job failed without an agent exit: ${failed.reason ?? ''} ${failed.message ?? ''}`.trim() };
+  return {
+    outcome: 'infra_failed',
+    exitCode: null,
+    detail: `Job failed without an agent exit: ${failed.reason ?? ''} ${failed.message ?? ''}`.trim(),
+  };
 }

@@ -4,11 +4,27 @@ import { keys } from '../storage/keys.js';
 import { parseKubeRunnerConfig, type KubeRunnerConfig, type KubeRunnerConfigInput } from './kube-config.js';
 import { JobPoller } from './kube-job-poller.js';
 import { AGENT_CONTAINER, KUBE_WORKSPACE, NONCE_ANNOTATION, buildRolloutJob, jobName } from './kube-job.js';
-import { PREPARE_CONTAINER, SCORE_CONTAINER, newNonce, parseScoringLog, podExec, scoresInPod, type PodScoring } from './kube-scoring.js';
+import {
+  PREPARE_CONTAINER,
+  SCORE_CONTAINER,
+  newNonce,
+  parseScoringLog,
+  podExec,
+  scoresInPod,
+  type PodScoring,
+} from './kube-scoring.js';
 import { classifyJob, type KubeVerdict } from './kube-outcome.js';
 import { uploadLogs } from './log-sink.js';
 import { Semaphore } from './semaphore.js';
-import { RolloutCancelledError, rolloutSpecSchema, type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunOptions } from './spec.js';
+import {
+  RolloutCancelledError,
+  rolloutSpecSchema,
+  type LogSink,
+  type RolloutRunner,
+  type RolloutSpec,
+  type RolloutSpecInput,
+  type RunOptions,
+} from './spec.js';
 import { TokenBucket } from './token-bucket.js';
 import type { RunnerResult } from '../contracts/rollout.js';
 
@@ -19,12 +35,13 @@ function apiError(what: string, e: unknown): string {
     let message = body;
     try {
       message = (JSON.parse(body) as { message?: string }).message ?? body;
-    } catch { /* not JSON: keep the raw body */ }
+    } catch {
+      /* not JSON: keep the raw body */
+    }
     return `${what}: HTTP ${e.code}: ${message}`;
   }
   return `${what}: ${(e as Error).message}`;
 }
-
 
 /** Runs each rollout attempt as one Kubernetes Job, polls it (shared LISTs) to an outcome, and keeps the pod's log. */
 export class KubeRunner implements RolloutRunner {
@@ -35,7 +52,11 @@ export class KubeRunner implements RolloutRunner {
   private readonly slots: Semaphore;
   private readonly poller: JobPoller;
 
-  constructor(kubeConfig: KubeConfig, config: KubeRunnerConfigInput, private readonly logs: LogSink) {
+  constructor(
+    kubeConfig: KubeConfig,
+    config: KubeRunnerConfigInput,
+    private readonly logs: LogSink,
+  ) {
     this.cfg = parseKubeRunnerConfig(config);
     this.batch = kubeConfig.makeApiClient(BatchV1Api);
     this.core = kubeConfig.makeApiClient(CoreV1Api);
@@ -75,24 +96,45 @@ export class KubeRunner implements RolloutRunner {
       let scoring: PodScoring | null = null;
       if (scoresInPod(spec) && (outcome === 'succeeded' || outcome === 'agent_failed')) {
         // The pod ended because its scoring step did: the agent's own status is in the step's log.
-        scoring = parseScoringLog((await this.fetchLog(pods, SCORE_CONTAINER, this.cfg.scoreLogLimitBytes)).toString('utf8'), spec, nonce);
-        if (!scoring) [outcome, exitCode, detail] = ['infra_failed', null, `the pod's scoring step did not report (${detail ?? outcome})`];
+        scoring = parseScoringLog(
+          (await this.fetchLog(pods, SCORE_CONTAINER, this.cfg.scoreLogLimitBytes)).toString('utf8'),
+          spec,
+          nonce,
+        );
+        if (!scoring)
+          [outcome, exitCode, detail] = [
+            'infra_failed',
+            null,
+            `the pod's scoring step did not report (${detail ?? outcome})`,
+          ];
         else {
           outputText = scoring.outputText;
           exitCode = scoring.agentExit;
-          [outcome, detail] = exitCode === 0 ? ['succeeded', null] : ['agent_failed', `agent exited with ${exitCode ?? 'no status'}`];
+          [outcome, detail] =
+            exitCode === 0 ? ['succeeded', null] : ['agent_failed', `agent exited with ${exitCode ?? 'no status'}`];
         }
       }
-      if (v.preparing) detail = `${detail ?? ''}: ${(await this.fetchLog(pods, PREPARE_CONTAINER)).toString('utf8').trim().slice(-500)}`;
+      if (v.preparing)
+        detail = `${detail ?? ''}: ${(await this.fetchLog(pods, PREPARE_CONTAINER)).toString('utf8').trim().slice(-500)}`;
       try {
         await uploadLogs(this.logs, spec.ref, log, Buffer.alloc(0));
       } catch (e) {
         [outcome, detail] = ['infra_failed', `log upload failed: ${(e as Error).message}`];
       }
       const result: RunnerResult = {
-        ref: spec.ref, taskId: spec.taskId, groupId: spec.groupId, mode: spec.mode, outcome, exitCode,
-        signal: null, durationMs: Math.round(performance.now() - started), outputText,
-        stdoutKey: keys.rolloutLog(spec.ref, 'stdout'), stderrKey: keys.rolloutLog(spec.ref, 'stderr'), detail, workdir: null,
+        ref: spec.ref,
+        taskId: spec.taskId,
+        groupId: spec.groupId,
+        mode: spec.mode,
+        outcome,
+        exitCode,
+        signal: null,
+        durationMs: Math.round(performance.now() - started),
+        outputText,
+        stdoutKey: keys.rolloutLog(spec.ref, 'stdout'),
+        stderrKey: keys.rolloutLog(spec.ref, 'stderr'),
+        detail,
+        workdir: null,
       };
       // The checks ran in the pod; the reward parts read their results as if they ran them now.
       if (scoring && outcome !== 'infra_failed') {
@@ -137,7 +179,11 @@ export class KubeRunner implements RolloutRunner {
         }
       }
       if (!verdict && performance.now() > giveUpAt) {
-        verdict = { outcome: 'timed_out', exitCode: null, detail: `Job ${name} did not finish within ${spec.timeoutMs} ms + slack` };
+        verdict = {
+          outcome: 'timed_out',
+          exitCode: null,
+          detail: `Job ${name} did not finish within ${spec.timeoutMs} ms + slack`,
+        };
       }
       if (verdict) {
         // Stuck, timed-out or broken Jobs are removed now; finished ones stay for ttlSecondsAfterFinished.
@@ -161,7 +207,11 @@ export class KubeRunner implements RolloutRunner {
   }
 
   /** The newest pod's agent log (stdout and stderr merged by Kubernetes), bounded; a note if unavailable. */
-  private async fetchLog(pods: V1Pod[], container = AGENT_CONTAINER, limitBytes = this.cfg.logLimitBytes): Promise<Buffer> {
+  private async fetchLog(
+    pods: V1Pod[],
+    container = AGENT_CONTAINER,
+    limitBytes = this.cfg.logLimitBytes,
+  ): Promise<Buffer> {
     const created = (p: V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
     const pod = [...pods].sort((a, b) => created(b) - created(a))[0];
     if (!pod?.metadata?.name) return Buffer.from('[volt: no pod was created]\n');
@@ -170,8 +220,14 @@ export class KubeRunner implements RolloutRunner {
       const head = Buffer.from(await this.core.readNamespacedPodLog({ ...read, limitBytes }));
       if (head.length < limitBytes) return head;
       // Cut off: the end (where errors usually are) comes from a second, tail-only read, like the local runner's.
-      const tail = Buffer.from(await this.core.readNamespacedPodLog({ ...read, tailLines: this.cfg.logTailLines, limitBytes }));
-      return Buffer.concat([head, Buffer.from(`\n[volt: log truncated after ${head.length} bytes; last ${this.cfg.logTailLines} lines follow]\n`), tail]);
+      const tail = Buffer.from(
+        await this.core.readNamespacedPodLog({ ...read, tailLines: this.cfg.logTailLines, limitBytes }),
+      );
+      return Buffer.concat([
+        head,
+        Buffer.from(`\n[volt: log truncated after ${head.length} bytes; last ${this.cfg.logTailLines} lines follow]\n`),
+        tail,
+      ]);
     } catch (e) {
       return Buffer.from(`[volt: ${apiError(`log of pod ${pod.metadata.name}`, e)}]\n`);
     }

@@ -16,7 +16,8 @@ const MAX_BYTES = 64 * 1024;
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** The pod runs a scoring step when the reward has checks over the workdir, reads its file hashes, or the task has hidden files. */
-export const scoresInPod = (spec: RolloutSpec) => spec.scoringCommands.length > 0 || Object.keys(spec.hiddenFiles).length > 0 || spec.reportFiles;
+export const scoresInPod = (spec: RolloutSpec) =>
+  spec.scoringCommands.length > 0 || Object.keys(spec.hiddenFiles).length > 0 || spec.reportFiles;
 /** The pod runs a prepare step before the agent for the task's setup and the files' hashes before the agent. */
 export const preparesInPod = (spec: RolloutSpec) => spec.setup !== null || spec.reportFiles;
 /** The checks' key: a check is its argv and its stdin. */
@@ -28,14 +29,22 @@ const checkKey = (argv: readonly string[], input: string | undefined) => JSON.st
  */
 export function prepareScript(spec: RolloutSpec): string {
   const lines = ['cd /workspace || exit 1'];
-  if (spec.setup) lines.push(`${spec.setup.map(quote).join(' ')} < /dev/null || { echo "volt: task setup failed with $?" >&2; exit 1; }`);
+  if (spec.setup)
+    lines.push(
+      `${spec.setup.map(quote).join(' ')} < /dev/null || { echo "volt: task setup failed with $?" >&2; exit 1; }`,
+    );
   if (spec.reportFiles) lines.push(`${snapshotScript} || { echo 'volt: listing the workdir failed' >&2; exit 1; }`);
   return lines.join('\n');
 }
 
 /** The agent's argv wrapped so its exit status is kept for the scoring step and the init container always ends 0. */
-export const agentWrapper = (command: readonly string[]) =>
-  ['/bin/sh', '-c', `"$@"; echo $? > ${STATUS_DIR}/agent-exit`, 'volt-agent', ...command];
+export const agentWrapper = (command: readonly string[]) => [
+  '/bin/sh',
+  '-c',
+  `"$@"; echo $? > ${STATUS_DIR}/agent-exit`,
+  'volt-agent',
+  ...command,
+];
 
 /**
  * The scoring step's shell script, run in the pod's second container after the agent's (init) container ended:
@@ -47,17 +56,30 @@ export function scoringScript(spec: RolloutSpec, nonce: string): string {
   const lines = ['cd /workspace || exit 1'];
   Object.keys(spec.hiddenFiles).forEach((rel, i) => {
     // Whatever the agent left on the path or its parents goes first, so nothing is written through its links.
-    const parents = rel.split('/').slice(0, -1).map((_, j, all) => all.slice(0, j + 1).join('/'));
-    for (const dir of parents) lines.push(`{ [ -d ${quote(dir)} ] && [ ! -L ${quote(dir)} ]; } || { rm -rf -- ${quote(dir)}; mkdir -- ${quote(dir)}; }`);
+    const parents = rel
+      .split('/')
+      .slice(0, -1)
+      .map((_, j, all) => all.slice(0, j + 1).join('/'));
+    for (const dir of parents)
+      lines.push(
+        `{ [ -d ${quote(dir)} ] && [ ! -L ${quote(dir)} ]; } || { rm -rf -- ${quote(dir)}; mkdir -- ${quote(dir)}; }`,
+      );
     lines.push(`rm -rf -- ${quote(rel)}; cat ${HIDDEN_DIR}/h${i} > ${quote(rel)}`);
   });
   lines.push(`echo "::${nonce} agent-exit $(cat ${STATUS_DIR}/agent-exit 2>/dev/null || echo none)"`);
-  lines.push(`echo "::${nonce} output-begin"; head -c ${MAX_BYTES} ${OUTPUT_DIR}/output.txt 2>/dev/null; echo; echo "::${nonce} output-end"`);
+  lines.push(
+    `echo "::${nonce} output-begin"; head -c ${MAX_BYTES} ${OUTPUT_DIR}/output.txt 2>/dev/null; echo; echo "::${nonce} output-end"`,
+  );
   spec.scoringCommands.forEach((c, i) => {
     const argv = c.argv.map(quote).join(' ');
     const stdin = c.input === undefined ? '< /dev/null' : `<<'VOLT_INPUT_${nonce}'\n${c.input}\nVOLT_INPUT_${nonce}`;
-    lines.push(`timeout ${Math.max(1, Math.ceil(c.timeoutMs / 1000))} ${argv} > /tmp/volt-score-${i} 2> /tmp/volt-score-${i}.err ${stdin}`, 'code=$?');
-    lines.push(`echo "::${nonce} begin ${i}"; head -c ${MAX_BYTES} /tmp/volt-score-${i}; echo; echo "::${nonce} stderr ${i}"`);
+    lines.push(
+      `timeout ${Math.max(1, Math.ceil(c.timeoutMs / 1000))} ${argv} > /tmp/volt-score-${i} 2> /tmp/volt-score-${i}.err ${stdin}`,
+      'code=$?',
+    );
+    lines.push(
+      `echo "::${nonce} begin ${i}"; head -c ${MAX_BYTES} /tmp/volt-score-${i}; echo; echo "::${nonce} stderr ${i}"`,
+    );
     lines.push(`head -c ${MAX_BYTES} /tmp/volt-score-${i}.err; echo; echo "::${nonce} end ${i} $code"`);
   });
   // After the hidden files are in place, as on the local runner (the guards leave them out).
@@ -83,11 +105,18 @@ export function parseScoringLog(log: string, spec: RolloutSpec, nonce: string): 
   const output = new RegExp(`::${nonce} output-begin\\n([\\s\\S]*?)\\n::${nonce} output-end`).exec(log);
   const outcomes = new Map<string, ProcessOutcome>();
   spec.scoringCommands.forEach((c, i) => {
-    const m = new RegExp(`::${nonce} begin ${i}\\n([\\s\\S]*?)\\n::${nonce} stderr ${i}\\n([\\s\\S]*?)\\n::${nonce} end ${i} (\\d+)`).exec(log);
+    const m = new RegExp(
+      `::${nonce} begin ${i}\\n([\\s\\S]*?)\\n::${nonce} stderr ${i}\\n([\\s\\S]*?)\\n::${nonce} end ${i} (\\d+)`,
+    ).exec(log);
     if (!m) return;
     const code = Number(m[3]);
     // timeout(1) exits 124 when it had to stop the check.
-    outcomes.set(checkKey(c.argv, c.input), { exitCode: code, timedOut: code === 124, stdout: m[1] ?? '', stderr: m[2] ?? '' });
+    outcomes.set(checkKey(c.argv, c.input), {
+      exitCode: code,
+      timedOut: code === 124,
+      stdout: m[1] ?? '',
+      stderr: m[2] ?? '',
+    });
   });
   const files = spec.reportFiles ? parseFilesReport(log, nonce) : null;
   if (spec.reportFiles && !files) return null;
@@ -103,7 +132,10 @@ export function parseScoringLog(log: string, spec: RolloutSpec, nonce: string): 
 export function podExec(scoring: PodScoring): RunInWorkdir {
   return (argv, opts) => {
     const outcome = scoring.outcomes.get(checkKey(argv, opts.input));
-    if (!outcome) return Promise.reject(new Error(`${JSON.stringify(argv)} was not run in the pod's scoring step (only rollout.scoringCommands are)`));
+    if (!outcome)
+      return Promise.reject(
+        new Error(`${JSON.stringify(argv)} was not run in the pod's scoring step (only rollout.scoringCommands are)`),
+      );
     return Promise.resolve(outcome);
   };
 }

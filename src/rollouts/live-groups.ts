@@ -53,7 +53,11 @@ export class LiveGroups {
         record.pgid = pgid;
         write();
         // The leader was just spawned, so its pid cannot have been reused yet.
-        if (pgid !== null) void startTicksOf(pgid).then((t) => ((record.startTicks = t), write()), () => undefined);
+        if (pgid !== null)
+          void startTicksOf(pgid).then(
+            (t) => ((record.startTicks = t), write()),
+            () => undefined,
+          );
       },
       close: async () => {
         closed = true;
@@ -78,7 +82,8 @@ export class LiveGroups {
       if (record.pgid !== null) {
         const leader = await startTicksOf(record.pgid);
         // A leader with another start time is an unrelated process that got the pid; a gone leader may leave its group.
-        if (leader === null || leader === record.startTicks || record.startTicks === null) signalGroup(record.pgid, 'SIGKILL');
+        if (leader === null || leader === record.startTicks || record.startTicks === null)
+          signalGroup(record.pgid, 'SIGKILL');
       }
       await killByEnv(`OPENAI_API_KEY=${record.token}`);
       try {

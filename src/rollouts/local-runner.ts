@@ -13,7 +13,16 @@ import { killByEnv } from './process-group.js';
 import { SandboxLauncher, resolveProgram, sandboxError, type AttemptSandbox } from './sandbox-launch.js';
 import { checkSandbox } from './sandbox-probe.js';
 import { Semaphore } from './semaphore.js';
-import { RolloutCancelledError, agentTaskJson, rolloutSpecSchema, type LogSink, type RolloutRunner, type RolloutSpec, type RolloutSpecInput, type RunOptions } from './spec.js';
+import {
+  RolloutCancelledError,
+  agentTaskJson,
+  rolloutSpecSchema,
+  type LogSink,
+  type RolloutRunner,
+  type RolloutSpec,
+  type RolloutSpecInput,
+  type RunOptions,
+} from './spec.js';
 
 export interface LocalRunnerOptions {
   /** Attempts live under `<root>/<run>/<iteration>/<rollout>/attempt-N`, e.g. `<dataDir>/rollouts`. */
@@ -42,7 +51,8 @@ export interface LocalRunnerOptions {
   pidsCgroup?: string | null | 'auto';
 }
 
-type Options = Required<Omit<LocalRunnerOptions, 'root' | 'logs' | 'liveGroups'>> & Pick<LocalRunnerOptions, 'root' | 'logs' | 'liveGroups'>;
+type Options = Required<Omit<LocalRunnerOptions, 'root' | 'logs' | 'liveGroups'>> &
+  Pick<LocalRunnerOptions, 'root' | 'logs' | 'liveGroups'>;
 
 /**
  * The embedded runner: each attempt is a local process group in a fresh directory, inside a bubblewrap sandbox
@@ -56,11 +66,26 @@ export class LocalRunner implements RolloutRunner {
 
   constructor(options: LocalRunnerOptions) {
     this.o = {
-      concurrency: 4, killGraceMs: 5000, drainMs: 2000, headBytes: 64 * 1024, tailBytes: 64 * 1024,
-      maxOutputBytes: 64 * 1024, parentEnv: process.env, hide: [], readOnly: [process.cwd()], pidsCgroup: 'auto', ...options,
+      concurrency: 4,
+      killGraceMs: 5000,
+      drainMs: 2000,
+      headBytes: 64 * 1024,
+      tailBytes: 64 * 1024,
+      maxOutputBytes: 64 * 1024,
+      parentEnv: process.env,
+      hide: [],
+      readOnly: [process.cwd()],
+      pidsCgroup: 'auto',
+      ...options,
     };
     this.slots = new Semaphore(this.o.concurrency);
-    this.sandbox = new SandboxLauncher({ root: this.o.root, hide: this.o.hide, readOnly: this.o.readOnly, parentEnv: this.o.parentEnv, pidsCgroup: this.o.pidsCgroup });
+    this.sandbox = new SandboxLauncher({
+      root: this.o.root,
+      hide: this.o.hide,
+      readOnly: this.o.readOnly,
+      parentEnv: this.o.parentEnv,
+      pidsCgroup: this.o.pidsCgroup,
+    });
   }
 
   /** Stops the gateway forwarders (the worker's shutdown); attempts still running lose their gateway. */
@@ -91,26 +116,50 @@ export class LocalRunner implements RolloutRunner {
   }
 
   async release(runId: string, iteration: number, rolloutIds: readonly string[]): Promise<void> {
-    for (const rolloutId of rolloutIds) await rm(this.rolloutDir(runId, iteration, rolloutId), { recursive: true, force: true });
+    for (const rolloutId of rolloutIds)
+      await rm(this.rolloutDir(runId, iteration, rolloutId), { recursive: true, force: true });
   }
 
   /** Every attempt of a rollout lives under one directory; the ids pass assertId, so none can leave the root. */
   private rolloutDir(runId: string, iteration: number, rolloutId: string): string {
-    return path.join(this.o.root, assertId('run', runId), String(iteration).padStart(6, '0'), assertId('rollout', rolloutId));
+    return path.join(
+      this.o.root,
+      assertId('run', runId),
+      String(iteration).padStart(6, '0'),
+      assertId('rollout', rolloutId),
+    );
   }
 
   private async attempt(
-    spec: RolloutSpec, identity: Omit<AttemptSandbox, 'cgroup'> | null, signal: AbortSignal, options: RunOptions,
+    spec: RolloutSpec,
+    identity: Omit<AttemptSandbox, 'cgroup'> | null,
+    signal: AbortSignal,
+    options: RunOptions,
   ): Promise<RunnerResult> {
     const { ref } = spec;
     const base = path.join(this.rolloutDir(ref.runId, ref.iteration, ref.rolloutId), `attempt-${ref.attempt}`);
     const workdir = path.join(base, 'work');
     const files = { taskFile: path.join(base, 'task.json'), outputFile: path.join(base, 'output.txt') };
-    const result = (outcome: RolloutOutcome, p: Partial<AgentProcessResult>, detail: string | null, outputText: string | null) => ({
-      ref, taskId: spec.taskId, groupId: spec.groupId, mode: spec.mode, outcome,
-      exitCode: p.exitCode ?? null, signal: p.signal ?? null, durationMs: p.durationMs ?? 0, outputText,
-      stdoutKey: keys.rolloutLog(ref, 'stdout'), stderrKey: keys.rolloutLog(ref, 'stderr'), detail,
-      workdir: spec.keepWorkdir ? workdir : null, sandbox: spec.sandbox,
+    const result = (
+      outcome: RolloutOutcome,
+      p: Partial<AgentProcessResult>,
+      detail: string | null,
+      outputText: string | null,
+    ) => ({
+      ref,
+      taskId: spec.taskId,
+      groupId: spec.groupId,
+      mode: spec.mode,
+      outcome,
+      exitCode: p.exitCode ?? null,
+      signal: p.signal ?? null,
+      durationMs: p.durationMs ?? 0,
+      outputText,
+      stdoutKey: keys.rolloutLog(ref, 'stdout'),
+      stderrKey: keys.rolloutLog(ref, 'stderr'),
+      detail,
+      workdir: spec.keepWorkdir ? workdir : null,
+      sandbox: spec.sandbox,
     });
     let sandbox: AttemptSandbox | null = null;
     const cleanup = async () => {
@@ -135,9 +184,17 @@ export class LocalRunner implements RolloutRunner {
       throw new RolloutCancelledError(ref, signal.reason);
     }
     // Inside the sandbox a missing program is an exit status, not a spawn error: find it first, as spawn would.
-    if (sandbox && !(await resolveProgram(spec.agent.command[0] as string, this.o.parentEnv.PATH ?? '', spec.agent.cwd ?? workdir))) {
+    if (
+      sandbox &&
+      !(await resolveProgram(spec.agent.command[0] as string, this.o.parentEnv.PATH ?? '', spec.agent.cwd ?? workdir))
+    ) {
       await cleanup();
-      return result('infra_failed', {}, `spawn ${spec.agent.command[0]} failed: ENOENT (not found, or not on PATH)`, null);
+      return result(
+        'infra_failed',
+        {},
+        `spawn ${spec.agent.command[0]} failed: ENOENT (not found, or not on PATH)`,
+        null,
+      );
     }
     const env = localAgentEnv(spec, this.o.parentEnv, files);
     let command: readonly string[] = spec.agent.command;
@@ -147,11 +204,21 @@ export class LocalRunner implements RolloutRunner {
       await cleanup();
       return result('infra_failed', {}, `sandbox setup failed: ${(e as Error).message}`, null);
     }
-    const live = await this.o.liveGroups?.open(spec.gateway.token, `${ref.runId}/${ref.iteration}/${ref.rolloutId}/attempt-${ref.attempt}`);
+    const live = await this.o.liveGroups?.open(
+      spec.gateway.token,
+      `${ref.runId}/${ref.iteration}/${ref.rolloutId}/attempt-${ref.attempt}`,
+    );
     const proc = await runAgentProcess({
-      command, cwd: spec.agent.cwd ?? workdir, env,
-      timeoutMs: spec.timeoutMs, killGraceMs: this.o.killGraceMs, drainMs: this.o.drainMs, signal,
-      headBytes: this.o.headBytes, tailBytes: this.o.tailBytes, onSpawn: (pgid) => live?.spawned(pgid),
+      command,
+      cwd: spec.agent.cwd ?? workdir,
+      env,
+      timeoutMs: spec.timeoutMs,
+      killGraceMs: this.o.killGraceMs,
+      drainMs: this.o.drainMs,
+      signal,
+      headBytes: this.o.headBytes,
+      tailBytes: this.o.tailBytes,
+      onSpawn: (pgid) => live?.spawned(pgid),
     });
     // Whoever still holds the agent's pipes left its session (setsid); find it by this attempt's token.
     const escaped = proc.pipesHeld ? await killByEnv(`OPENAI_API_KEY=${spec.gateway.token}`) : [];
@@ -168,13 +235,25 @@ export class LocalRunner implements RolloutRunner {
       throw new RolloutCancelledError(ref, signal.reason);
     }
     const final = ((): RunnerResult => {
-      if (proc.spawnError) return result('infra_failed', proc, `spawn ${spec.agent.command[0]} failed: ${proc.spawnError.message}`, null);
+      if (proc.spawnError)
+        return result('infra_failed', proc, `spawn ${spec.agent.command[0]} failed: ${proc.spawnError.message}`, null);
       if (uploadError) return result('infra_failed', proc, `log upload failed: ${uploadError.message}`, outputText);
       if (proc.timedOut) return result('timed_out', proc, `timed out after ${spec.timeoutMs} ms`, outputText);
       const sandboxFailure = sandbox && proc.exitCode !== 0 ? sandboxError(proc.exitCode, proc.stderr) : null;
       if (sandboxFailure) return result('infra_failed', proc, sandboxFailure, outputText);
-      if (proc.exitCode === 0) return result('succeeded', proc, escaped.length ? `killed escaped processes ${escaped.join(', ')}` : null, outputText);
-      return result('agent_failed', proc, proc.signal ? `agent killed by ${proc.signal}` : `agent exited with ${proc.exitCode}`, outputText);
+      if (proc.exitCode === 0)
+        return result(
+          'succeeded',
+          proc,
+          escaped.length ? `killed escaped processes ${escaped.join(', ')}` : null,
+          outputText,
+        );
+      return result(
+        'agent_failed',
+        proc,
+        proc.signal ? `agent killed by ${proc.signal}` : `agent exited with ${proc.exitCode}`,
+        outputText,
+      );
     })();
     try {
       // The agent and everything it started are gone (its pid namespace, or its reaped group): its files are final.

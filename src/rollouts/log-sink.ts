@@ -24,7 +24,11 @@ export const LOG_UPLOAD_PATIENCE_MS = 60_000;
  * for up to `patienceMs`: an agent that finished during a short outage keeps its attempt instead of running again.
  */
 export async function uploadLogs(
-  sink: LogSink, ref: RolloutRef, stdout: Uint8Array, stderr: Uint8Array, patienceMs = LOG_UPLOAD_PATIENCE_MS,
+  sink: LogSink,
+  ref: RolloutRef,
+  stdout: Uint8Array,
+  stderr: Uint8Array,
+  patienceMs = LOG_UPLOAD_PATIENCE_MS,
 ): Promise<void> {
   const deadline = Date.now() + patienceMs;
   await putPatiently(sink, keys.rolloutLog(ref, 'stdout'), stdout, deadline);

@@ -10,7 +10,10 @@ const PARENT = 'volt-rollouts';
 
 /** Mount points of the cgroup hierarchies that have the pids controller, with this process's cgroup in each. */
 async function pidsHierarchies(): Promise<{ dir: string; v2: boolean }[]> {
-  const [mounts, own] = await Promise.all([readFile('/proc/self/mounts', 'utf8'), readFile('/proc/self/cgroup', 'utf8')]);
+  const [mounts, own] = await Promise.all([
+    readFile('/proc/self/mounts', 'utf8'),
+    readFile('/proc/self/cgroup', 'utf8'),
+  ]);
   const found: { dir: string; v2: boolean }[] = [];
   for (const line of mounts.split('\n')) {
     const [, mountPoint, type, options] = line.split(' ');
@@ -18,7 +21,11 @@ async function pidsHierarchies(): Promise<{ dir: string; v2: boolean }[]> {
     if (type === 'cgroup2') {
       const self = /^0::(.*)$/m.exec(own)?.[1];
       const dir = self === undefined ? null : path.join(mountPoint, self);
-      if (dir && (await readFile(path.join(dir, 'cgroup.controllers'), 'utf8').catch(() => '')).split(/\s+/).includes('pids')) found.push({ dir, v2: true });
+      if (
+        dir &&
+        (await readFile(path.join(dir, 'cgroup.controllers'), 'utf8').catch(() => '')).split(/\s+/).includes('pids')
+      )
+        found.push({ dir, v2: true });
     } else if (type === 'cgroup' && options.split(',').includes('pids')) {
       const self = /^\d+:(?:[^:]*,)?pids(?:,[^:]*)?:(.*)$/m.exec(own)?.[1];
       if (self !== undefined) found.push({ dir: path.join(mountPoint, self), v2: false });
@@ -46,7 +53,8 @@ export async function findPidsCgroupRoot(): Promise<PidsCgroupRoot> {
     try {
       await mkdir(parent, { recursive: true });
       // v2: a child gets pids.max only when its parent delegates the controller (not possible in a cgroup with processes).
-      if (v2 && !(await exists(path.join(parent, 'pids.max')))) await writeFile(path.join(dir, 'cgroup.subtree_control'), '+pids');
+      if (v2 && !(await exists(path.join(parent, 'pids.max'))))
+        await writeFile(path.join(dir, 'cgroup.subtree_control'), '+pids');
       if (v2) await writeFile(path.join(parent, 'cgroup.subtree_control'), '+pids');
       if (!(await exists(path.join(parent, 'pids.max')))) throw new Error('it has no pids.max');
       await removeAbandoned(parent);
@@ -58,7 +66,11 @@ export async function findPidsCgroupRoot(): Promise<PidsCgroupRoot> {
   return { dir: null, reason: `no writable pids cgroup (${why.join('; ')})` };
 }
 
-const exists = (file: string) => access(file).then(() => true, () => false);
+const exists = (file: string) =>
+  access(file).then(
+    () => true,
+    () => false,
+  );
 
 /** Attempt cgroups a killed worker left behind (named after its pid, now gone); busy or foreign ones stay. */
 async function removeAbandoned(parent: string): Promise<void> {
@@ -103,7 +115,8 @@ export class PidsCgroup {
     try {
       await writeFile(path.join(dir, 'pids.max'), String(limits.total));
       // v2 (every cgroup has cgroup.subtree_control): the children get pids.max only once the attempt delegates it.
-      if (await exists(path.join(dir, 'cgroup.subtree_control'))) await writeFile(path.join(dir, 'cgroup.subtree_control'), '+pids');
+      if (await exists(path.join(dir, 'cgroup.subtree_control')))
+        await writeFile(path.join(dir, 'cgroup.subtree_control'), '+pids');
       for (const slot of SLOTS) await mkdir(path.join(dir, slot));
       await writeFile(path.join(dir, 'agent', 'pids.max'), String(limits.agent));
     } catch (e) {
@@ -121,7 +134,13 @@ export class PidsCgroup {
   /** argv prefix that moves the process into the sandbox slot and execs the rest, so every descendant is counted. */
   enter(command: readonly string[]): string[] {
     const fail = `{ echo '${SANDBOX_FAILED_MARK} joining the pids cgroup failed' >&2; exit ${SANDBOX_FAILED_EXIT}; }`;
-    return ['/bin/sh', '-c', `echo $$ > "$0/cgroup.procs" || ${fail}; exec "$@"`, path.join(this.dir, 'sandbox'), ...command];
+    return [
+      '/bin/sh',
+      '-c',
+      `echo $$ > "$0/cgroup.procs" || ${fail}; exec "$@"`,
+      path.join(this.dir, 'sandbox'),
+      ...command,
+    ];
   }
 
   /** Kills what is left in it (normally nothing: the pid namespace went with the agent) and removes it; false if it stays busy. */
@@ -146,7 +165,9 @@ async function removeCgroup(dir: string): Promise<boolean> {
     for (const pid of pids) {
       try {
         process.kill(Number(pid), 'SIGKILL');
-      } catch { /* exited meanwhile */ }
+      } catch {
+        /* exited meanwhile */
+      }
     }
     await sleep(20);
   }

@@ -22,16 +22,24 @@ export interface ProcInfo {
 /** Every process visible in /proc, read from /proc/<pid>/stat (Linux only). */
 export async function listProcesses(): Promise<ProcInfo[]> {
   const pids = (await readdir('/proc')).filter((d) => /^\d+$/.test(d));
-  const infos = await Promise.all(pids.map(async (pid) => {
-    try {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-      // The command name may contain spaces and parentheses, so fields are counted after the last ')'.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return { pid: Number(pid), state: fields[0] ?? '?', ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]) };
-    } catch {
-      return null; // exited while we were reading
-    }
-  }));
+  const infos = await Promise.all(
+    pids.map(async (pid) => {
+      try {
+        const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+        // The command name may contain spaces and parentheses, so fields are counted after the last ')'.
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return {
+          pid: Number(pid),
+          state: fields[0] ?? '?',
+          ppid: Number(fields[1]),
+          pgid: Number(fields[2]),
+          sid: Number(fields[3]),
+        };
+      } catch {
+        return null; // exited while we were reading
+      }
+    }),
+  );
   return infos.filter((p): p is ProcInfo => p !== null);
 }
 
@@ -47,19 +55,23 @@ export async function survivorsOf(pgid: number): Promise<ProcInfo[]> {
 export async function killByEnv(entry: string): Promise<number[]> {
   const needle = Buffer.from(`\0${entry}\0`);
   const pids = (await readdir('/proc')).filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid);
-  const found = await Promise.all(pids.map(async (pid) => {
-    try {
-      const environ = Buffer.concat([Buffer.from('\0'), await readFile(`/proc/${pid}/environ`)]);
-      return environ.includes(needle) ? Number(pid) : null;
-    } catch {
-      return null; // gone, or another user's process
-    }
-  }));
+  const found = await Promise.all(
+    pids.map(async (pid) => {
+      try {
+        const environ = Buffer.concat([Buffer.from('\0'), await readFile(`/proc/${pid}/environ`)]);
+        return environ.includes(needle) ? Number(pid) : null;
+      } catch {
+        return null; // gone, or another user's process
+      }
+    }),
+  );
   const hits = found.filter((p): p is number => p !== null);
   for (const pid of hits) {
     try {
       process.kill(pid, 'SIGKILL');
-    } catch { /* exited meanwhile */ }
+    } catch {
+      /* exited meanwhile */
+    }
   }
   return hits;
 }

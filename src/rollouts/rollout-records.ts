@@ -29,23 +29,32 @@ export interface PriorOutcomes {
  * record still at that attempt runs again; a record already past it was written by an earlier try of this launch.
  */
 export async function priorOutcomes(
-  store: Pick<RolloutRecordStore, 'getJsonOrNull'>, runId: string, iteration: number,
-  jobs: readonly RolloutJob[], rerun: readonly { rolloutId: string; attempt: number }[],
+  store: Pick<RolloutRecordStore, 'getJsonOrNull'>,
+  runId: string,
+  iteration: number,
+  jobs: readonly RolloutJob[],
+  rerun: readonly { rolloutId: string; attempt: number }[],
 ): Promise<PriorOutcomes> {
   const rerunAt = new Map(rerun.map((r) => [r.rolloutId, r.attempt]));
   const reads = new Semaphore(READ_CONCURRENCY);
-  const records = await Promise.all(jobs.map(async (job) => {
-    const release = await reads.acquire();
-    try {
-      return await store.getJsonOrNull(keys.rolloutOutcome(runId, iteration, job.rolloutId), rolloutOutcomeRecordSchema);
-    } finally {
-      release();
-    }
-  }));
+  const records = await Promise.all(
+    jobs.map(async (job) => {
+      const release = await reads.acquire();
+      try {
+        return await store.getJsonOrNull(
+          keys.rolloutOutcome(runId, iteration, job.rolloutId),
+          rolloutOutcomeRecordSchema,
+        );
+      } finally {
+        release();
+      }
+    }),
+  );
   const result: PriorOutcomes = { reused: new Map(), pending: [] };
   for (const [i, job] of jobs.entries()) {
     const record = records[i];
-    if (record && rerunAt.get(job.rolloutId) === record.final.ref.attempt) result.pending.push({ ...job, earlier: record.attempts });
+    if (record && rerunAt.get(job.rolloutId) === record.final.ref.attempt)
+      result.pending.push({ ...job, earlier: record.attempts });
     else if (record) result.reused.set(job.rolloutId, record);
     else result.pending.push(job);
   }
@@ -53,7 +62,12 @@ export async function priorOutcomes(
 }
 
 /** The attempt number after every attempt this rollout ever started (a crash leaves a started marker behind). */
-export async function nextAttempt(store: Pick<RolloutRecordStore, 'list'>, runId: string, iteration: number, rolloutId: string): Promise<number> {
+export async function nextAttempt(
+  store: Pick<RolloutRecordStore, 'list'>,
+  runId: string,
+  iteration: number,
+  rolloutId: string,
+): Promise<number> {
   let next = 0;
   for await (const o of store.list(keys.rolloutAttempts(runId, iteration, rolloutId))) {
     const m = /attempt-(\d+)\//.exec(o.key);

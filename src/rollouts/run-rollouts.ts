@@ -2,7 +2,13 @@ import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { RunConfig } from '../config/run.js';
 import type { PolicyRef } from '../contracts/policy.js';
-import { rolloutOutcomeRecordSchema, rolloutStartedSchema, type ProtectedSnapshot, type RolloutOutcomeRecord, type WorkdirScore } from '../contracts/rollout-outcome.js';
+import {
+  rolloutOutcomeRecordSchema,
+  rolloutStartedSchema,
+  type ProtectedSnapshot,
+  type RolloutOutcomeRecord,
+  type WorkdirScore,
+} from '../contracts/rollout-outcome.js';
 import { runnerResultSchema, type RolloutRef, type RunnerResult } from '../contracts/rollout.js';
 import type { Task } from '../contracts/task.js';
 import type { GatewayAdminClient } from '../gateway/admin-client.js';
@@ -52,7 +58,9 @@ export interface RunRolloutsDeps {
  * rollout id. Every job has settled before this rejects, so nothing keeps running behind a retry.
  */
 export async function runRollouts(
-  input: RunRolloutsInput, deps: RunRolloutsDeps, opts: { signal: AbortSignal; onRecord?: (record: RolloutOutcomeRecord) => void },
+  input: RunRolloutsInput,
+  deps: RunRolloutsDeps,
+  opts: { signal: AbortSignal; onRecord?: (record: RolloutOutcomeRecord) => void },
 ): Promise<Map<string, RolloutOutcomeRecord>> {
   const { config, iteration, mode, policy } = input;
   // Every waiting and running rollout listens on the activity's one signal (each removes its listeners when done):
@@ -64,22 +72,26 @@ export async function runRollouts(
   // A pod scores with its image's Python, in its own /workspace; the local runner with the worker's.
   const kube = config.rollouts.runner === 'kubernetes' ? config.rollouts.kubernetes : undefined;
   const python = kube ? kube.python : deps.python;
-  const settled = await Promise.allSettled(input.jobs.map(async (job) => {
-    const release = await slots.acquire(opts.signal);
-    try {
-      const record = await runOne(job);
-      opts.onRecord?.(record);
-      return record;
-    } finally {
-      release();
-    }
-  }));
+  const settled = await Promise.allSettled(
+    input.jobs.map(async (job) => {
+      const release = await slots.acquire(opts.signal);
+      try {
+        const record = await runOne(job);
+        opts.onRecord?.(record);
+        return record;
+      } finally {
+        release();
+      }
+    }),
+  );
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
-  return new Map(settled.map((s) => {
-    const record = (s as PromiseFulfilledResult<RolloutOutcomeRecord>).value;
-    return [record.rolloutId, record];
-  }));
+  return new Map(
+    settled.map((s) => {
+      const record = (s as PromiseFulfilledResult<RolloutOutcomeRecord>).value;
+      return [record.rolloutId, record];
+    }),
+  );
 
   async function runOne(job: RolloutJob): Promise<RolloutOutcomeRecord> {
     const runId = config.runId;
@@ -116,10 +128,21 @@ export async function runRollouts(
         register: async (ref: RolloutRef, previous?: RunnerResult) => {
           // Only a failure on the model side can mean a restarted model server; a failed task setup needs no re-serving.
           if (previous?.upstreamFailures) await deps.servePolicy?.(policy, opts.signal);
-          await deps.store.putJson(keys.rolloutStarted(ref), { startedAt: new Date().toISOString(), policy: policy.name }, rolloutStartedSchema);
+          await deps.store.putJson(
+            keys.rolloutStarted(ref),
+            { startedAt: new Date().toISOString(), policy: policy.name },
+            rolloutStartedSchema,
+          );
           // Configs recorded before budgets existed have none: unbounded, as they ran.
           const budget = config.agent.budget ?? null;
-          const { token, baseUrl } = await deps.gateway.register({ ...ref, mode, policyModel: policy.name, sampling: input.sampling, promptOverlay: input.promptOverlay, budget });
+          const { token, baseUrl } = await deps.gateway.register({
+            ...ref,
+            mode,
+            policyModel: policy.name,
+            sampling: input.sampling,
+            promptOverlay: input.promptOverlay,
+            budget,
+          });
           return { token, baseUrl };
         },
         prepareWorkdir: async (workdir) => {
@@ -129,7 +152,16 @@ export async function runRollouts(
         filesBefore: async (files) => Object.assign(snapshots, await prepareReward(config.reward, files)),
         afterAgent: async (workdir, result, exec, files) => {
           const evidence = evidenceFromSpans(result, [], { workdir, snapshots });
-          workdirScores.set(result.ref.attempt, await scoreWorkdirParts(config.reward, task, evidence, { python, env: deps.env, signal: opts.signal, exec, files }));
+          workdirScores.set(
+            result.ref.attempt,
+            await scoreWorkdirParts(config.reward, task, evidence, {
+              python,
+              env: deps.env,
+              signal: opts.signal,
+              exec,
+              files,
+            }),
+          );
         },
       },
     );
@@ -140,7 +172,10 @@ export async function runRollouts(
       taskId: job.taskId,
       groupId: job.groupId,
       final,
-      attempts: [...(job.earlier ?? []), ...attempts.map((a) => ({ attempt: a.ref.attempt, outcome: a.outcome, detail: a.detail }))],
+      attempts: [
+        ...(job.earlier ?? []),
+        ...attempts.map((a) => ({ attempt: a.ref.attempt, outcome: a.outcome, detail: a.detail })),
+      ],
       snapshots,
       workdirScores: workdirScores.get(final.ref.attempt),
     };

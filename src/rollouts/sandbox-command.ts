@@ -38,7 +38,8 @@ export interface SandboxCommandOptions {
   agentCgroupProcs?: string | null;
 }
 
-const inside = (dir: string, parent: string) => dir === parent || dir.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
+const inside = (dir: string, parent: string) =>
+  dir === parent || dir.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
 
 /**
  * argv that runs one agent in a bubblewrap sandbox: new user, pid, net, ipc, uts and cgroup namespaces; the whole
@@ -57,8 +58,19 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
   // Moving into the agent slot needs the host's cgroup namespace: cgroup v2 refuses a move to a cgroup outside the
   // writer's namespace root, which an unshared namespace would put at the sandbox slot. The sandbox still sees the
   // cgroup tree read-only (/sys is), as it would with its own namespace.
-  const namespaces = agentProcs === null ? ['--unshare-all'] : ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts'];
-  argv.push('bwrap', ...namespaces, '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), '--cap-drop', 'ALL');
+  const namespaces =
+    agentProcs === null ? ['--unshare-all'] : ['--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts'];
+  argv.push(
+    'bwrap',
+    ...namespaces,
+    '--unshare-user',
+    '--uid',
+    String(SANDBOX_UID),
+    '--gid',
+    String(SANDBOX_UID),
+    '--cap-drop',
+    'ALL',
+  );
   argv.push('--die-with-parent', '--new-session', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
   // /run holds host unix sockets (a net namespace does not cover those), so it is replaced too.
   const hidden = [...new Set(['/tmp', '/run', '/var/tmp', ...o.hide.map((d) => path.resolve(d))])];
@@ -69,7 +81,8 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
     if (hidden.some((h) => inside(dir, h))) argv.push('--ro-bind', dir, dir);
   }
   // A readOnly dir may contain a hidden one (the data dir inside the repo): hide it again on top.
-  for (const dir of hidden) if (o.readOnly.some((r) => inside(dir, path.resolve(r)) && dir !== path.resolve(r))) argv.push('--tmpfs', dir);
+  for (const dir of hidden)
+    if (o.readOnly.some((r) => inside(dir, path.resolve(r)) && dir !== path.resolve(r))) argv.push('--tmpfs', dir);
   argv.push('--bind', o.attemptDir, o.attemptDir);
   if (o.gatewaySocket !== null) argv.push('--ro-bind', o.gatewaySocket, SANDBOX_GATEWAY_SOCKET);
   if (agentProcs !== null) argv.push('--bind', agentProcs, SANDBOX_AGENT_PROCS);
@@ -77,7 +90,11 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
   for (const dir of hidden) if (dir !== '/tmp' && dir !== '/run') argv.push('--remount-ro', dir);
   argv.push('--chdir', o.cwd);
   const hexPort = o.gatewayPort.toString(16).toUpperCase().padStart(4, '0');
-  const limits = [`--data=${o.limits.memoryMb * 1024 * 1024}`, `--nproc=${o.limits.processes}`, `--nofile=${o.limits.openFiles}`];
+  const limits = [
+    `--data=${o.limits.memoryMb * 1024 * 1024}`,
+    `--nproc=${o.limits.processes}`,
+    `--nofile=${o.limits.openFiles}`,
+  ];
   if (o.limits.cpuSec !== null) limits.push(`--cpu=${o.limits.cpuSec}`);
   // The scoring step: no forwarder, so the net namespace has nothing but its own loopback.
   if (o.gatewaySocket === null) {
@@ -94,7 +111,9 @@ export function sandboxCommand(o: SandboxCommandOptions): string[] {
     `  kill -0 $fwd 2>/dev/null || ${fail('exited')}`,
     `  i=$((i+1)); [ $i -gt 5000 ] && ${fail('did not start')}`,
     'done',
-    ...(agentProcs === null ? [] : [`echo 0 > ${SANDBOX_AGENT_PROCS} || ${failed('joining the agent pids cgroup failed')}`]),
+    ...(agentProcs === null
+      ? []
+      : [`echo 0 > ${SANDBOX_AGENT_PROCS} || ${failed('joining the agent pids cgroup failed')}`]),
     `exec prlimit ${limits.join(' ')} -- "$@"`,
   ].join('\n');
   argv.push('/bin/sh', '-c', script, 'volt-sandbox', ...o.command);

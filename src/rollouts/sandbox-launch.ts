@@ -48,12 +48,20 @@ export class SandboxLauncher {
   }
 
   /** The attempt's pids cgroup (when the identity has a root for one) and the attempt dir handed to its uid. */
-  async prepare(identity: Omit<AttemptSandbox, 'cgroup'>, spec: RolloutSpec, attemptDir: string): Promise<AttemptSandbox> {
+  async prepare(
+    identity: Omit<AttemptSandbox, 'cgroup'>,
+    spec: RolloutSpec,
+    attemptDir: string,
+  ): Promise<AttemptSandbox> {
     await this.user.handOver(attemptDir, identity);
     // The agent gets its limit in a slot of its own; the sandbox's processes (bwrap, socat) get their pids on top.
-    const cgroup = identity.cgroupRoot === null
-      ? null
-      : await PidsCgroup.create(identity.cgroupRoot, { total: spec.limits.processes + SANDBOX_OWN_PIDS, agent: spec.limits.processes });
+    const cgroup =
+      identity.cgroupRoot === null
+        ? null
+        : await PidsCgroup.create(identity.cgroupRoot, {
+            total: spec.limits.processes + SANDBOX_OWN_PIDS,
+            agent: spec.limits.processes,
+          });
     return { ...identity, cgroup };
   }
 
@@ -67,17 +75,32 @@ export class SandboxLauncher {
   }
 
   /** The agent's argv in its sandbox, with the env's gateway URLs pointed at the forwarder inside. */
-  async agentCommand(spec: RolloutSpec, sandbox: AttemptSandbox, attemptDir: string, workdir: string, env: Record<string, string>): Promise<string[]> {
+  async agentCommand(
+    spec: RolloutSpec,
+    sandbox: AttemptSandbox,
+    attemptDir: string,
+    workdir: string,
+    env: Record<string, string>,
+  ): Promise<string[]> {
     const url = new URL(spec.gateway.baseUrl);
     const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
     const gatewaySocket = await this.forwarders.socketFor(url.hostname.replace(/^\[|\]$/g, ''), port);
     // Inside, the gateway is at 127.0.0.1 on its own port: the same URLs whenever the gateway is on loopback.
     const innerPort = sandboxGatewayPort(port);
     const inner = `${url.protocol}//127.0.0.1:${innerPort}`;
-    for (const [name, value] of Object.entries(env)) if (value.startsWith(`${url.origin}/`)) env[name] = inner + value.slice(url.origin.length);
+    for (const [name, value] of Object.entries(env))
+      if (value.startsWith(`${url.origin}/`)) env[name] = inner + value.slice(url.origin.length);
     const command = sandboxCommand({
-      command: spec.agent.command, cwd: spec.agent.cwd ?? workdir, attemptDir, hide: this.hidden(), readOnly: sandbox.readOnly,
-      gatewaySocket, gatewayPort: innerPort, limits: spec.limits, dropToNobody: sandbox.dropToNobody, agentCgroupProcs: sandbox.cgroup?.agentProcs ?? null,
+      command: spec.agent.command,
+      cwd: spec.agent.cwd ?? workdir,
+      attemptDir,
+      hide: this.hidden(),
+      readOnly: sandbox.readOnly,
+      gatewaySocket,
+      gatewayPort: innerPort,
+      limits: spec.limits,
+      dropToNobody: sandbox.dropToNobody,
+      agentCgroupProcs: sandbox.cgroup?.agentProcs ?? null,
     });
     return sandbox.cgroup ? sandbox.cgroup.enter(command) : command;
   }
@@ -95,10 +118,20 @@ export class SandboxLauncher {
       // The check's interpreter may sit where nobody cannot reach: then it runs as the worker's uid, under the cgroup.
       const identity = await this.user.identity(readOnly);
       const command = sandboxCommand({
-        command: argv, cwd: workdir, attemptDir, hide: this.hidden(), readOnly,
-        gatewaySocket: null, gatewayPort: 0, limits: spec.limits, dropToNobody: identity.dropToNobody,
+        command: argv,
+        cwd: workdir,
+        attemptDir,
+        hide: this.hidden(),
+        readOnly,
+        gatewaySocket: null,
+        gatewayPort: 0,
+        limits: spec.limits,
+        dropToNobody: identity.dropToNobody,
       });
-      const outcome = await runProcess(sandbox.cgroup ? sandbox.cgroup.enter(command) : command, { ...opts, cwd: workdir });
+      const outcome = await runProcess(sandbox.cgroup ? sandbox.cgroup.enter(command) : command, {
+        ...opts,
+        cwd: workdir,
+      });
       const failure = sandboxError(outcome.exitCode, Buffer.from(outcome.stderr));
       if (failure) throw new Error(failure);
       return outcome;
@@ -123,17 +156,28 @@ export class SandboxLauncher {
 export function sandboxError(exitCode: number | null, stderr: Buffer): string | null {
   const text = stderr.toString('utf8');
   const at = text.indexOf(SANDBOX_FAILED_MARK);
-  if (exitCode === SANDBOX_FAILED_EXIT && at >= 0) return `sandbox failed: ${text.slice(at + SANDBOX_FAILED_MARK.length).split('\n')[0]?.trim()}`;
+  if (exitCode === SANDBOX_FAILED_EXIT && at >= 0)
+    return `sandbox failed: ${text
+      .slice(at + SANDBOX_FAILED_MARK.length)
+      .split('\n')[0]
+      ?.trim()}`;
   return text.startsWith('bwrap: ') ? `sandbox failed: ${text.split('\n')[0]}` : null;
 }
 
 /** The real path of a program (looked up on PATH when bare), or null when it cannot be found. */
 export async function resolveProgram(program: string, searchPath: string, cwd: string): Promise<string | null> {
-  const candidates = program.includes('/') ? [path.resolve(cwd, program)] : searchPath.split(':').filter(Boolean).map((d) => path.join(d, program));
+  const candidates = program.includes('/')
+    ? [path.resolve(cwd, program)]
+    : searchPath
+        .split(':')
+        .filter(Boolean)
+        .map((d) => path.join(d, program));
   for (const candidate of candidates) {
     try {
       return await realpath(candidate);
-    } catch { /* not here */ }
+    } catch {
+      /* not here */
+    }
   }
   return null;
 }

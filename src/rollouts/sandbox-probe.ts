@@ -29,9 +29,25 @@ export function checkSandbox(dropToNobody: boolean): Promise<void> {
         throw new SandboxUnavailableError(`${tool} is not on PATH`);
       }
     }
-    const prefix = dropToNobody ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all'] : [];
+    const prefix = dropToNobody
+      ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all']
+      : [];
     try {
-      await run(prefix[0] ?? 'bwrap', [...prefix.slice(1), ...(prefix.length ? ['bwrap'] : []), '--unshare-all', '--ro-bind', '/', '/', '--proc', '/proc', 'true'], { timeout: 10_000 });
+      await run(
+        prefix[0] ?? 'bwrap',
+        [
+          ...prefix.slice(1),
+          ...(prefix.length ? ['bwrap'] : []),
+          '--unshare-all',
+          '--ro-bind',
+          '/',
+          '/',
+          '--proc',
+          '/proc',
+          'true',
+        ],
+        { timeout: 10_000 },
+      );
     } catch (e) {
       const stderr = String((e as { stderr?: string }).stderr ?? (e as Error).message).trim();
       throw new SandboxUnavailableError(`a test sandbox failed (${stderr || 'no output'})`);

@@ -16,6 +16,12 @@ export const rolloutLimitsSchema = z.strictObject({
   /** Open file descriptors per process (RLIMIT_NOFILE). */
   openFiles: z.number().int().min(16).max(1_048_576).default(1024),
   /** CPU seconds per process (RLIMIT_CPU); null: bounded only by the agent's timeout. */
-  cpuSec: z.number().int().positive().max(7 * 24 * 3600).nullable().default(null),
+  cpuSec: z
+    .number()
+    .int()
+    .positive()
+    .max(7 * 24 * 3600)
+    .nullable()
+    .default(null),
 });
 export type RolloutLimits = z.output<typeof rolloutLimitsSchema>;

@@ -22,7 +22,10 @@ export class SandboxUser {
   private cgroups: Promise<PidsCgroupRoot> | null = null;
 
   /** `pidsCgroup`: 'auto' finds one (pids-cgroup.ts); a directory uses that one; null never uses one. */
-  constructor(private readonly root: string, private readonly pidsCgroup: string | null | 'auto') {}
+  constructor(
+    private readonly root: string,
+    private readonly pidsCgroup: string | null | 'auto',
+  ) {}
 
   /** Throws SandboxUnavailableError when the process limit could not be held: retrying cannot fix the machine. */
   async identity(readOnly: readonly string[]): Promise<SandboxIdentity> {
@@ -46,7 +49,8 @@ export class SandboxUser {
   }
 
   private cgroupRoot(): Promise<PidsCgroupRoot> {
-    if (this.pidsCgroup === null) return Promise.resolve({ dir: null, reason: 'the runner was built without a pids cgroup' });
+    if (this.pidsCgroup === null)
+      return Promise.resolve({ dir: null, reason: 'the runner was built without a pids cgroup' });
     if (this.pidsCgroup !== 'auto') return Promise.resolve({ dir: this.pidsCgroup });
     this.cgroups ??= findPidsCgroupRoot();
     return this.cgroups;
@@ -58,9 +62,12 @@ export class SandboxUser {
     const check = (dir: string) => {
       let known = this.traversable.get(dir);
       if (!known) {
-        known = dir === this.root
-          ? mkdir(dir, { recursive: true }).then(() => chmod(dir, 0o711)).then(() => traversableByOthers(dir))
-          : traversableByOthers(dir).catch(() => false);
+        known =
+          dir === this.root
+            ? mkdir(dir, { recursive: true })
+                .then(() => chmod(dir, 0o711))
+                .then(() => traversableByOthers(dir))
+            : traversableByOthers(dir).catch(() => false);
         this.traversable.set(dir, known);
       }
       return known;

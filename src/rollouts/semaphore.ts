@@ -4,7 +4,8 @@ export class Semaphore {
   private readonly waiters: (() => void)[] = [];
 
   constructor(readonly limit: number) {
-    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`concurrency must be an integer >= 1, got ${limit}`);
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new RangeError(`concurrency must be an integer >= 1, got ${limit}`);
   }
 
   get inUse(): number {

@@ -25,7 +25,17 @@ const envName = z
 
 /** Variables an agent gets from the worker's environment unless the spec names its own list. */
 export const DEFAULT_ENV_ALLOW_LIST: readonly string[] = Object.freeze([
-  'PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'TERM', 'USER', 'LOGNAME', 'SHELL',
+  'PATH',
+  'HOME',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TZ',
+  'TMPDIR',
+  'TERM',
+  'USER',
+  'LOGNAME',
+  'SHELL',
 ]);
 
 /** One rollout attempt, as the rollout activity hands it to a runner. Serialisable (goes through Temporal). */
@@ -43,7 +53,10 @@ export const rolloutSpecSchema = z.object({
   taskInput: z.record(z.string(), z.unknown()),
   agent: z.object({
     // argv: the program must be named; later arguments may be empty strings (`node -e ''`).
-    command: z.array(z.string()).min(1).refine((a) => a[0] !== '', { message: 'the program (argv[0]) must not be empty', path: [0] }),
+    command: z
+      .array(z.string())
+      .min(1)
+      .refine((a) => a[0] !== '', { message: 'the program (argv[0]) must not be empty', path: [0] }),
     /** Working directory of the agent process; the fresh per-attempt workdir when absent. */
     cwd: z.string().min(1).optional(),
   }),
@@ -67,12 +80,16 @@ export const rolloutSpecSchema = z.object({
    * The reward's checks over the workdir, for runners that cannot run them on demand after the agent (Kubernetes
    * runs them in the pod's scoring step); the local runner runs whatever the reward asks instead.
    */
-  scoringCommands: z.array(z.object({
-    argv: z.array(z.string().min(1)).min(1),
-    timeoutMs: z.number().int().positive(),
-    /** What the check reads on stdin (sqlite_state's queries). */
-    input: z.string().optional(),
-  })).default([]),
+  scoringCommands: z
+    .array(
+      z.object({
+        argv: z.array(z.string().min(1)).min(1),
+        timeoutMs: z.number().int().positive(),
+        /** What the check reads on stdin (sqlite_state's queries). */
+        input: z.string().optional(),
+      }),
+    )
+    .default([]),
   /** The task's setup argv, for runners that build the workdir where the agent runs (a pod); locally prepareWorkdir runs it. */
   setup: z.array(z.string().min(1)).min(1).nullable().default(null),
   /** Report the workdir's file hashes before and after the agent (protected files, guards) when it is not on this host. */
@@ -90,7 +107,12 @@ export type PrepareWorkdir = (workdir: string, spec: RolloutSpec) => Promise<unk
  * file-reading rewards are scored, through `exec`, which runs a check in the attempt's own sandbox, and `files`,
  * the workdir's files as the runner reported them when they are not on this host.
  */
-export type AfterAgent = (workdir: string, result: RunnerResult, exec: RunInWorkdir, files?: WorkdirFiles) => Promise<unknown>;
+export type AfterAgent = (
+  workdir: string,
+  result: RunnerResult,
+  exec: RunInWorkdir,
+  files?: WorkdirFiles,
+) => Promise<unknown>;
 
 export interface RunOptions {
   prepareWorkdir?: PrepareWorkdir;

@@ -13,9 +13,15 @@ export async function runTaskSetup(task: Task, workdir: string, baseDir: string,
   if (!task.setup) return;
   const [command, ...args] = resolveAgentCommand(task.setup.command, baseDir);
   try {
-    await run(command!, args, { cwd: workdir, timeout: timeoutMs, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: workdir } });
+    await run(command!, args, {
+      cwd: workdir,
+      timeout: timeoutMs,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: workdir },
+    });
   } catch (err) {
     const e = err as { stderr?: string; message: string };
-    throw new Error(`task ${task.id} setup ${JSON.stringify(task.setup.command)} failed: ${(e.stderr || e.message).trim().slice(0, 500)}`);
+    throw new Error(
+      `task ${task.id} setup ${JSON.stringify(task.setup.command)} failed: ${(e.stderr || e.message).trim().slice(0, 500)}`,
+    );
   }
 }

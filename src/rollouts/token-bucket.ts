@@ -6,7 +6,10 @@ export class TokenBucket {
   private last: number;
   private queue: Promise<void> = Promise.resolve();
 
-  constructor(readonly perSecond: number, readonly burst: number) {
+  constructor(
+    readonly perSecond: number,
+    readonly burst: number,
+  ) {
     if (!(perSecond > 0) || !Number.isInteger(burst) || burst < 1) {
       throw new RangeError(`token bucket needs perSecond > 0 and an integer burst >= 1, got ${perSecond}, ${burst}`);
     }

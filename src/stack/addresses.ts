@@ -4,7 +4,8 @@ import { loopbackHost, splitHostPort } from './ports.js';
 /** An http://127.0.0.1:<port> URL from the environment; the local stack needs an explicit loopback port. */
 function loopbackUrl(value: string, envVar: string) {
   const url = new URL(value);
-  if (url.protocol !== 'http:' || !url.port) throw new Error(`${envVar}: the local stack needs http://127.0.0.1:<port>, got ${value}`);
+  if (url.protocol !== 'http:' || !url.port)
+    throw new Error(`${envVar}: the local stack needs http://127.0.0.1:<port>, got ${value}`);
   const host = loopbackHost(url.hostname, envVar);
   return { host, port: Number(url.port), url: `http://${host}:${url.port}` };
 }

@@ -25,7 +25,8 @@ export function childVoltEnv(env: VoltEnv): Record<string, string> {
   return { ...vars, VOLT_DATA_DIR: env.dataDir, VOLT_MODEL_CACHE_DIR: env.modelCacheDir, VOLT_PYTHON: pythonPath(env) };
 }
 
-export const httpOk = (url: string) => fetch(url, { signal: AbortSignal.timeout(5_000) }).then(async (r) => (await r.body?.cancel(), r.ok));
+export const httpOk = (url: string) =>
+  fetch(url, { signal: AbortSignal.timeout(5_000) }).then(async (r) => (await r.body?.cancel(), r.ok));
 
 export const modelServerAnswers = (url: string) => httpOk(`${url}/v1/models`);
 export const gatewayAnswers = (url: string) => httpOk(`${url}/healthz`);
@@ -40,7 +41,10 @@ export interface AppServiceOptions {
 /** Checked before `up` starts anything, so a missing venv does not leave half a stack behind. */
 export function assertPythonExists(env: VoltEnv): void {
   const python = pythonPath(env);
-  if (!fs.existsSync(python)) throw new Error(`VOLT_PYTHON: ${python} does not exist; run \`make setup\` or point VOLT_PYTHON at the venv's python`);
+  if (!fs.existsSync(python))
+    throw new Error(
+      `VOLT_PYTHON: ${python} does not exist; run \`make setup\` or point VOLT_PYTHON at the venv's python`,
+    );
 }
 
 /** `python -m volt_trainer.serve` on host:port; the first start dequantises the GGUF into modelCacheDir (~20 s). */
@@ -52,13 +56,28 @@ export async function startModelServer(o: AppServiceOptions): Promise<ServiceRec
     name: 'model-server',
     dataDir: o.env.dataDir,
     command: python,
-    args: ['-m', 'volt_trainer.serve', '--model', 'smollm2-135m-instruct', '--host', o.host, '--port', String(o.port), '--data-dir', o.env.modelCacheDir],
+    args: [
+      '-m',
+      'volt_trainer.serve',
+      '--model',
+      'smollm2-135m-instruct',
+      '--host',
+      o.host,
+      '--port',
+      String(o.port),
+      '--data-dir',
+      o.env.modelCacheDir,
+    ],
     address: url,
     env: { ...childVoltEnv(o.env), HF_HUB_OFFLINE: '1' },
     cwd: REPO_ROOT,
     detached: o.detached,
   });
-  await waitUntilReady(`model server at ${url}`, () => modelServerAnswers(url), { child, logFile: record.logFile, timeoutMs: MODEL_SERVER_READY_MS });
+  await waitUntilReady(`model server at ${url}`, () => modelServerAnswers(url), {
+    child,
+    logFile: record.logFile,
+    timeoutMs: MODEL_SERVER_READY_MS,
+  });
   return record;
 }
 
@@ -76,7 +95,11 @@ export async function startGateway(o: AppServiceOptions): Promise<ServiceRecord>
     cwd: REPO_ROOT,
     detached: o.detached,
   });
-  await waitUntilReady(`gateway at ${url}`, () => gatewayAnswers(url), { child, logFile: record.logFile, timeoutMs: GATEWAY_READY_MS });
+  await waitUntilReady(`gateway at ${url}`, () => gatewayAnswers(url), {
+    child,
+    logFile: record.logFile,
+    timeoutMs: GATEWAY_READY_MS,
+  });
   return record;
 }
 
@@ -84,7 +107,11 @@ export async function startGateway(o: AppServiceOptions): Promise<ServiceRecord>
 export const workerAddress = (temporalAddress: string) => `volt-cpu, volt-gpu on ${temporalAddress}`;
 
 /** `volt worker --queue all`; ready once Temporal lists it (by its pid-based identity) as a poller on both queues. */
-export async function startWorker(o: { env: VoltEnv; temporalAddress: string; detached: boolean }): Promise<ServiceRecord> {
+export async function startWorker(o: {
+  env: VoltEnv;
+  temporalAddress: string;
+  detached: boolean;
+}): Promise<ServiceRecord> {
   const { record, child } = spawnService({
     name: 'worker',
     dataDir: o.env.dataDir,

@@ -4,7 +4,6 @@ import { isOurProcess, readRecord, removeRecord, stopProcess, type ServiceRecord
 import { httpAnswers, waitUntilReady } from './readiness.js';
 import { SERVICES, stackServices, type ServiceName, type StackService } from './stack-services.js';
 
-
 export interface ServiceStatus {
   name: ServiceName;
   state: 'running' | 'stopped';
@@ -30,16 +29,23 @@ function runningRecord(env: VoltEnv, name: ServiceName): ServiceRecord | null {
 function assertRunsWhereConfigured(r: ServiceRecord, s: StackService): void {
   if (r.address === s.address && (s.uiUrl === undefined || r.uiUrl === s.uiUrl)) return;
   const where = [r.address, r.uiUrl].filter(Boolean).join(' + ');
-  throw new Error(`${r.name} already runs at ${where} (pid ${r.pid}) but ${s.envVars} now say ${[s.address, s.uiUrl].filter(Boolean).join(' + ')}; run \`volt down\` first`);
+  throw new Error(
+    `${r.name} already runs at ${where} (pid ${r.pid}) but ${s.envVars} now say ${[s.address, s.uiUrl].filter(Boolean).join(' + ')}; run \`volt down\` first`,
+  );
 }
 
-const selected = (env: VoltEnv, only?: readonly ServiceName[]) => stackServices(env).filter((s) => !only || only.includes(s.name));
+const selected = (env: VoltEnv, only?: readonly ServiceName[]) =>
+  stackServices(env).filter((s) => !only || only.includes(s.name));
 
 /**
  * Starts, in order, whatever of `only` (default: all) is not already running, detached so it outlives the CLI,
  * each once the one before is ready; `onReady` hears of each service as soon as it is.
  */
-export async function upStack(env: VoltEnv, only?: readonly ServiceName[], onReady?: (s: ServiceStatus) => void): Promise<ServiceStatus[]> {
+export async function upStack(
+  env: VoltEnv,
+  only?: readonly ServiceName[],
+  onReady?: (s: ServiceStatus) => void,
+): Promise<ServiceStatus[]> {
   const services = selected(env, only);
   const found = new Map(services.map((s) => [s.name, runningRecord(env, s.name)] as const));
   for (const s of services) {
@@ -56,11 +62,20 @@ export async function upStack(env: VoltEnv, only?: readonly ServiceName[], onRea
   for (const s of services) {
     const running = found.get(s.name) ?? null;
     // A service found running may still be starting (a concurrent `up`): report it only once it answers.
-    if (running) await waitUntilReady(`${s.name} at ${s.address}`, () => s.ready(running), { logFile: running.logFile, timeoutMs: s.readyTimeoutMs });
+    if (running)
+      await waitUntilReady(`${s.name} at ${s.address}`, () => s.ready(running), {
+        logFile: running.logFile,
+        timeoutMs: s.readyTimeoutMs,
+      });
     const record = running ?? (await s.start());
     const status: ServiceStatus = {
-      name: s.name, state: 'running', pid: record.pid, address: record.address, ...(record.uiUrl ? { uiUrl: record.uiUrl } : {}),
-      answering: true, action: running ? 'already running' : 'started',
+      name: s.name,
+      state: 'running',
+      pid: record.pid,
+      address: record.address,
+      ...(record.uiUrl ? { uiUrl: record.uiUrl } : {}),
+      answering: true,
+      action: running ? 'already running' : 'started',
     };
     onReady?.(status);
     results.push(status);
@@ -87,10 +102,17 @@ export async function stackStatus(env: VoltEnv, only?: readonly ServiceName[]): 
     selected(env, only).map(async (s): Promise<ServiceStatus> => {
       const record = runningRecord(env, s.name);
       const uiUrl = record?.uiUrl ?? s.uiUrl;
-      const [answering, uiAnswering] = await Promise.all([probe(() => s.answers(record)), uiUrl ? probe(() => httpAnswers(uiUrl)) : undefined]);
+      const [answering, uiAnswering] = await Promise.all([
+        probe(() => s.answers(record)),
+        uiUrl ? probe(() => httpAnswers(uiUrl)) : undefined,
+      ]);
       return {
-        name: s.name, state: record ? 'running' : 'stopped', pid: record?.pid ?? null, address: s.address,
-        ...(uiUrl ? { uiUrl, uiAnswering } : {}), answering,
+        name: s.name,
+        state: record ? 'running' : 'stopped',
+        pid: record?.pid ?? null,
+        address: s.address,
+        ...(uiUrl ? { uiUrl, uiAnswering } : {}),
+        answering,
       };
     }),
   );

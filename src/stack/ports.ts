@@ -8,7 +8,9 @@ export class PortInUseError extends Error {
     readonly port: number,
     readonly envVar: string,
   ) {
-    super(`${service}: port ${port} on ${host} is already in use; stop whatever holds it or set ${envVar} to a free port`);
+    super(
+      `${service}: port ${port} on ${host} is already in use; stop whatever holds it or set ${envVar} to a free port`,
+    );
     this.name = 'PortInUseError';
   }
 }
@@ -46,7 +48,8 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
 export function splitHostPort(address: string): { host: string; port: number } {
   const at = address.lastIndexOf(':');
   const port = Number(address.slice(at + 1));
-  if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`expected host:port, got ${JSON.stringify(address)}`);
+  if (at <= 0 || !Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(`expected host:port, got ${JSON.stringify(address)}`);
   return { host: address.slice(0, at), port };
 }
 

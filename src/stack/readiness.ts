@@ -20,7 +20,9 @@ export async function waitUntilReady(
       await sleep(150);
     }
     const why = exited ?? `did not answer within ${opts.timeoutMs ?? 60_000} ms`;
-    throw new Error(`${what} ${why}${opts.logFile ? `; last log lines (${opts.logFile}):\n${logTail(opts.logFile)}` : ''}`);
+    throw new Error(
+      `${what} ${why}${opts.logFile ? `; last log lines (${opts.logFile}):\n${logTail(opts.logFile)}` : ''}`,
+    );
   } finally {
     opts.child?.off('exit', onExit);
   }

@@ -25,10 +25,17 @@ function readJson(file: string): unknown {
 }
 
 /** The dev-server flags and Volt's search attributes, as checked into temporal-config/. */
-export function loadTemporalConfig(): { server: Readonly<DevServerConfig>; searchAttributes: Readonly<SearchAttributes> } {
+export function loadTemporalConfig(): {
+  server: Readonly<DevServerConfig>;
+  searchAttributes: Readonly<SearchAttributes>;
+} {
   return {
     server: parseFrozen(devServerSchema, readJson('dev-server.json'), 'temporal-config/dev-server.json'),
-    searchAttributes: parseFrozen(searchAttributesSchema, readJson('search-attributes.json'), 'temporal-config/search-attributes.json'),
+    searchAttributes: parseFrozen(
+      searchAttributesSchema,
+      readJson('search-attributes.json'),
+      'temporal-config/search-attributes.json',
+    ),
   };
 }
 
@@ -53,6 +60,7 @@ export function devServerArgs(o: DevServerArgsOptions): string[] {
   }
   for (const ns of new Set([...server.namespaces, o.namespace])) if (ns !== 'default') args.push('--namespace', ns);
   for (const [name, type] of Object.entries(searchAttributes)) args.push('--search-attribute', `${name}=${type}`);
-  for (const [key, value] of Object.entries(server.dynamicConfig)) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  for (const [key, value] of Object.entries(server.dynamicConfig))
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   return args;
 }

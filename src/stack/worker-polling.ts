@@ -22,7 +22,11 @@ export async function workerPolls(address: string, namespace: string, identity?:
   const connection = await Connection.connect({ address, connectTimeout: 5_000 });
   try {
     for (const { queue, type } of POLLED) {
-      const res = await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: queue }, taskQueueType: type });
+      const res = await connection.workflowService.describeTaskQueue({
+        namespace,
+        taskQueue: { name: queue },
+        taskQueueType: type,
+      });
       const fresh = (res.pollers ?? []).filter((p) => {
         const seconds = Number(p.lastAccessTime?.seconds ?? 0);
         return Date.now() - seconds * 1000 < FRESH_MS && (identity === undefined || p.identity === identity);

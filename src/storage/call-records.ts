@@ -23,8 +23,22 @@ export function isCallRecord(line: string): boolean {
  */
 export type SpanMeta = Pick<
   Span,
-  | 'spanId' | 'runId' | 'iteration' | 'rolloutId' | 'attempt' | 'seq' | 'mode' | 'endpoint' | 'stream'
-  | 'startedAt' | 'firstByteAt' | 'endedAt' | 'durationMs' | 'request' | 'promptOverlay' | 'error'
+  | 'spanId'
+  | 'runId'
+  | 'iteration'
+  | 'rolloutId'
+  | 'attempt'
+  | 'seq'
+  | 'mode'
+  | 'endpoint'
+  | 'stream'
+  | 'startedAt'
+  | 'firstByteAt'
+  | 'endedAt'
+  | 'durationMs'
+  | 'request'
+  | 'promptOverlay'
+  | 'error'
 > & {
   api: NonNullable<Span['api']>;
   /** servedBy's fallback when the answer names no model. */

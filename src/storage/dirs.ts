@@ -23,16 +23,22 @@ export async function putDirContentAddressed(store: ObjectStore, dir: string): P
   if (await store.stat(manifestKey)) return { sha256, prefix, files, reused: true };
   for (const f of files) {
     const put = await store.putFile(assertKey(`${prefix}${f.path}`), path.join(dir, ...f.path.split('/')));
-    if (put.sha256 !== f.sha256) throw new ObjectStoreError(`putDirContentAddressed: ${f.path} changed while uploading`, put.key);
+    if (put.sha256 !== f.sha256)
+      throw new ObjectStoreError(`putDirContentAddressed: ${f.path} changed while uploading`, put.key);
   }
   await store.putJson(manifestKey, { sha256, files }, dirManifestSchema);
   return { sha256, prefix, files, reused: false };
 }
 
 /** Download every object under a prefix into a directory, keeping the relative layout. */
-export async function getDir(store: ObjectStore, prefix: string, dir: string): Promise<{ files: { path: string; size: number }[] }> {
+export async function getDir(
+  store: ObjectStore,
+  prefix: string,
+  dir: string,
+): Promise<{ files: { path: string; size: number }[] }> {
   assertKey(prefix, { prefix: true });
-  if (!prefix.endsWith('/')) throw new ObjectStoreError(`getDir needs a prefix ending in '/', got ${JSON.stringify(prefix)}`, prefix);
+  if (!prefix.endsWith('/'))
+    throw new ObjectStoreError(`getDir needs a prefix ending in '/', got ${JSON.stringify(prefix)}`, prefix);
   const root = path.resolve(dir);
   const files: { path: string; size: number }[] = [];
   for await (const o of store.list(prefix)) {
@@ -53,7 +59,11 @@ export async function getCheckpoint(store: ObjectStore, sha256: string, dir: str
     const target = path.join(path.resolve(dir), ...assertKey(f.path).split('/'));
     await store.getFile(`${prefix}${f.path}`, target);
     const got = await sha256File(target);
-    if (got.sha256 !== f.sha256) throw new ObjectStoreError(`checkpoint ${sha256}: ${f.path} has sha256 ${got.sha256}, manifest says ${f.sha256}`, `${prefix}${f.path}`);
+    if (got.sha256 !== f.sha256)
+      throw new ObjectStoreError(
+        `checkpoint ${sha256}: ${f.path} has sha256 ${got.sha256}, manifest says ${f.sha256}`,
+        `${prefix}${f.path}`,
+      );
   }
   return manifest;
 }

@@ -58,7 +58,10 @@ export function isStoreUnreachable(err: unknown): boolean {
 }
 
 /** Map a minio/network error from operation `op` on `key` to one of the typed errors above. */
-export function toStoreError(err: unknown, ctx: { op: string; bucket: string; endpoint: string; key: string | null }): Error {
+export function toStoreError(
+  err: unknown,
+  ctx: { op: string; bucket: string; endpoint: string; key: string | null },
+): Error {
   if (err instanceof ObjectStoreError) return err;
   const code = (err as { code?: unknown } | null)?.code;
   if (code === 'NoSuchBucket') return new BucketNotFoundError(ctx.bucket, { cause: err });
@@ -66,10 +69,19 @@ export function toStoreError(err: unknown, ctx: { op: string; bucket: string; en
     return new ObjectNotFoundError(ctx.bucket, ctx.key, { cause: err });
   }
   const message = err instanceof Error ? err.message : String(err);
-  if (typeof code === 'string' && NETWORK.has(code)) return new ObjectStoreUnavailableError(ctx.endpoint, `${code} during ${ctx.op}`, { cause: err });
+  if (typeof code === 'string' && NETWORK.has(code))
+    return new ObjectStoreUnavailableError(ctx.endpoint, `${code} during ${ctx.op}`, { cause: err });
   if (code === 'InvalidAccessKeyId' || code === 'SignatureDoesNotMatch' || code === 'AccessDenied') {
-    return new ObjectStoreUnavailableError(ctx.endpoint, `${code} during ${ctx.op} (check VOLT_S3_ACCESS_KEY / VOLT_S3_SECRET_KEY)`, { cause: err });
+    return new ObjectStoreUnavailableError(
+      ctx.endpoint,
+      `${code} during ${ctx.op} (check VOLT_S3_ACCESS_KEY / VOLT_S3_SECRET_KEY)`,
+      { cause: err },
+    );
   }
   const where = ctx.key === null ? `s3://${ctx.bucket}` : `s3://${ctx.bucket}/${ctx.key}`;
-  return new ObjectStoreError(`${ctx.op} ${where} failed: ${typeof code === 'string' ? `${code}: ` : ''}${message}`, ctx.key, { cause: err });
+  return new ObjectStoreError(
+    `${ctx.op} ${where} failed: ${typeof code === 'string' ? `${code}: ` : ''}${message}`,
+    ctx.key,
+    { cause: err },
+  );
 }

@@ -10,7 +10,9 @@ export function sha256Bytes(data: Buffer | Uint8Array | string): string {
 }
 
 /** sha256 of a stream or async iterable of chunks, consuming it without buffering it. */
-export async function sha256Stream(stream: Readable | AsyncIterable<Buffer | Uint8Array | string>): Promise<{ sha256: string; size: number }> {
+export async function sha256Stream(
+  stream: Readable | AsyncIterable<Buffer | Uint8Array | string>,
+): Promise<{ sha256: string; size: number }> {
   const hash = createHash('sha256');
   let size = 0;
   for await (const chunk of stream) {

@@ -7,7 +7,11 @@ import type { RolloutRef } from '../contracts/rollout.js';
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 export class UnsafeIdError extends Error {
-  constructor(kind: string, value: unknown, rule = "use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'") {
+  constructor(
+    kind: string,
+    value: unknown,
+    rule = "use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'",
+  ) {
     super(`unsafe ${kind} id ${JSON.stringify(value)}: ${rule}`);
     this.name = 'UnsafeIdError';
   }
@@ -23,7 +27,8 @@ export function assertId(kind: string, value: unknown): string {
 }
 
 function assertIndex(kind: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new UnsafeIdError(kind, value, 'expected a non-negative integer');
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw new UnsafeIdError(kind, value, 'expected a non-negative integer');
   return value;
 }
 
@@ -36,16 +41,23 @@ export class UnsafeKeyError extends Error {
 
 /** A full key or prefix as the store accepts it: relative, no empty or '.'/'..' segments, no control characters. */
 export function assertKey(value: unknown, { prefix = false } = {}): string {
-  const ok = typeof value === 'string' && value.length > 0 && value.length <= 1024 && !value.startsWith('/')
-    && !/[\p{Cc}\\]/u.test(value)
-    && value.split('/').every((seg, i, all) => (seg !== '' || (prefix && i === all.length - 1)) && seg !== '.' && seg !== '..');
+  const ok =
+    typeof value === 'string' &&
+    value.length > 0 &&
+    value.length <= 1024 &&
+    !value.startsWith('/') &&
+    !/[\p{Cc}\\]/u.test(value) &&
+    value
+      .split('/')
+      .every((seg, i, all) => (seg !== '' || (prefix && i === all.length - 1)) && seg !== '.' && seg !== '..');
   if (!ok) throw new UnsafeKeyError(value);
   return value;
 }
 
 /** A lowercase hex sha256 digest, the id of content-addressed objects. */
 export function assertSha256(kind: string, value: unknown): string {
-  if (typeof value !== 'string' || !/^[0-9a-f]{64}$/.test(value)) throw new UnsafeIdError(`${kind} sha256`, value, 'expected 64 lowercase hex digits');
+  if (typeof value !== 'string' || !/^[0-9a-f]{64}$/.test(value))
+    throw new UnsafeIdError(`${kind} sha256`, value, 'expected 64 lowercase hex digits');
   return value;
 }
 
@@ -57,7 +69,8 @@ export const spanSegmentName = (firstSeq: number, lastSeq: number) =>
 
 export const keys = {
   run: (runId: string) => `runs/${assertId('run', runId)}/`,
-  iteration: (runId: string, iteration: number) => `${keys.run(runId)}iterations/${pad(assertIndex('iteration', iteration))}/`,
+  iteration: (runId: string, iteration: number) =>
+    `${keys.run(runId)}iterations/${pad(assertIndex('iteration', iteration))}/`,
   rollout: (r: RolloutRef) =>
     `${keys.iteration(r.runId, r.iteration)}rollouts/${assertId('rollout', r.rolloutId)}/attempt-${pad(assertIndex('attempt', r.attempt), 3)}/`,
   /** All attempts of one rollout; `rolloutOutcome` is written once the rollout has its final attempt. */
@@ -72,16 +85,19 @@ export const keys = {
   spans: (r: RolloutRef) => `${keys.rollout(r)}spans/`,
   span: (r: RolloutRef, seq: number) => `${keys.spans(r)}${pad(assertIndex('seq', seq), 8)}.json`,
   /** Spans first..last of one attempt as JSON Lines, one span per line; read both layouts with src/storage/spans.ts. */
-  spanSegment: (r: RolloutRef, firstSeq: number, lastSeq: number) => `${keys.spans(r)}${spanSegmentName(firstSeq, lastSeq)}`,
+  spanSegment: (r: RolloutRef, firstSeq: number, lastSeq: number) =>
+    `${keys.spans(r)}${spanSegmentName(firstSeq, lastSeq)}`,
   agentRewards: (r: RolloutRef) => `${keys.rollout(r)}agent-rewards.json`,
   /** The attempt's gateway registration, shared by every gateway replica (src/gateway/shared-rollouts.ts). */
   gatewayRollout: (r: RolloutRef) => `${keys.rollout(r)}gateway/rollout.json`,
   /** What one gateway replica counted for the attempt (model-side failures, budget refusal); summed at close. */
   gatewayReplicas: (r: RolloutRef) => `${keys.rollout(r)}gateway/replicas/`,
-  gatewayReplica: (r: RolloutRef, replicaId: string) => `${keys.gatewayReplicas(r)}${assertId('replica', replicaId)}.json`,
+  gatewayReplica: (r: RolloutRef, replicaId: string) =>
+    `${keys.gatewayReplicas(r)}${assertId('replica', replicaId)}.json`,
   /** Claims of span seq numbers by gateway replicas (src/gateway/seq-claims.ts); names sort by seq. */
   seqClaims: (r: RolloutRef) => `${keys.rollout(r)}gateway/seq-claims/`,
-  seqClaim: (r: RolloutRef, seq: number, claimId: string) => `${keys.seqClaims(r)}${pad(assertIndex('seq', seq), 8)}.${assertId('claim', claimId)}`,
+  seqClaim: (r: RolloutRef, seq: number, claimId: string) =>
+    `${keys.seqClaims(r)}${pad(assertIndex('seq', seq), 8)}.${assertId('claim', claimId)}`,
   rewards: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}rewards.json`,
   /** The iteration's training samples as one safetensors file (src/batches/batch-file.ts, schemas/sample.schema.json). */
   batch: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}batch/samples.safetensors`,
@@ -97,11 +113,13 @@ export const keys = {
   modelAlias: (runId: string, alias: string) => `${keys.run(runId)}aliases/${assertId('alias', alias)}.json`,
   /** Overlay versions are zero-padded, so a prefix listing is in version order. */
   promptOverlays: (runId: string) => `${keys.run(runId)}overlays/`,
-  promptOverlay: (runId: string, version: number) => `${keys.run(runId)}overlays/${pad(assertIndex('overlay version', version))}.json`,
+  promptOverlay: (runId: string, version: number) =>
+    `${keys.run(runId)}overlays/${pad(assertIndex('overlay version', version))}.json`,
   /** A lineage (runs of one schedule): its current policy and run history (src/contracts/lineage.ts). */
   lineage: (name: string) => `lineages/${assertId('lineage', name)}/lineage.json`,
   /** A task file under a task source prefix (tasks.trainPrefix); names sort in arrival order. */
-  taskSourceFile: (prefix: string, name: string) => `${assertKey(prefix, { prefix: true })}${assertId('task file', name)}`,
+  taskSourceFile: (prefix: string, name: string) =>
+    `${assertKey(prefix, { prefix: true })}${assertId('task file', name)}`,
   /** Stable serving names (`deploy.alias`); `volt serve` loads every one of them at start. */
   deployAliases: () => 'deploy-aliases/',
   deployAlias: (alias: string) => `deploy-aliases/${assertId('alias', alias)}.json`,

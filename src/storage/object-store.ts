@@ -25,10 +25,23 @@ export interface ObjectStoreConfig {
   /** Where unknown-length uploads are spooled before the PUT; defaults to the OS temp dir. */
   tmpDir?: string;
 }
-type S3Env = Pick<VoltEnv, 'VOLT_S3_ENDPOINT' | 'VOLT_S3_ACCESS_KEY' | 'VOLT_S3_SECRET_KEY' | 'VOLT_S3_BUCKET' | 'VOLT_S3_REGION'>;
+type S3Env = Pick<
+  VoltEnv,
+  'VOLT_S3_ENDPOINT' | 'VOLT_S3_ACCESS_KEY' | 'VOLT_S3_SECRET_KEY' | 'VOLT_S3_BUCKET' | 'VOLT_S3_REGION'
+>;
 
-export interface PutResult { key: string; sha256: string; size: number }
-export interface ObjectInfo { key: string; size: number; etag: string; lastModified: Date; sha256: string | null }
+export interface PutResult {
+  key: string;
+  sha256: string;
+  size: number;
+}
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  etag: string;
+  lastModified: Date;
+  sha256: string | null;
+}
 type Body = Buffer | Readable | AsyncIterable<Buffer | Uint8Array | string>;
 
 const MAX_SINGLE_PUT = 5 * 1024 ** 3;
@@ -36,19 +49,38 @@ const JSON_TYPE = 'application/json';
 
 /** Create a store from the parsed environment (VOLT_S3_*) or an explicit config. */
 export function createObjectStore(cfg: ObjectStoreConfig | S3Env): ObjectStore {
-  const c: ObjectStoreConfig = 'VOLT_S3_ENDPOINT' in cfg
-    ? { endpoint: cfg.VOLT_S3_ENDPOINT, accessKey: cfg.VOLT_S3_ACCESS_KEY, secretKey: cfg.VOLT_S3_SECRET_KEY, bucket: cfg.VOLT_S3_BUCKET, region: cfg.VOLT_S3_REGION }
-    : cfg;
+  const c: ObjectStoreConfig =
+    'VOLT_S3_ENDPOINT' in cfg
+      ? {
+          endpoint: cfg.VOLT_S3_ENDPOINT,
+          accessKey: cfg.VOLT_S3_ACCESS_KEY,
+          secretKey: cfg.VOLT_S3_SECRET_KEY,
+          bucket: cfg.VOLT_S3_BUCKET,
+          region: cfg.VOLT_S3_REGION,
+        }
+      : cfg;
   const url = new URL(c.endpoint);
-  if (url.pathname !== '/' || url.search) throw new ObjectStoreError(`S3 endpoint ${c.endpoint} must have no path or query`, null);
+  if (url.pathname !== '/' || url.search)
+    throw new ObjectStoreError(`S3 endpoint ${c.endpoint} must have no path or query`, null);
   const useSSL = url.protocol === 'https:';
   const client = new Minio.Client({
-    endPoint: url.hostname, port: url.port ? Number(url.port) : useSSL ? 443 : 80, useSSL, pathStyle: true,
-    accessKey: c.accessKey, secretKey: c.secretKey, region: c.region,
+    endPoint: url.hostname,
+    port: url.port ? Number(url.port) : useSSL ? 443 : 80,
+    useSSL,
+    pathStyle: true,
+    accessKey: c.accessKey,
+    secretKey: c.secretKey,
+    region: c.region,
     // One HTTP attempt per call: a retried streaming body would be sent empty; activities retry whole steps.
     retryOptions: { disableRetry: true },
   });
-  return new ObjectStore(client, { bucket: c.bucket, region: c.region, endpoint: c.endpoint, signPayload: !useSSL, tmpDir: c.tmpDir ?? os.tmpdir() });
+  return new ObjectStore(client, {
+    bucket: c.bucket,
+    region: c.region,
+    endpoint: c.endpoint,
+    signPayload: !useSSL,
+    tmpDir: c.tmpDir ?? os.tmpdir(),
+  });
 }
 
 /** The object store, over minio-js. Every key passes assertKey; writes overwrite, so re-running a step is safe. */
@@ -81,12 +113,14 @@ export class ObjectStore {
   async putBytes(key: string, body: Body, size?: number, contentType = 'application/octet-stream'): Promise<PutResult> {
     assertKey(key);
     if (Buffer.isBuffer(body)) {
-      if (size !== undefined && size !== body.length) throw new ObjectStoreError(`putBytes ${key}: size ${size} but buffer has ${body.length} bytes`, key);
+      if (size !== undefined && size !== body.length)
+        throw new ObjectStoreError(`putBytes ${key}: size ${size} but buffer has ${body.length} bytes`, key);
       return this.putSigned(key, body, sha256Bytes(body), body.length, contentType);
     }
     const spooled = await spoolToFile(body, this.opts.tmpDir);
     try {
-      if (size !== undefined && size !== spooled.size) throw new ObjectStoreError(`putBytes ${key}: size ${size} but stream had ${spooled.size} bytes`, key);
+      if (size !== undefined && size !== spooled.size)
+        throw new ObjectStoreError(`putBytes ${key}: size ${size} but stream had ${spooled.size} bytes`, key);
       return await this.putSigned(key, { file: spooled.file }, spooled.sha256, spooled.size, contentType);
     } finally {
       await spooled.remove();
@@ -121,7 +155,9 @@ export class ObjectStore {
   async getBytes(key: string): Promise<Buffer> {
     const stream = await this.getStream(key);
     const chunks: Buffer[] = [];
-    await this.call('get', key, async () => { for await (const c of stream) chunks.push(c as Buffer); });
+    await this.call('get', key, async () => {
+      for await (const c of stream) chunks.push(c as Buffer);
+    });
     return Buffer.concat(chunks);
   }
 
@@ -178,7 +214,13 @@ export class ObjectStore {
     try {
       const s = await this.client.statObject(this.bucket, key);
       const sha = s.metaData['sha256'];
-      return { key, size: s.size, etag: s.etag, lastModified: s.lastModified, sha256: typeof sha === 'string' ? sha : null };
+      return {
+        key,
+        size: s.size,
+        etag: s.etag,
+        lastModified: s.lastModified,
+        sha256: typeof sha === 'string' ? sha : null,
+      };
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (code === 'NotFound' || code === 'NoSuchKey') return null;
@@ -207,14 +249,19 @@ export class ObjectStore {
 
   /** Delete everything under a prefix ending in '/'; returns how many objects were deleted. */
   async removePrefix(prefix: string): Promise<number> {
-    if (!assertKey(prefix, { prefix: true }).endsWith('/')) throw new ObjectStoreError(`removePrefix needs a prefix ending in '/', got ${JSON.stringify(prefix)}`, prefix);
+    if (!assertKey(prefix, { prefix: true }).endsWith('/'))
+      throw new ObjectStoreError(`removePrefix needs a prefix ending in '/', got ${JSON.stringify(prefix)}`, prefix);
     const all: string[] = [];
     for await (const o of this.list(prefix)) all.push(o.key);
     for (let i = 0; i < all.length; i += 1000) {
       const batch = all.slice(i, i + 1000);
       const results = await this.call('removePrefix', prefix, () => this.client.removeObjects(this.bucket, batch));
       const failed = results.find((r) => r?.Error);
-      if (failed?.Error) throw new ObjectStoreError(`removePrefix ${prefix}: ${failed.Error.Key}: ${failed.Error.Code} ${failed.Error.Message ?? ''}`, failed.Error.Key ?? prefix);
+      if (failed?.Error)
+        throw new ObjectStoreError(
+          `removePrefix ${prefix}: ${failed.Error.Key}: ${failed.Error.Code} ${failed.Error.Message ?? ''}`,
+          failed.Error.Key ?? prefix,
+        );
     }
     return all.length;
   }
@@ -235,13 +282,24 @@ export class ObjectStore {
    * One signed PUT with the known length and sha256, a file streamed from disk. Never minio's putObject: above
    * 64 MiB it switches to multipart uploads, which the embedded rclone server does not speak.
    */
-  private async putSigned(key: string, body: Buffer | { file: string }, sha256: string, size: number, contentType: string): Promise<PutResult> {
-    if (size > MAX_SINGLE_PUT) throw new ObjectStoreError(`put ${key}: ${size} bytes exceeds the 5 GiB single-PUT limit`, key);
+  private async putSigned(
+    key: string,
+    body: Buffer | { file: string },
+    sha256: string,
+    size: number,
+    contentType: string,
+  ): Promise<PutResult> {
+    if (size > MAX_SINGLE_PUT)
+      throw new ObjectStoreError(`put ${key}: ${size} bytes exceeds the 5 GiB single-PUT limit`, key);
     const headers = { 'Content-Length': size, 'Content-Type': contentType, 'x-amz-meta-sha256': sha256 };
     await this.call('put', key, async () => {
       const res = await this.client.makeRequestStreamAsync(
-        { method: 'PUT', bucketName: this.bucket, objectName: key, headers }, Buffer.isBuffer(body) ? body : createReadStream(body.file),
-        this.opts.signPayload ? sha256 : '', [200], this.opts.region);
+        { method: 'PUT', bucketName: this.bucket, objectName: key, headers },
+        Buffer.isBuffer(body) ? body : createReadStream(body.file),
+        this.opts.signPayload ? sha256 : '',
+        [200],
+        this.opts.region,
+      );
       res.resume();
     });
     return { key, sha256, size };

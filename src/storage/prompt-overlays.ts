@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { activePromptSchema, promptOverlaySchema, type ActivePrompt, type PromptOverlay } from '../contracts/prompt-overlay.js';
+import {
+  activePromptSchema,
+  promptOverlaySchema,
+  type ActivePrompt,
+  type PromptOverlay,
+} from '../contracts/prompt-overlay.js';
 import { assertId, keys } from './keys.js';
 import { parseRecord } from './records.js';
 
@@ -18,7 +23,8 @@ export class PromptOverlayError extends Error {
   }
 }
 
-const issues = (error: z.ZodError) => error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+const issues = (error: z.ZodError) =>
+  error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
 
 export type PromptOverlayStore = ReturnType<typeof createPromptOverlayStore>;
 
@@ -28,7 +34,8 @@ export function createPromptOverlayStore(store: OverlayObjectStore) {
     const value = await store.getJsonOrNull(key);
     return value === null ? null : parseRecord(key, schema, value);
   };
-  const get = async (runId: string, version: number): Promise<PromptOverlay | null> => read(keys.promptOverlay(runId, version), promptOverlaySchema);
+  const get = async (runId: string, version: number): Promise<PromptOverlay | null> =>
+    read(keys.promptOverlay(runId, version), promptOverlaySchema);
 
   return {
     /**
@@ -67,10 +74,12 @@ export function createPromptOverlayStore(store: OverlayObjectStore) {
     /** Make `version` (0 = the agent's own prompt) the run's active prompt; a repeat of the current one is a no-op. */
     async promote(runId: string, version: number, score: number | null): Promise<ActivePrompt> {
       const key = keys.activePrompt(runId);
-      if (!Number.isSafeInteger(version) || version < 0) throw new PromptOverlayError(`promote ${runId}: version must be an integer >= 0, got ${version}`);
+      if (!Number.isSafeInteger(version) || version < 0)
+        throw new PromptOverlayError(`promote ${runId}: version must be an integer >= 0, got ${version}`);
       const current = await read(key, activePromptSchema);
       if (current?.version === version) return current;
-      if (version > 0 && !(await get(runId, version))) throw new PromptOverlayError(`promote ${runId}: overlay version ${version} does not exist`);
+      if (version > 0 && !(await get(runId, version)))
+        throw new PromptOverlayError(`promote ${runId}: overlay version ${version} does not exist`);
       const promotedAt = new Date().toISOString();
       const entry = { version, score, promotedAt };
       const active: ActivePrompt = { runId, ...entry, history: [...(current?.history ?? []), entry] };

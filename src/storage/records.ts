@@ -4,7 +4,12 @@ import { CorruptObjectError } from './errors.js';
 const fieldPath = (issue: z.core.$ZodIssue) => issue.path.map(String).join('.') || '(root)';
 
 /** Validate a record read from `key` against its src/contracts schema; a mismatch names the key and every bad field. */
-export function parseRecord<S extends z.ZodType>(key: string, schema: S, value: unknown, bucket: string | null = null): z.output<S> {
+export function parseRecord<S extends z.ZodType>(
+  key: string,
+  schema: S,
+  value: unknown,
+  bucket: string | null = null,
+): z.output<S> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues;

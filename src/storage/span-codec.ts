@@ -15,7 +15,8 @@ export type ElidedPath =
   | `choices.${number}.logprobs.content.bytes`
   | `choices.${number}.logprobs.token_logprobs`;
 
-const ELIDED = /^(?:prompt_token_ids|choices\.(\d+)\.(prompt_token_ids|token_ids|logprobs\.content\.logprob|logprobs\.content\.bytes|logprobs\.token_logprobs))$/;
+const ELIDED =
+  /^(?:prompt_token_ids|choices\.(\d+)\.(prompt_token_ids|token_ids|logprobs\.content\.logprob|logprobs\.content\.bytes|logprobs\.token_logprobs))$/;
 
 /**
  * Puts back what `compactResponse` removed, in place, on a parsed stored record; returns the record without
@@ -26,7 +27,8 @@ export function restoreSpan(value: any): unknown {
   const { elided, ...span } = value;
   if (!Array.isArray(elided)) throw new Error('elided: expected an array of paths');
   const response = span.response;
-  if (elided.length > 0 && (typeof response !== 'object' || response === null)) throw new Error('elided: the span has no response object');
+  if (elided.length > 0 && (typeof response !== 'object' || response === null))
+    throw new Error('elided: the span has no response object');
   for (const path of elided) {
     const m = typeof path === 'string' ? ELIDED.exec(path) : null;
     if (!m) throw new Error(`elided: unknown path ${JSON.stringify(path)}`);
@@ -44,9 +46,12 @@ export function restoreSpan(value: any): unknown {
     else if (m[2] === 'logprobs.content.bytes') restoreBytes(choice, path);
     else {
       const content = choice.logprobs?.content;
-      if (!Array.isArray(content) || !Array.isArray(mine.logprobs) || content.length !== mine.logprobs.length) throw new Error(`elided: ${path} does not match choices.${i}.logprobs`);
+      if (!Array.isArray(content) || !Array.isArray(mine.logprobs) || content.length !== mine.logprobs.length)
+        throw new Error(`elided: ${path} does not match choices.${i}.logprobs`);
       // Back after `token`, where OpenAI and vLLM put it, so the object reads as the engine wrote it.
-      choice.logprobs.content = content.map((t: any, k: number) => ('token' in t ? { token: t.token, logprob: mine.logprobs[k], ...t } : { ...t, logprob: mine.logprobs[k] }));
+      choice.logprobs.content = content.map((t: any, k: number) =>
+        'token' in t ? { token: t.token, logprob: mine.logprobs[k], ...t } : { ...t, logprob: mine.logprobs[k] },
+      );
     }
   }
   return span;
@@ -55,6 +60,12 @@ export function restoreSpan(value: any): unknown {
 // Back after `logprob`, where OpenAI and vLLM put it; runs after the logprob restore (elided lists it first).
 function restoreBytes(choice: any, path: string): void {
   const content = choice.logprobs?.content;
-  if (!Array.isArray(content) || !content.every((t: any) => typeof t?.token === 'string')) throw new Error(`elided: ${path} needs a token string in every entry`);
-  choice.logprobs.content = content.map(({ token, logprob, ...rest }: any) => ({ token, logprob, bytes: [...Buffer.from(token, 'utf8')], ...rest }));
+  if (!Array.isArray(content) || !content.every((t: any) => typeof t?.token === 'string'))
+    throw new Error(`elided: ${path} needs a token string in every entry`);
+  choice.logprobs.content = content.map(({ token, logprob, ...rest }: any) => ({
+    token,
+    logprob,
+    bytes: [...Buffer.from(token, 'utf8')],
+    ...rest,
+  }));
 }

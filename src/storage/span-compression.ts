@@ -1,5 +1,14 @@
 import { promisify } from 'node:util';
-import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzip, gzipSync, type BrotliOptions } from 'node:zlib';
+import {
+  brotliCompress,
+  brotliCompressSync,
+  brotliDecompressSync,
+  constants,
+  gunzipSync,
+  gzip,
+  gzipSync,
+  type BrotliOptions,
+} from 'node:zlib';
 
 /**
  * How segment objects are compressed. Brotli quality 1 is the default: on agent-sized segments it took ~1/5 of
@@ -7,7 +16,11 @@ import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants, gu
  */
 export type SegmentCompression = 'brotli' | 'gzip' | 'none';
 
-export const SEGMENT_CONTENT_TYPE: Record<SegmentCompression, string> = { brotli: 'application/x-brotli', gzip: 'application/gzip', none: 'application/x-ndjson' };
+export const SEGMENT_CONTENT_TYPE: Record<SegmentCompression, string> = {
+  brotli: 'application/x-brotli',
+  gzip: 'application/gzip',
+  none: 'application/x-ndjson',
+};
 
 // A fixed 22-bit window: every such stream's first byte has low nibble 0xb, and a non-empty one is never '{' (0x7b).
 const BROTLI: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 1, [constants.BROTLI_PARAM_LGWIN]: 22 } };
@@ -38,6 +51,7 @@ function withSizeHint(text: Buffer): BrotliOptions {
  */
 export function spanObjectText(bytes: Buffer): string {
   if (bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b) return gunzipSync(bytes).toString('utf8');
-  if (bytes.length > 0 && bytes[0] !== 0x7b && (bytes[0]! & 0x0f) === 0x0b) return brotliDecompressSync(bytes).toString('utf8');
+  if (bytes.length > 0 && bytes[0] !== 0x7b && (bytes[0]! & 0x0f) === 0x0b)
+    return brotliDecompressSync(bytes).toString('utf8');
   return bytes.toString('utf8');
 }

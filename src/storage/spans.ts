@@ -39,7 +39,8 @@ export function parseSpanKey(key: string): SpanKey | null {
   const single = SPAN_NAME.exec(name);
   if (single) return { spansPrefix, first: Number(single[1]), last: Number(single[1]) };
   const segment = SEGMENT_NAME.exec(name);
-  if (segment && Number(segment[1]) <= Number(segment[2])) return { spansPrefix, first: Number(segment[1]), last: Number(segment[2]) };
+  if (segment && Number(segment[1]) <= Number(segment[2]))
+    return { spansPrefix, first: Number(segment[1]), last: Number(segment[2]) };
   return null;
 }
 
@@ -79,7 +80,11 @@ function parseObject(key: string, bytes: Buffer, segment: boolean): Span[] {
     const parsed = spanSchema.safeParse(value);
     if (parsed.success) return parsed.data;
     const fields = parsed.error.issues.map((issue) => issue.path.map(String).join('.') || '(root)');
-    throw new CorruptSpanError(key, `${where}${parsed.error.issues.map((issue, j) => `${fields[j]}: ${issue.message}`).join('; ')}`, fields);
+    throw new CorruptSpanError(
+      key,
+      `${where}${parsed.error.issues.map((issue, j) => `${fields[j]}: ${issue.message}`).join('; ')}`,
+      fields,
+    );
   });
 }
 

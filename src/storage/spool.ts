@@ -19,7 +19,10 @@ export interface Spooled {
  * length and sha256 up front, and the embedded S3 server lacks the multipart listing minio-js relies on for
  * unknown-length streams, so spooling to disk keeps memory bounded and works against both.
  */
-export async function spoolToFile(source: Readable | AsyncIterable<Buffer | Uint8Array | string>, tmpRoot: string): Promise<Spooled> {
+export async function spoolToFile(
+  source: Readable | AsyncIterable<Buffer | Uint8Array | string>,
+  tmpRoot: string,
+): Promise<Spooled> {
   const dir = await mkdtemp(path.join(tmpRoot, 'volt-spool-'));
   const remove = () => rm(dir, { recursive: true, force: true });
   const file = path.join(dir, 'body');

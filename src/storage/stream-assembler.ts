@@ -34,7 +34,8 @@ export class StreamAssembler {
 
   add(chunk: any): void {
     this.chunks++;
-    for (const k of ['id', 'created', 'model', 'system_fingerprint'] as const) if (chunk[k] != null) this.head[k] = chunk[k];
+    for (const k of ['id', 'created', 'model', 'system_fingerprint'] as const)
+      if (chunk[k] != null) this.head[k] = chunk[k];
     if (Array.isArray(chunk.prompt_token_ids)) this.promptTokenIds = chunk.prompt_token_ids;
     if (chunk.usage) this.usage = chunk.usage;
     for (const c of Array.isArray(chunk.choices) ? chunk.choices : []) this.addChoice(c);
@@ -44,7 +45,18 @@ export class StreamAssembler {
     const index = typeof c.index === 'number' ? c.index : 0;
     let acc = this.choices.get(index);
     if (!acc) {
-      acc = { index, role: null, text: '', toolCalls: [], tokenIds: null, logprobContent: null, tokenLogprobs: null, tokens: null, finishReason: null, stopReason: null };
+      acc = {
+        index,
+        role: null,
+        text: '',
+        toolCalls: [],
+        tokenIds: null,
+        logprobContent: null,
+        tokenLogprobs: null,
+        tokens: null,
+        finishReason: null,
+        stopReason: null,
+      };
       this.choices.set(index, acc);
     }
     if (Array.isArray(c.prompt_token_ids) && !this.promptTokenIds) this.promptTokenIds = c.prompt_token_ids;
@@ -75,13 +87,24 @@ export class StreamAssembler {
     const choices = [...this.choices.values()]
       .sort((a, b) => a.index - b.index)
       .map((a) => {
-        const base = { index: a.index, finish_reason: a.finishReason, stop_reason: a.stopReason, token_ids: a.tokenIds };
+        const base = {
+          index: a.index,
+          finish_reason: a.finishReason,
+          stop_reason: a.stopReason,
+          token_ids: a.tokenIds,
+        };
         if (!chat) {
           const logprobs = a.tokenLogprobs ? { tokens: a.tokens, token_logprobs: a.tokenLogprobs } : null;
           return { ...base, text: a.text, logprobs };
         }
-        const toolCalls = a.toolCalls.filter(Boolean).map((t) => ({ id: t.id, type: t.type ?? 'function', function: t.function }));
-        const message = { role: a.role ?? 'assistant', content: a.text === '' && toolCalls.length ? null : a.text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
+        const toolCalls = a.toolCalls
+          .filter(Boolean)
+          .map((t) => ({ id: t.id, type: t.type ?? 'function', function: t.function }));
+        const message = {
+          role: a.role ?? 'assistant',
+          content: a.text === '' && toolCalls.length ? null : a.text,
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+        };
         return { ...base, message, logprobs: a.logprobContent ? { content: a.logprobContent } : null };
       });
     return {

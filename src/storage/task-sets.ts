@@ -7,7 +7,10 @@ import type { ObjectStore } from './object-store.js';
 type TaskSetObjectStore = Pick<ObjectStore, 'getBytes' | 'putBytes' | 'stat'>;
 
 /** Store validated tasks content-addressed at keys.taskSet(sha256 of their canonical lines); storing them again is a no-op. */
-export async function putTaskSet(store: TaskSetObjectStore, tasks: readonly Task[]): Promise<{ sha256: string; key: string }> {
+export async function putTaskSet(
+  store: TaskSetObjectStore,
+  tasks: readonly Task[],
+): Promise<{ sha256: string; key: string }> {
   const bytes = canonicalTaskLines(tasks);
   const sha256 = sha256Bytes(bytes);
   const key = keys.taskSet(sha256);
@@ -22,7 +25,10 @@ export async function getTaskSet(store: TaskSetObjectStore, sha256: string): Pro
   try {
     bytes = await store.getBytes(key);
   } catch (err) {
-    if (err instanceof ObjectNotFoundError) throw new TaskSetError(`task set ${sha256} is not in the object store (${key}); pin it by starting the run with its files`);
+    if (err instanceof ObjectNotFoundError)
+      throw new TaskSetError(
+        `task set ${sha256} is not in the object store (${key}); pin it by starting the run with its files`,
+      );
     throw err;
   }
   const got = sha256Bytes(bytes);

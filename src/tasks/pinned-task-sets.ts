@@ -19,7 +19,10 @@ export interface LoadedTaskSet {
 export class PinnedTaskSets {
   private readonly cache = new Map<string, Promise<LoadedTaskSet>>();
 
-  constructor(private readonly store: Pick<ObjectStore, 'getBytes' | 'putBytes' | 'stat'>, private readonly baseDir: string) {}
+  constructor(
+    private readonly store: Pick<ObjectStore, 'getBytes' | 'putBytes' | 'stat'>,
+    private readonly baseDir: string,
+  ) {}
 
   /** Validate a task set file (relative to the worker's base directory) and store it; returns its hash. */
   async pinFile(file: string): Promise<LoadedTaskSet> {
@@ -34,7 +37,11 @@ export class PinnedTaskSets {
   load(sha256: string): Promise<LoadedTaskSet> {
     let hit = this.cache.get(sha256);
     if (!hit) {
-      hit = getTaskSet(this.store, sha256).then((tasks) => ({ sha256, tasks, byId: new Map(tasks.map((t) => [t.id, t])) }));
+      hit = getTaskSet(this.store, sha256).then((tasks) => ({
+        sha256,
+        tasks,
+        byId: new Map(tasks.map((t) => [t.id, t])),
+      }));
       // A failed read (store down, not pinned yet) is not cached: the next call asks again.
       hit.catch(() => this.cache.delete(sha256));
       this.cache.set(sha256, hit);
@@ -52,7 +59,8 @@ export type PinnedRunTasks = RunTasks & { trainSet: string | undefined; evalSet:
  * validated and pinned now. A TaskSetError names the config field (`tasks.trainFile: …`, `tasks.evalSet: …`).
  */
 export async function pinRunTasks(taskSets: PinnedTaskSets, tasks: RunTasks): Promise<PinnedRunTasks> {
-  const trainSet = tasks.trainPrefix && !tasks.trainSet ? undefined : await pinOne(taskSets, tasks.trainSet, tasks.trainFile, 'train');
+  const trainSet =
+    tasks.trainPrefix && !tasks.trainSet ? undefined : await pinOne(taskSets, tasks.trainSet, tasks.trainFile, 'train');
   const evalSet = await pinOne(taskSets, tasks.evalSet, tasks.evalFile, 'eval');
   return { ...tasks, trainSet, evalSet };
 }
@@ -60,10 +68,16 @@ export async function pinRunTasks(taskSets: PinnedTaskSets, tasks: RunTasks): Pr
 export type ExtraEvalSets = RunConfig['eval']['extraSets'];
 
 /** eval.extraSets pinned like the run's task sets: each gets its `set` hash; errors name the field (`eval.extraSets.0.file: …`). */
-export async function pinExtraEvalSets(taskSets: PinnedTaskSets, sets: ExtraEvalSets | undefined): Promise<(ExtraEvalSets[number] & { set: string })[]> {
+export async function pinExtraEvalSets(
+  taskSets: PinnedTaskSets,
+  sets: ExtraEvalSets | undefined,
+): Promise<(ExtraEvalSets[number] & { set: string })[]> {
   const pinned = [];
   for (const [i, x] of (sets ?? []).entries()) {
-    pinned.push({ ...x, set: await pinOne(taskSets, x.set, x.file, 'eval', `eval.extraSets.${i}.${x.set ? 'set' : 'file'}`) });
+    pinned.push({
+      ...x,
+      set: await pinOne(taskSets, x.set, x.file, 'eval', `eval.extraSets.${i}.${x.set ? 'set' : 'file'}`),
+    });
   }
   return pinned;
 }
@@ -71,10 +85,20 @@ export async function pinExtraEvalSets(taskSets: PinnedTaskSets, sets: ExtraEval
 /** The whole run config with every task set pinned (tasks.* and eval.extraSets). */
 export async function pinRunConfig(taskSets: PinnedTaskSets, config: RunConfig): Promise<RunConfig> {
   const tasks = await pinRunTasks(taskSets, config.tasks);
-  return { ...config, tasks, eval: { ...config.eval, extraSets: await pinExtraEvalSets(taskSets, config.eval.extraSets) } };
+  return {
+    ...config,
+    tasks,
+    eval: { ...config.eval, extraSets: await pinExtraEvalSets(taskSets, config.eval.extraSets) },
+  };
 }
 
-async function pinOne(taskSets: PinnedTaskSets, hash: string | undefined, file: string | undefined, which: 'train' | 'eval', named?: string): Promise<string> {
+async function pinOne(
+  taskSets: PinnedTaskSets,
+  hash: string | undefined,
+  file: string | undefined,
+  which: 'train' | 'eval',
+  named?: string,
+): Promise<string> {
   const field = named ?? `tasks.${which}${hash ? 'Set' : 'File'}`;
   try {
     if (hash) return (await taskSets.load(hash)).sha256;

@@ -22,7 +22,14 @@ export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cw
     gateway: new GatewayAdminClient(env.VOLT_GATEWAY_URL, env.VOLT_GATEWAY_ADMIN_KEY),
     // The per-run bound is rollouts.concurrency (enforced by the activity); this caps the whole worker.
     // The data dir (S3 files, gateway registry, credentials) is hidden from sandboxed agents.
-    runner: new LocalRunner({ root: path.join(env.dataDir, 'rollouts'), logs, concurrency: 64, hide: [env.dataDir], readOnly: [cwd], liveGroups: new LiveGroups(path.join(env.dataDir, 'live-agents')) }),
+    runner: new LocalRunner({
+      root: path.join(env.dataDir, 'rollouts'),
+      logs,
+      concurrency: 64,
+      hide: [env.dataDir],
+      readOnly: [cwd],
+      liveGroups: new LiveGroups(path.join(env.dataDir, 'live-agents')),
+    }),
     kubeRunner: (config) => {
       const id = JSON.stringify(config);
       let runner = kubeRunners.get(id);

@@ -9,14 +9,28 @@ export const SMOKE_WORKFLOWS_PATH = path.resolve(import.meta.dirname, '../workfl
 
 type SmokeEnv = Pick<
   VoltEnv,
-  'VOLT_TEMPORAL_ADDRESS' | 'VOLT_TEMPORAL_NAMESPACE' | 'VOLT_S3_ENDPOINT' | 'VOLT_S3_ACCESS_KEY' | 'VOLT_S3_SECRET_KEY' | 'VOLT_S3_BUCKET' | 'VOLT_S3_REGION'
+  | 'VOLT_TEMPORAL_ADDRESS'
+  | 'VOLT_TEMPORAL_NAMESPACE'
+  | 'VOLT_S3_ENDPOINT'
+  | 'VOLT_S3_ACCESS_KEY'
+  | 'VOLT_S3_SECRET_KEY'
+  | 'VOLT_S3_BUCKET'
+  | 'VOLT_S3_REGION'
 >;
 
 /** A worker for the smoke workflow on its own task queue; the caller runs it and closes the connection. */
-export async function createSmokeWorker(env: SmokeEnv, taskQueue = SMOKE_TASK_QUEUE): Promise<{ worker: Worker; connection: NativeConnection }> {
+export async function createSmokeWorker(
+  env: SmokeEnv,
+  taskQueue = SMOKE_TASK_QUEUE,
+): Promise<{ worker: Worker; connection: NativeConnection }> {
   const connection = await NativeConnection.connect({ address: env.VOLT_TEMPORAL_ADDRESS });
   try {
-    const s3 = s3Client({ endpoint: env.VOLT_S3_ENDPOINT, accessKey: env.VOLT_S3_ACCESS_KEY, secretKey: env.VOLT_S3_SECRET_KEY, region: env.VOLT_S3_REGION });
+    const s3 = s3Client({
+      endpoint: env.VOLT_S3_ENDPOINT,
+      accessKey: env.VOLT_S3_ACCESS_KEY,
+      secretKey: env.VOLT_S3_SECRET_KEY,
+      region: env.VOLT_S3_REGION,
+    });
     const worker = await Worker.create({
       connection,
       namespace: env.VOLT_TEMPORAL_NAMESPACE,

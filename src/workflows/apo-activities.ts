@@ -29,15 +29,28 @@ export interface VersionRun {
  * like training's; proposing may call an external optimiser, so it gets retries with backoff for an endpoint down.
  */
 export function apoActivities(config: RunConfig, policy: PolicyRef) {
-  const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: nonRetryableFailureTypes };
-  const quick: ActivityOptions = { taskQueue: CPU_QUEUE, startToCloseTimeout: '2 minutes', retry: { ...retry, maximumAttempts: 5 } };
+  const retry = {
+    initialInterval: '1s',
+    backoffCoefficient: 2,
+    maximumInterval: '30s',
+    nonRetryableErrorTypes: nonRetryableFailureTypes,
+  };
+  const quick: ActivityOptions = {
+    taskQueue: CPU_QUEUE,
+    startToCloseTimeout: '2 minutes',
+    retry: { ...retry, maximumAttempts: 5 },
+  };
   const long: ActivityOptions = {
     taskQueue: CPU_QUEUE,
     startToCloseTimeout: `${config.timeouts.rolloutsSec}s`,
     heartbeatTimeout: `${config.timeouts.heartbeatSec}s`,
     retry: { ...retry, maximumAttempts: 10 },
   };
-  const propose: ActivityOptions = { taskQueue: CPU_QUEUE, startToCloseTimeout: '10 minutes', retry: { ...retry, maximumAttempts: 8 } };
+  const propose: ActivityOptions = {
+    taskQueue: CPU_QUEUE,
+    startToCloseTimeout: '10 minutes',
+    retry: { ...retry, maximumAttempts: 8 },
+  };
   const q = proxyActivities<Cpu>(quick);
   const l = proxyActivities<Cpu>(long);
   const p = proxyActivities<Cpu>(propose);
@@ -51,7 +64,11 @@ export function apoActivities(config: RunConfig, policy: PolicyRef) {
       policy,
       taskSet: run.taskSet,
       sampling: run.sampling,
-      tasks: run.taskIds.map((taskId, i) => ({ taskId, groupId: `v${run.version}-t${i}`, rolloutIds: [`${run.idPrefix}-v${run.version}-t${i}`] })),
+      tasks: run.taskIds.map((taskId, i) => ({
+        taskId,
+        groupId: `v${run.version}-t${i}`,
+        rolloutIds: [`${run.idPrefix}-v${run.version}-t${i}`],
+      })),
       promptOverlay: run.version > 0 ? { version: run.version } : null,
     };
     return l.launchRollouts.executeWithOptions({ ...long, summary }, [input]);
@@ -65,12 +82,20 @@ export function apoActivities(config: RunConfig, policy: PolicyRef) {
     listTaskIds: q.listTaskIds,
     launch,
     computeRewards: l.computeRewards,
-    proposeOverlays: (input: ProposeOverlaysInput, summary: string) => p.proposeOverlays.executeWithOptions({ ...propose, summary }, [input]),
+    proposeOverlays: (input: ProposeOverlaysInput, summary: string) =>
+      p.proposeOverlays.executeWithOptions({ ...propose, summary }, [input]),
     /** Run a version greedily on tasks and score it: the mean reward over the rollouts that were scored. */
     async score(run: VersionRun, summary: string): Promise<number> {
       const { results } = await launch(run, summary);
       const rewards = await l.computeRewards.executeWithOptions({ ...long, summary: `rewards: ${summary}` }, [
-        { config: run.config, iteration: run.iteration, mode: run.mode, label: run.label, taskSet: run.taskSet, results },
+        {
+          config: run.config,
+          iteration: run.iteration,
+          mode: run.mode,
+          label: run.label,
+          taskSet: run.taskSet,
+          results,
+        },
       ]);
       return rewards.meanReward;
     },

@@ -19,15 +19,35 @@ export async function evaluation(input: EvaluationInput): Promise<EvalResult> {
   const config = await validation.validateRunConfig(input.config);
   const act = activitiesFor(config);
   await act.servePolicy({ policy });
-  const main = await scoreSet(config, { iteration, label, policy, taskSet: evalSetOf(config), limit: config.eval.tasks, rolloutPrefix: `eval-${label}`, what: 'held-out' });
+  const main = await scoreSet(config, {
+    iteration,
+    label,
+    policy,
+    taskSet: evalSetOf(config),
+    limit: config.eval.tasks,
+    rolloutPrefix: `eval-${label}`,
+    what: 'held-out',
+  });
   if (main.error !== null) {
     setCurrentDetails(main.error.message);
-    throw ApplicationFailure.create({ type: FailureType.EvaluationIncomplete, message: main.error.message, nonRetryable: true, details: [main.error.details] });
+    throw ApplicationFailure.create({
+      type: FailureType.EvaluationIncomplete,
+      message: main.error.message,
+      nonRetryable: true,
+      details: [main.error.details],
+    });
   }
   const r = main.rewards;
   setCurrentDetails(`${policy.name}: score ${r.meanReward.toFixed(3)} (${r.scored}/${main.tasks} tasks scored)`);
   const result: EvalResult = {
-    label, policy, score: r.meanReward, rewardSum: r.rewardSum, scored: r.scored, tasks: main.tasks, infraFailed: r.infraFailed, resultKey: r.rewardsKey,
+    label,
+    policy,
+    score: r.meanReward,
+    rewardSum: r.rewardSum,
+    scored: r.scored,
+    tasks: main.tasks,
+    infraFailed: r.infraFailed,
+    resultKey: r.rewardsKey,
     ...(r.byKind ? { byKind: r.byKind } : {}),
   };
   // Histories recorded before extra sets (and configs without them: absent in older validated configs) issue nothing here.
@@ -36,14 +56,30 @@ export async function evaluation(input: EvaluationInput): Promise<EvalResult> {
     result.extraSets = [];
     for (const x of extraSets) {
       const setLabel = `${label}-${x.name}`;
-      const scored = await scoreSet(config, { iteration, label: setLabel, policy, taskSet: x.set ?? null, limit: x.tasks, rolloutPrefix: `eval-${setLabel}`, what: `set ${x.name}` });
+      const scored = await scoreSet(config, {
+        iteration,
+        label: setLabel,
+        policy,
+        taskSet: x.set ?? null,
+        limit: x.tasks,
+        rolloutPrefix: `eval-${setLabel}`,
+        what: `set ${x.name}`,
+      });
       const s = scored.rewards;
       const one: ExtraSetResult = {
-        name: x.name, score: scored.error ? null : s.meanReward, rewardSum: s.rewardSum, scored: s.scored, tasks: scored.tasks,
-        resultKey: s.rewardsKey, error: scored.error?.message ?? null, ...(s.byKind ? { byKind: s.byKind } : {}),
+        name: x.name,
+        score: scored.error ? null : s.meanReward,
+        rewardSum: s.rewardSum,
+        scored: s.scored,
+        tasks: scored.tasks,
+        resultKey: s.rewardsKey,
+        error: scored.error?.message ?? null,
+        ...(s.byKind ? { byKind: s.byKind } : {}),
       };
       result.extraSets.push(one);
-      setCurrentDetails(`${policy.name}: set ${x.name} ${one.score === null ? 'incomplete' : one.score.toFixed(3)} (${s.scored}/${scored.tasks} tasks scored)`);
+      setCurrentDetails(
+        `${policy.name}: set ${x.name} ${one.score === null ? 'incomplete' : one.score.toFixed(3)} (${s.scored}/${scored.tasks} tasks scored)`,
+      );
     }
   }
   return result;
@@ -66,22 +102,45 @@ async function scoreSet(config: RunConfig, s: SetToScore) {
   const act = activitiesFor(config);
   const { iteration, label, policy, taskSet } = s;
   const ids = await act.listTaskIds({ taskSet, ...(s.limit !== undefined && { limit: s.limit }) });
-  const tasks = ids.map((taskId, i) => ({ taskId, groupId: `${label}-${taskId}`, rolloutIds: [`${s.rolloutPrefix}-${i}`] }));
+  const tasks = ids.map((taskId, i) => ({
+    taskId,
+    groupId: `${label}-${taskId}`,
+    rolloutIds: [`${s.rolloutPrefix}-${i}`],
+  }));
   setCurrentDetails(`evaluating ${policy.name} on ${tasks.length} ${s.what} tasks`);
-  const base = { config, iteration, mode: 'eval' as const, label, policy, taskSet, sampling: scoringSampling(config), tasks };
+  const base = {
+    config,
+    iteration,
+    mode: 'eval' as const,
+    label,
+    policy,
+    taskSet,
+    sampling: scoringSampling(config),
+    tasks,
+  };
   let launched = await act.launchRollouts(base);
-  let rewards = await act.computeRewards({ config, iteration, mode: 'eval', label, taskSet, results: launched.results });
+  let rewards = await act.computeRewards({
+    config,
+    iteration,
+    mode: 'eval',
+    label,
+    taskSet,
+    results: launched.results,
+  });
   // Histories recorded before retries and the scored-fraction rule replay without them.
   const honest = patched('eval-min-scored-fraction');
   for (let round = 1; honest && round <= config.eval.retryRounds && rewards.unscored.length > 0; round++) {
-    setCurrentDetails(`${policy.name}: ${rewards.unscored.length} of ${tasks.length} ${s.what} tasks unscored; retry round ${round}`);
+    setCurrentDetails(
+      `${policy.name}: ${rewards.unscored.length} of ${tasks.length} ${s.what} tasks unscored; retry round ${round}`,
+    );
     await act.servePolicy({ policy }); // a restarted model server has lost the adapter
     launched = await act.launchRollouts({ ...base, rerun: rewards.unscored });
     rewards = await act.computeRewards({ config, iteration, mode: 'eval', label, taskSet, results: launched.results });
   }
   let error: { message: string; details: { scored: number; tasks: number; rewardsKey: string } } | null = null;
   if (honest && rewards.scored < config.eval.minScoredFraction * tasks.length) {
-    const message = `evaluation of ${policy.name}${s.what === 'held-out' ? '' : ` on ${s.what}`} is incomplete: ${rewards.scored}/${tasks.length} tasks scored (${rewards.infraFailed} unscored after ` +
+    const message =
+      `evaluation of ${policy.name}${s.what === 'held-out' ? '' : ` on ${s.what}`} is incomplete: ${rewards.scored}/${tasks.length} tasks scored (${rewards.infraFailed} unscored after ` +
       `${config.eval.retryRounds} retry rounds), below eval.minScoredFraction ${config.eval.minScoredFraction}`;
     error = { message, details: { scored: rewards.scored, tasks: tasks.length, rewardsKey: rewards.rewardsKey } };
   }

@@ -20,15 +20,18 @@ const tunables: Record<keyof HyperParameterPatch, RuledPath> = {
  * the next iteration. Throws an Error naming every bad field, which rejects the update.
  */
 export function validateHyperParameters(config: RunConfig, patch: HyperParameterPatch): void {
-  if (!patch || typeof patch !== 'object' || Array.isArray(patch)) throw new Error('setHyperParameters expects an object');
+  if (!patch || typeof patch !== 'object' || Array.isArray(patch))
+    throw new Error('setHyperParameters expects an object');
   const problems: string[] = [];
   for (const [field, value] of Object.entries(patch)) {
     const path = tunables[field as keyof HyperParameterPatch] as RuledPath | undefined;
     if (!path) problems.push(`${field}: not a tunable hyper-parameter (tunable: ${Object.keys(tunables).join(', ')})`);
-    else if (!satisfies(numberRules[path], value)) problems.push(`${field} (${path}): expected ${describeRule(numberRules[path])}, got ${JSON.stringify(value)}`);
+    else if (!satisfies(numberRules[path], value))
+      problems.push(`${field} (${path}): expected ${describeRule(numberRules[path])}, got ${JSON.stringify(value)}`);
   }
   if (problems.length === 0) {
-    for (const p of crossFieldProblems(applyHyperParameters(config, patch))) problems.push(`${p.path.join('.')}: ${p.message}`);
+    for (const p of crossFieldProblems(applyHyperParameters(config, patch)))
+      problems.push(`${p.path.join('.')}: ${p.message}`);
   }
   if (problems.length) throw new Error(`invalid hyper-parameters: ${problems.join('; ')}`);
 }

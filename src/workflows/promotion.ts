@@ -2,21 +2,36 @@ import type { RollbackRequest } from './definitions.js';
 import type { Promotion } from './types.js';
 
 /** A candidate is promoted when its held-out score beats the current best's by more than the margin. */
-export const beatsBest = (score: number, best: { score: number }, margin: number): boolean => score > best.score + margin;
+export const beatsBest = (score: number, best: { score: number }, margin: number): boolean =>
+  score > best.score + margin;
 
 /** Plain checks (no zod in workflow code): the request's shape, and that the run has something to return to. */
-export function validateRollback(request: RollbackRequest, promotions: readonly Promotion[] | undefined, bestIteration: number | null | undefined): void {
-  if (!request || typeof request !== 'object') throw new Error('rollback expects {"to": "base" | "previous" | <iteration>}');
+export function validateRollback(
+  request: RollbackRequest,
+  promotions: readonly Promotion[] | undefined,
+  bestIteration: number | null | undefined,
+): void {
+  if (!request || typeof request !== 'object')
+    throw new Error('rollback expects {"to": "base" | "previous" | <iteration>}');
   const { to } = request;
   if (to !== 'base' && to !== 'previous' && !(typeof to === 'number' && Number.isInteger(to) && to >= 0)) {
-    throw new Error(`rollback.to: expected "base", "previous" or the iteration of a promotion, got ${JSON.stringify(to)}`);
+    throw new Error(
+      `rollback.to: expected "base", "previous" or the iteration of a promotion, got ${JSON.stringify(to)}`,
+    );
   }
-  if (!promotions) throw new Error('rollback: the run has not evaluated its base model yet (or started before rollback updates); try again later');
+  if (!promotions)
+    throw new Error(
+      'rollback: the run has not evaluated its base model yet (or started before rollback updates); try again later',
+    );
   rollbackTarget(request, promotions, bestIteration ?? null);
 }
 
 /** The promotion a rollback returns to; throws (rejecting the update) when there is none. */
-export function rollbackTarget(request: RollbackRequest, promotions: readonly Promotion[], bestIteration: number | null): Promotion {
+export function rollbackTarget(
+  request: RollbackRequest,
+  promotions: readonly Promotion[],
+  bestIteration: number | null,
+): Promotion {
   const base = promotions.find((p) => p.iteration === null);
   if (request.to === 'base') {
     if (!base) throw new Error('rollback: the run has no base entry');
@@ -31,7 +46,9 @@ export function rollbackTarget(request: RollbackRequest, promotions: readonly Pr
   const target = promotions.find((p) => p.iteration === request.to);
   if (!target) {
     const known = promotions.flatMap((p) => (p.iteration === null ? [] : [p.iteration]));
-    throw new Error(`rollback.to: iteration ${request.to} promoted nothing (promotions: ${known.length ? known.join(', ') : 'none'})`);
+    throw new Error(
+      `rollback.to: iteration ${request.to} promoted nothing (promotions: ${known.length ? known.join(', ') : 'none'})`,
+    );
   }
   return target;
 }

@@ -4,7 +4,13 @@ import type { PromptOverlay } from '../contracts/prompt-overlay.js';
 import type { ProposeOverlaysInput } from '../activities/prompt-proposals.js';
 import { apoActivities } from './apo-activities.js';
 import { BestScoreKey, IterationKey, pauseSignal, PhaseKey, resumeSignal, RunIdKey } from './definitions.js';
-import { apoStatusQuery, type ApoPhase, type ApoRoundSummary, type ApoStatus, type VersionScore } from './prompt-optimization-types.js';
+import {
+  apoStatusQuery,
+  type ApoPhase,
+  type ApoRoundSummary,
+  type ApoStatus,
+  type VersionScore,
+} from './prompt-optimization-types.js';
 import { validation } from './proxies.js';
 import { runIdFromWorkflowId } from './run-id.js';
 import { sampleTaskIds } from './sampling.js';
@@ -24,8 +30,18 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
   let paused = false;
   let config: RunConfig = rawConfig;
   const status: ApoStatus = {
-    kind: 'promptOptimization', runId: rawConfig.runId, round: 0, rounds: rawConfig.apo?.rounds ?? 0, phase, paused,
-    beam: [], baselineScore: null, best: null, history: [], heldOut: { before: null, after: null, afterVersion: null }, promotion: null,
+    kind: 'promptOptimization',
+    runId: rawConfig.runId,
+    round: 0,
+    rounds: rawConfig.apo?.rounds ?? 0,
+    phase,
+    paused,
+    beam: [],
+    baselineScore: null,
+    best: null,
+    history: [],
+    heldOut: { before: null, after: null, afterVersion: null },
+    promotion: null,
   };
   setHandler(apoStatusQuery, () => ({ ...status, phase: paused ? 'paused' : phase, paused }));
   setHandler(pauseSignal, () => void (paused = true));
@@ -45,7 +61,10 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
   const runId = runIdFromWorkflowId(workflowInfo().workflowId);
   if (config.runId !== runId) config = { ...config, runId };
   status.runId = runId;
-  upsertSearchAttributes([{ key: RunIdKey, value: runId }, { key: PhaseKey, value: phase }]);
+  upsertSearchAttributes([
+    { key: RunIdKey, value: runId },
+    { key: PhaseKey, value: phase },
+  ]);
   const policy = { name: config.model.base, checkpointKey: null, sha256: null, iteration: null };
   const act = apoActivities(config, policy);
   const { trainIds, validationIds } = await act.splitApoTasks({ config });
@@ -59,7 +78,20 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
   enter('evaluating-before', `held-out evaluation of the agent's own prompt on ${config.eval.tasks} tasks`);
   const evalIds = await act.listTaskIds({ taskSet: evalSet, limit: config.eval.tasks });
   const heldOut = (version: number) =>
-    act.score({ config, iteration: 0, mode: 'eval', taskSet: evalSet, sampling, label: `heldout-v${version}`, version, taskIds: evalIds, idPrefix: 'heldout' }, `held-out: v${version} on ${evalIds.length} tasks`);
+    act.score(
+      {
+        config,
+        iteration: 0,
+        mode: 'eval',
+        taskSet: evalSet,
+        sampling,
+        label: `heldout-v${version}`,
+        version,
+        taskIds: evalIds,
+        idPrefix: 'heldout',
+      },
+      `held-out: v${version} on ${evalIds.length} tasks`,
+    );
   const before = await heldOut(0);
   status.heldOut.before = before;
 
@@ -68,13 +100,24 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
     let score = fullScores.get(version);
     if (score === undefined) {
       await gate();
-      const run = { config, iteration: round, mode: 'eval' as const, taskSet: trainSet, sampling, label: `full-v${version}`, version, taskIds: validationIds, idPrefix: 'full' };
+      const run = {
+        config,
+        iteration: round,
+        mode: 'eval' as const,
+        taskSet: trainSet,
+        sampling,
+        label: `full-v${version}`,
+        version,
+        taskIds: validationIds,
+        idPrefix: 'full',
+      };
       score = await act.score(run, `round ${round}: v${version} on all ${validationIds.length} validation tasks`);
       fullScores.set(version, score);
     }
     return { version, score };
   };
-  const bestEver = (): VersionScore => [...fullScores].map(([version, score]) => ({ version, score })).sort(byScore)[0]!;
+  const bestEver = (): VersionScore =>
+    [...fullScores].map(([version, score]) => ({ version, score })).sort(byScore)[0]!;
 
   enter('scoring-start', 'scoring the start of the beam on the validation set');
   const overlays = new Map<number, PromptOverlay | null>([[0, null]]);
@@ -96,35 +139,79 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
     const parentOf = new Map<string, number>();
     for (const version of beam) {
       await gate();
-      const run = { config, iteration: round, mode: 'train' as const, taskSet: trainSet, sampling: null, label: 'train', version, taskIds: batch, idPrefix: `r${round}` };
+      const run = {
+        config,
+        iteration: round,
+        mode: 'train' as const,
+        taskSet: trainSet,
+        sampling: null,
+        label: 'train',
+        version,
+        taskIds: batch,
+        idPrefix: `r${round}`,
+      };
       const { results } = await act.launch(run, `round ${round}: v${version} on ${batch.length} training tasks`);
       for (const r of results) parentOf.set(r.rolloutId, version);
       launched.push(...results);
     }
-    const train = await act.computeRewards({ config, iteration: round, mode: 'train', label: 'train', taskSet: trainSet, results: launched });
+    const train = await act.computeRewards({
+      config,
+      iteration: round,
+      mode: 'train',
+      label: 'train',
+      taskSet: trainSet,
+      results: launched,
+    });
     const scored = await act.scoredRollouts({ config, iteration: round, mode: 'train', label: 'train' });
 
-    enter('proposing', `round ${round}: proposing ${beam.length * apo.branchFactor} children (${apo.strategies.join(', ')})`);
+    enter(
+      'proposing',
+      `round ${round}: proposing ${beam.length * apo.branchFactor} children (${apo.strategies.join(', ')})`,
+    );
     const versions = Array.from({ length: beam.length * apo.branchFactor }, (_, i) => nextVersion + i);
     nextVersion += versions.length;
     const proposal: ProposeOverlaysInput = {
       config,
       round,
       parents: beam.map((version) => ({ version, overlay: overlays.get(version) ?? null })),
-      rollouts: scored.map((r) => ({ ref: { runId, iteration: round, rolloutId: r.rolloutId, attempt: r.attempt }, taskId: r.taskId, reward: r.reward, parentVersion: parentOf.get(r.rolloutId)! })),
+      rollouts: scored.map((r) => ({
+        ref: { runId, iteration: round, rolloutId: r.rolloutId, attempt: r.attempt },
+        taskId: r.taskId,
+        reward: r.reward,
+        parentVersion: parentOf.get(r.rolloutId)!,
+      })),
       versions,
     };
-    const proposed = await act.proposeOverlays(proposal, `round ${round}: propose versions ${versions[0]}-${versions.at(-1)}`);
+    const proposed = await act.proposeOverlays(
+      proposal,
+      `round ${round}: propose versions ${versions[0]}-${versions.at(-1)}`,
+    );
     for (const o of proposed.overlays) overlays.set(o.version, o);
     const children = proposed.overlays.map((o) => o.version);
 
-    enter('scoring-candidates', `round ${round}: scoring ${beam.length + children.length} candidates on ${apo.validationBatchSize} validation tasks`);
+    enter(
+      'scoring-candidates',
+      `round ${round}: scoring ${beam.length + children.length} candidates on ${apo.validationBatchSize} validation tasks`,
+    );
     const valBatch = sampleTaskIds(validationIds, apo.validationBatchSize, config.seed, 1_000_000 + round);
     const candidates: VersionScore[] = [];
     for (const version of [...beam, ...children]) {
       await gate();
-      const run = { config, iteration: round, mode: 'eval' as const, taskSet: trainSet, sampling, label: `val-v${version}`, version, taskIds: valBatch, idPrefix: `r${round}-val` };
-      candidates.push({ version, score: await act.score(run, `round ${round}: v${version} on ${valBatch.length} validation tasks`) });
+      const run = {
+        config,
+        iteration: round,
+        mode: 'eval' as const,
+        taskSet: trainSet,
+        sampling,
+        label: `val-v${version}`,
+        version,
+        taskIds: valBatch,
+        idPrefix: `r${round}-val`,
+      };
+      candidates.push({
+        version,
+        score: await act.score(run, `round ${round}: v${version} on ${valBatch.length} validation tasks`),
+      });
     }
     candidates.sort(byScore);
     beam = candidates.slice(0, apo.beamWidth).map((c) => c.version);
@@ -133,12 +220,22 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
     const leader = await fullScore(beam[0]!, round);
     const best = bestEver();
     const summary: ApoRoundSummary = {
-      round, parents: status.beam, trainMeanReward: train.meanReward, trainRollouts: launched.length, children,
-      skipped: proposed.skipped.map((s) => s.reason), candidates, beam, leader, best,
+      round,
+      parents: status.beam,
+      trainMeanReward: train.meanReward,
+      trainRollouts: launched.length,
+      children,
+      skipped: proposed.skipped.map((s) => s.reason),
+      candidates,
+      beam,
+      leader,
+      best,
     };
     Object.assign(status, { round, beam, best, history: [...status.history, summary] });
     upsertSearchAttributes([{ key: BestScoreKey, value: best.score }]);
-    setCurrentDetails(`round ${round} done: leader v${leader.version} ${leader.score.toFixed(3)}, best v${best.version} ${best.score.toFixed(3)}`);
+    setCurrentDetails(
+      `round ${round} done: leader v${leader.version} ${leader.score.toFixed(3)}, best v${best.version} ${best.score.toFixed(3)}`,
+    );
   }
 
   const best = bestEver();
@@ -151,6 +248,9 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
   // Greedy scoring of the same prompt on the same tasks: version 0 was measured before, so it is not run twice.
   const after = active === 0 ? before : await heldOut(active);
   status.heldOut = { before, after, afterVersion: active };
-  enter('done', `done: held-out ${before.toFixed(3)} → ${after.toFixed(3)} (active v${active}); ${status.promotion.reason}`);
+  enter(
+    'done',
+    `done: held-out ${before.toFixed(3)} → ${after.toFixed(3)} (active v${active}); ${status.promotion.reason}`,
+  );
   return { ...status, phase: 'done', paused: false };
 }

@@ -22,7 +22,12 @@ export const validation = proxyActivities<Cpu>({
  */
 export function activitiesFor(config: RunConfig) {
   const heartbeatTimeout = `${config.timeouts.heartbeatSec}s`;
-  const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: nonRetryableFailureTypes };
+  const retry = {
+    initialInterval: '1s',
+    backoffCoefficient: 2,
+    maximumInterval: '30s',
+    nonRetryableErrorTypes: nonRetryableFailureTypes,
+  };
   const quick = proxyActivities<Cpu>({
     taskQueue: CPU_QUEUE,
     startToCloseTimeout: '2 minutes',

@@ -3,6 +3,9 @@
  * `<schedule-id>-<RFC 3339 time>`, whose ':' and '+' are not key-safe.
  */
 export function runIdFromWorkflowId(workflowId: string): string {
-  const safe = workflowId.replace(/[^A-Za-z0-9_.-]/g, '-').replace(/\.\.+/g, '.').replace(/^[^A-Za-z0-9]+/, '');
+  const safe = workflowId
+    .replace(/[^A-Za-z0-9_.-]/g, '-')
+    .replace(/\.\.+/g, '.')
+    .replace(/^[^A-Za-z0-9]+/, '');
   return safe.slice(0, 128) || 'run';
 }

@@ -1,4 +1,13 @@
-import { ApplicationFailure, ChildWorkflowFailure, executeChild, getExternalWorkflowHandle, patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  ChildWorkflowFailure,
+  executeChild,
+  getExternalWorkflowHandle,
+  patched,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { sampleUntilInformative } from './dynamic-sampling.js';
 import { evaluation } from './evaluation.js';
 import { FailureType } from '../contracts/failures.js';
@@ -7,7 +16,14 @@ import { beatsBest } from './promotion.js';
 import { activitiesFor } from './proxies.js';
 import { trainSetOf } from './rollout-inputs.js';
 import { sampleTaskIds } from './sampling.js';
-import type { DynamicSamplingSummary, IterationTimeline, Phase, TimedPhase, TrainingIterationInput, TrainingIterationResult } from './types.js';
+import type {
+  DynamicSamplingSummary,
+  IterationTimeline,
+  Phase,
+  TimedPhase,
+  TrainingIterationInput,
+  TrainingIterationResult,
+} from './types.js';
 
 /**
  * One training iteration: sample tasks → launch rollouts (a GRPO group per task) → rewards → batch → update on
@@ -36,7 +52,12 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     clock(p);
     setCurrentDetails(`iteration ${iteration}: ${detail}`);
     upsertSearchAttributes([{ key: PhaseKey, value: p }]);
-    if (parent) await getExternalWorkflowHandle(parent.workflowId, parent.runId).signal(phaseSignal, { iteration, phase: p, detail });
+    if (parent)
+      await getExternalWorkflowHandle(parent.workflowId, parent.runId).signal(phaseSignal, {
+        iteration,
+        phase: p,
+        detail,
+      });
   };
 
   await phase('sampling-tasks', 'sampling tasks');
@@ -51,18 +72,44 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     rolloutIds: Array.from({ length: config.rollouts.groupSize }, (_, k) => `g${t}-r${k}`),
   }));
 
-  const unsandboxed = config.rollouts.runner === 'local' && config.rollouts.sandbox === 'none' ? ' (UNSANDBOXED: rollouts.sandbox is "none")' : '';
-  await phase('rollouts', `${tasks.length} tasks × ${config.rollouts.groupSize} rollouts with ${policy.name}${unsandboxed}`);
+  const unsandboxed =
+    config.rollouts.runner === 'local' && config.rollouts.sandbox === 'none'
+      ? ' (UNSANDBOXED: rollouts.sandbox is "none")'
+      : '';
+  await phase(
+    'rollouts',
+    `${tasks.length} tasks × ${config.rollouts.groupSize} rollouts with ${policy.name}${unsandboxed}`,
+  );
   await act.servePolicy({ policy });
-  const launched = await act.launchRollouts({ config, iteration, mode: 'train', label: 'train', policy, taskSet, sampling: null, tasks });
+  const launched = await act.launchRollouts({
+    config,
+    iteration,
+    mode: 'train',
+    label: 'train',
+    policy,
+    taskSet,
+    sampling: null,
+    tasks,
+  });
 
   await phase('rewards', `scoring ${launched.results.length} rollouts`);
-  let rewards = await act.computeRewards({ config, iteration, mode: 'train', label: 'train', taskSet, results: launched.results });
+  let rewards = await act.computeRewards({
+    config,
+    iteration,
+    mode: 'train',
+    label: 'train',
+    taskSet,
+    results: launched.results,
+  });
   let rollouts = launched.results.length;
   let dynamicSampling: DynamicSamplingSummary | null = null;
   // Histories recorded before dynamic sampling (and runs without it) issue nothing here.
   if (config.rollouts.dynamicSampling && patched('dynamic-sampling')) {
-    const sampled = await sampleUntilInformative(act, { config, iteration, policy, taskSet, order, tasks, results: launched.results, rewards }, (detail) => phase('rollouts', detail));
+    const sampled = await sampleUntilInformative(
+      act,
+      { config, iteration, policy, taskSet, order, tasks, results: launched.results, rewards },
+      (detail) => phase('rollouts', detail),
+    );
     ({ rewards, summary: dynamicSampling } = sampled);
     rollouts = sampled.results.length;
   }
@@ -112,16 +159,32 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     if (result instanceof ApplicationFailure) summary.evalError = result.message;
     else {
       summary.evalScore = result.score;
-      summary.eval = { rewardSum: result.rewardSum, scored: result.scored, tasks: result.tasks, ...(result.byKind ? { byKind: result.byKind } : {}), ...(result.extraSets ? { extraSets: result.extraSets } : {}) };
+      summary.eval = {
+        rewardSum: result.rewardSum,
+        scored: result.scored,
+        tasks: result.tasks,
+        ...(result.byKind ? { byKind: result.byKind } : {}),
+        ...(result.extraSets ? { extraSets: result.extraSets } : {}),
+      };
     }
     // With promotion: 'run' the run decides, against its best at that moment (a rollback may have moved it).
-    if (!(result instanceof ApplicationFailure) && input.promotion !== 'run' && beatsBest(result.score, best, config.eval.promoteMargin)) {
-      await phase('promoting', `promoting ${trained.policy.name}: ${result.score.toFixed(3)} > ${best.score.toFixed(3)}`);
+    if (
+      !(result instanceof ApplicationFailure) &&
+      input.promotion !== 'run' &&
+      beatsBest(result.score, best, config.eval.promoteMargin)
+    ) {
+      await phase(
+        'promoting',
+        `promoting ${trained.policy.name}: ${result.score.toFixed(3)} > ${best.score.toFixed(3)}`,
+      );
       await act.promoteCheckpoint({ config, iteration, policy: trained.policy, score: result.score });
       best = { policy: trained.policy, score: result.score };
       summary.promoted = true;
     }
   }
-  await phase('done', `mean reward ${rewards.meanReward.toFixed(3)}, eval ${summary.evalError ? 'incomplete' : (summary.evalScore?.toFixed(3) ?? 'skipped')}${summary.promoted ? ', promoted' : ''}`);
+  await phase(
+    'done',
+    `mean reward ${rewards.meanReward.toFixed(3)}, eval ${summary.evalError ? 'incomplete' : (summary.evalScore?.toFixed(3) ?? 'skipped')}${summary.promoted ? ', promoted' : ''}`,
+  );
   return { summary, policy: trained.policy, best };
 }

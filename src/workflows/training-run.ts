@@ -92,21 +92,29 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
   // The run is the one owner of "best": rollback moves it here, so the next candidate is compared against it.
   setHandler(
     rollbackUpdate,
-    (request) => serialised(async () => {
-      const s = state!;
-      const target: Promotion = rollbackTarget(request, s.promotions!, s.bestIteration ?? null);
-      await activitiesFor(config).rollbackCheckpoint({ config, to: target });
-      s.best = { policy: target.policy, score: target.score };
-      s.bestIteration = target.iteration;
-      upsertSearchAttributes([{ key: BestScoreKey, value: target.score }]);
-      setCurrentDetails(`rolled back: best is ${target.policy.name} (${target.iteration === null ? 'base model' : `iteration ${target.iteration}`}, score ${target.score.toFixed(3)})`);
-      return { best: s.best, iteration: target.iteration };
-    }),
+    (request) =>
+      serialised(async () => {
+        const s = state!;
+        const target: Promotion = rollbackTarget(request, s.promotions!, s.bestIteration ?? null);
+        await activitiesFor(config).rollbackCheckpoint({ config, to: target });
+        s.best = { policy: target.policy, score: target.score };
+        s.bestIteration = target.iteration;
+        upsertSearchAttributes([{ key: BestScoreKey, value: target.score }]);
+        setCurrentDetails(
+          `rolled back: best is ${target.policy.name} (${target.iteration === null ? 'base model' : `iteration ${target.iteration}`}, score ${target.score.toFixed(3)})`,
+        );
+        return { best: s.best, iteration: target.iteration };
+      }),
     {
       validator: (request) => {
         validateRollback(request, state?.promotions, state?.bestIteration);
-        if (config.deploy && rollbackTarget(request, state!.promotions!, state!.bestIteration ?? null).policy.sha256 === null) {
-          throw new Error(`rollback: deploy alias ${config.deploy.alias} cannot serve the bare base model; roll back to a promoted checkpoint`);
+        if (
+          config.deploy &&
+          rollbackTarget(request, state!.promotions!, state!.bestIteration ?? null).policy.sha256 === null
+        ) {
+          throw new Error(
+            `rollback: deploy alias ${config.deploy.alias} cannot serve the bare base model; roll back to a promoted checkpoint`,
+          );
         }
       },
     },
@@ -125,23 +133,42 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
     let lineage: RunLineage | undefined;
     // Runs that start from a stored policy, belong to a lineage or take tasks from a source plan that first.
     if ((config.lineage || config.model.startFrom || config.tasks.trainPrefix) && patched('lineage-start')) {
-      setCurrentDetails(config.tasks.trainPrefix ? `taking new tasks from ${config.tasks.trainPrefix}` : 'resolving the start policy');
+      setCurrentDetails(
+        config.tasks.trainPrefix ? `taking new tasks from ${config.tasks.trainPrefix}` : 'resolving the start policy',
+      );
       const plan = await activitiesFor(config).planRun({ config });
       config = plan.config;
       if (config.lineage) upsertSearchAttributes([{ key: LineageKey, value: config.lineage }]);
       lineage = {
-        name: config.lineage ?? null, startedFrom: plan.startFrom, incumbent: plan.incumbent, incumbentScore: null,
-        alias: config.deploy?.alias ?? null, ...(plan.intake ?? { newTasks: [], replayTasks: [], taskFiles: [] }),
+        name: config.lineage ?? null,
+        startedFrom: plan.startFrom,
+        incumbent: plan.incumbent,
+        incumbentScore: null,
+        alias: config.deploy?.alias ?? null,
+        ...(plan.intake ?? { newTasks: [], replayTasks: [], taskFiles: [] }),
       };
       if (plan.noNewTasks) {
         // Not a failure: the night had nothing to learn from, and the lineage keeps its policy.
         outcome = 'no-new-tasks';
-        state = { iteration: config.iterations, policy: plan.startFrom, best: { policy: plan.incumbent, score: 0 }, history: [], promotions: [], bestIteration: null, lineage };
+        state = {
+          iteration: config.iterations,
+          policy: plan.startFrom,
+          best: { policy: plan.incumbent, score: 0 },
+          history: [],
+          promotions: [],
+          bestIteration: null,
+          lineage,
+        };
         if (config.lineage) {
-          await activitiesFor(config).recordLineageRun({ lineage: config.lineage, run: lineageRun(config.runId, lineage, null, 'no-new-tasks', null) });
+          await activitiesFor(config).recordLineageRun({
+            lineage: config.lineage,
+            run: lineageRun(config.runId, lineage, null, 'no-new-tasks', null),
+          });
         }
         phase = 'done';
-        setCurrentDetails(`no new tasks under ${config.tasks.trainPrefix} since the lineage's previous run; nothing trained`);
+        setCurrentDetails(
+          `no new tasks under ${config.tasks.trainPrefix} since the lineage's previous run; nothing trained`,
+        );
         upsertSearchAttributes([{ key: PhaseKey, value: 'done' }]);
         return status();
       }
@@ -160,11 +187,24 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       });
       baseScore = base.score;
       // Absent in histories recorded before evaluations stored their numerator and denominator.
-      if (base.tasks !== undefined) baseEval = { score: base.score, rewardSum: base.rewardSum, scored: base.scored, tasks: base.tasks, ...(base.byKind ? { byKind: base.byKind } : {}), ...(base.extraSets ? { extraSets: base.extraSets } : {}) };
+      if (base.tasks !== undefined)
+        baseEval = {
+          score: base.score,
+          rewardSum: base.rewardSum,
+          scored: base.scored,
+          tasks: base.tasks,
+          ...(base.byKind ? { byKind: base.byKind } : {}),
+          ...(base.extraSets ? { extraSets: base.extraSets } : {}),
+        };
     }
     state = {
-      iteration: 0, policy: lineage?.startedFrom ?? basePolicy, best: { policy: incumbent, score: baseScore }, baseEval, history: [],
-      promotions: [{ policy: incumbent, score: baseScore, iteration: null }], bestIteration: null,
+      iteration: 0,
+      policy: lineage?.startedFrom ?? basePolicy,
+      best: { policy: incumbent, score: baseScore },
+      baseEval,
+      history: [],
+      promotions: [{ policy: incumbent, score: baseScore, iteration: null }],
+      bestIteration: null,
       ...(lineage && { lineage: { ...lineage, incumbentScore: config.eval.everyIterations > 0 ? baseScore : null } }),
     };
     upsertSearchAttributes([{ key: BestScoreKey, value: baseScore }]);
@@ -179,7 +219,15 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
     const runPromotes = state.promotions !== undefined && patched('run-owns-best');
     const result: TrainingIterationResult = await executeChild(trainingIteration, {
       workflowId: `${config.runId}-iter-${iteration}`,
-      args: [{ config, iteration, policy: state.policy, best: state.best, ...(runPromotes && { promotion: 'run' as const }) }],
+      args: [
+        {
+          config,
+          iteration,
+          policy: state.policy,
+          best: state.best,
+          ...(runPromotes && { promotion: 'run' as const }),
+        },
+      ],
       staticSummary: `iteration ${iteration}`,
     });
     if (runPromotes) {
@@ -188,7 +236,9 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       if (candidate && evalScore !== null) {
         await serialised(async () => {
           if (!beatsBest(evalScore, s.best, config.eval.promoteMargin)) return;
-          setCurrentDetails(`iteration ${iteration}: promoting ${candidate.name}: ${evalScore.toFixed(3)} > ${s.best.score.toFixed(3)}`);
+          setCurrentDetails(
+            `iteration ${iteration}: promoting ${candidate.name}: ${evalScore.toFixed(3)} > ${s.best.score.toFixed(3)}`,
+          );
           await activitiesFor(config).promoteCheckpoint({ config, iteration, policy: candidate, score: evalScore });
           s.best = { policy: candidate, score: evalScore };
           s.bestIteration = iteration;
@@ -198,7 +248,13 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
       }
       state = { ...s, iteration: iteration + 1, policy: result.policy, history: [...s.history, result.summary] };
     } else {
-      state = { ...state, iteration: iteration + 1, policy: result.policy, best: result.best, history: [...state.history, result.summary] };
+      state = {
+        ...state,
+        iteration: iteration + 1,
+        policy: result.policy,
+        best: result.best,
+        history: [...state.history, result.summary],
+      };
     }
     iterationsThisRun += 1;
     upsertSearchAttributes([{ key: BestScoreKey, value: state.best.score }]);
@@ -215,16 +271,33 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
   if (state.lineage?.name) {
     const l = state.lineage;
     const promoted = state.best.policy.sha256 !== l.incumbent.sha256 ? state.best.policy : null;
-    await activitiesFor(config).recordLineageRun({ lineage: l.name!, run: lineageRun(config.runId, l, promoted, promoted ? 'promoted' : 'kept', config.tasks.trainSet ?? null) });
+    await activitiesFor(config).recordLineageRun({
+      lineage: l.name!,
+      run: lineageRun(config.runId, l, promoted, promoted ? 'promoted' : 'kept', config.tasks.trainSet ?? null),
+    });
   }
   phase = 'done';
   upsertSearchAttributes([{ key: PhaseKey, value: 'done' }]);
   return status();
 }
 
-function lineageRun(runId: string, l: RunLineage, promoted: RunLineage['startedFrom'] | null, outcome: 'promoted' | 'kept' | 'no-new-tasks', trainSet: string | null) {
+function lineageRun(
+  runId: string,
+  l: RunLineage,
+  promoted: RunLineage['startedFrom'] | null,
+  outcome: 'promoted' | 'kept' | 'no-new-tasks',
+  trainSet: string | null,
+) {
   return {
-    runId, startedFrom: l.startedFrom, incumbent: l.incumbent, incumbentScore: l.incumbentScore, promoted, outcome, trainSet,
-    newTasks: l.newTasks.length, replayTasks: l.replayTasks.length, taskFiles: l.taskFiles,
+    runId,
+    startedFrom: l.startedFrom,
+    incumbent: l.incumbent,
+    incumbentScore: l.incumbentScore,
+    promoted,
+    outcome,
+    trainSet,
+    newTasks: l.newTasks.length,
+    replayTasks: l.replayTasks.length,
+    taskFiles: l.taskFiles,
   };
 }

@@ -34,7 +34,10 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
     store = createObjectStore({ ...services.s3, bucket: 'volt-rewards-release' });
     await store.ensureBucket();
     dir = mkdtempSync(path.join(os.tmpdir(), 'volt-release-'));
-    writeFileSync(path.join(dir, 'train.jsonl'), `${JSON.stringify({ id: 't0', input: { q: 'write answer.txt' }, kind: 'files' })}\n`);
+    writeFileSync(
+      path.join(dir, 'train.jsonl'),
+      `${JSON.stringify({ id: 't0', input: { q: 'write answer.txt' }, kind: 'files' })}\n`,
+    );
     runner = new LocalRunner({ root: path.join(dir, 'rollouts'), logs: objectStoreLogSink(store) });
   });
   after(async () => {
@@ -44,7 +47,10 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
 
   it('scores with a command reward in each workdir, deletes them, and a retry reuses the stored file', async () => {
     const config = parseRunConfig({
-      runId: RUN, seed: 1, agent: { command: ['true'] }, tasks: { trainFile: 'train.jsonl', evalFile: 'train.jsonl' },
+      runId: RUN,
+      seed: 1,
+      agent: { command: ['true'] },
+      tasks: { trainFile: 'train.jsonl', evalFile: 'train.jsonl' },
       reward: { kind: 'command', command: ['test', '-f', 'answer.txt'] },
     });
     const workdirs = ids.map((rolloutId, i) => {
@@ -56,10 +62,25 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
     for (const [i, rolloutId] of ids.entries()) {
       const ref = { runId: RUN, iteration: 0, rolloutId, attempt: 0 };
       const record: RolloutOutcomeRecord = {
-        rolloutId, taskId: 't0', groupId: 't0', attempts: [{ attempt: 0, outcome: 'succeeded', detail: null }], snapshots: {},
+        rolloutId,
+        taskId: 't0',
+        groupId: 't0',
+        attempts: [{ attempt: 0, outcome: 'succeeded', detail: null }],
+        snapshots: {},
         final: {
-          ref, taskId: 't0', groupId: 't0', mode: 'train', outcome: 'succeeded', exitCode: 0, signal: null, durationMs: 1, outputText: null,
-          stdoutKey: keys.rolloutLog(ref, 'stdout'), stderrKey: keys.rolloutLog(ref, 'stderr'), detail: null, workdir: workdirs[i]!,
+          ref,
+          taskId: 't0',
+          groupId: 't0',
+          mode: 'train',
+          outcome: 'succeeded',
+          exitCode: 0,
+          signal: null,
+          durationMs: 1,
+          outputText: null,
+          stdoutKey: keys.rolloutLog(ref, 'stdout'),
+          stderrKey: keys.rolloutLog(ref, 'stderr'),
+          detail: null,
+          workdir: workdirs[i]!,
         },
       };
       await store.putJson(keys.rolloutOutcome(RUN, 0, rolloutId), record);
@@ -68,18 +89,37 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
     const { sha256: taskSet } = await taskSets.pinFile('train.jsonl');
     const deps = { store, runner, taskSets, python: 'python3', env: {} } as unknown as ActivityDeps;
     const activities = createRewardActivities(deps);
-    const input: ComputeRewardsInput = { config, iteration: 0, mode: 'train', label: 'train', taskSet, results: ids.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' })) };
+    const input: ComputeRewardsInput = {
+      config,
+      iteration: 0,
+      mode: 'train',
+      label: 'train',
+      taskSet,
+      results: ids.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' })),
+    };
 
     const first = await run(activities, input);
     assert.deepEqual({ scored: first.scored, meanReward: first.meanReward }, { scored: 2, meanReward: 0.5 });
     const file = await store.getJson(first.rewardsKey, rewardsFileSchema);
-    assert.deepEqual(file.rollouts.map((r) => r.reward), [0, 1], 'the check ran in each workdir');
-    assert.deepEqual(file.rollouts.map((r) => r.taskKind), ['files', 'files'], 'each score records its task kind');
+    assert.deepEqual(
+      file.rollouts.map((r) => r.reward),
+      [0, 1],
+      'the check ran in each workdir',
+    );
+    assert.deepEqual(
+      file.rollouts.map((r) => r.taskKind),
+      ['files', 'files'],
+      'each score records its task kind',
+    );
     assert.deepEqual(first.byKind, { files: { rewardSum: 1, scored: 2, tasks: 2 } });
-    for (const rolloutId of ids) assert.equal(existsSync(path.join(dir, 'rollouts', RUN, '000000', rolloutId)), false, `${rolloutId} released`);
+    for (const rolloutId of ids)
+      assert.equal(existsSync(path.join(dir, 'rollouts', RUN, '000000', rolloutId)), false, `${rolloutId} released`);
 
     const retry = await run(activities, input);
     assert.deepEqual(retry, first, 'a retry reuses the stored scores instead of re-running checks in deleted workdirs');
-    assert.deepEqual((await store.getJson(first.rewardsKey, rewardsFileSchema)).rollouts.map((r) => r.reward), [0, 1]);
+    assert.deepEqual(
+      (await store.getJson(first.rewardsKey, rewardsFileSchema)).rollouts.map((r) => r.reward),
+      [0, 1],
+    );
   });
 });

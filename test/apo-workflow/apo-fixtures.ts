@@ -10,7 +10,11 @@ import { root, tinyRunConfig } from '../pipeline/harness.js';
 import { rolloutOutcomeRecordSchema } from '../../src/contracts/rollout-outcome.js';
 
 type Task = { id: string; input: { question: string }; reference: { answer: number } };
-const plain = (id: string, a: number, b: number): Task => ({ id, input: { question: `What is ${a} + ${b}?` }, reference: { answer: a + b } });
+const plain = (id: string, a: number, b: number): Task => ({
+  id,
+  input: { question: `What is ${a} + ${b}?` },
+  reference: { answer: a + b },
+});
 
 /**
  * Task files for APO runs that fit a shared 2-core machine: `training` tasks of one kind (one-digit sums the 135M
@@ -18,23 +22,36 @@ const plain = (id: string, a: number, b: number): Task => ({ id, input: { questi
  * are failures to critique) followed by `validation` small additions (the last tasks of the train file are the
  * validation set), and two held-out additions.
  */
-export function writeApoTasks(training: number, validation: number, kind: 'small-sums' | 'word-problems'): { trainFile: string; evalFile: string } {
+export function writeApoTasks(
+  training: number,
+  validation: number,
+  kind: 'small-sums' | 'word-problems',
+): { trainFile: string; evalFile: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-apo-tasks-'));
   const lines = readFileSync(path.join(root, 'examples/calculator/tasks/train.jsonl'), 'utf8').trim().split('\n');
-  const isWordProblem = (line: string) => !(JSON.parse(line) as { reference: { template: string } }).reference.template.startsWith('plain');
-  const train = kind === 'word-problems'
-    ? lines.filter(isWordProblem).slice(0, training)
-    : Array.from({ length: training }, (_, i) => JSON.stringify(plain(`sum-${i}`, 2 + i, 3 + (i % 4))));
+  const isWordProblem = (line: string) =>
+    !(JSON.parse(line) as { reference: { template: string } }).reference.template.startsWith('plain');
+  const train =
+    kind === 'word-problems'
+      ? lines.filter(isWordProblem).slice(0, training)
+      : Array.from({ length: training }, (_, i) => JSON.stringify(plain(`sum-${i}`, 2 + i, 3 + (i % 4))));
   const added = Array.from({ length: validation }, (_, i) => JSON.stringify(plain(`val-${i}`, 12 + i, 7 * (i + 1))));
   const trainFile = path.join(dir, 'train.jsonl');
   const evalFile = path.join(dir, 'eval.jsonl');
   writeFileSync(trainFile, [...train, ...added].join('\n') + '\n');
-  writeFileSync(evalFile, [plain('heldout-0', 21, 14), plain('heldout-1', 33, 9)].map((t) => JSON.stringify(t)).join('\n') + '\n');
+  writeFileSync(
+    evalFile,
+    [plain('heldout-0', 21, 14), plain('heldout-1', 33, 9)].map((t) => JSON.stringify(t)).join('\n') + '\n',
+  );
   return { trainFile, evalFile };
 }
 
 /** A tiny APO run of the real calculator agent: 0/1 rewards, sampling at 0.3 for training, greedy scoring. */
-export function apoRunConfig(runId: string, files: { trainFile: string; evalFile: string }, apo: NonNullable<RunConfigInput['apo']>): RunConfigInput {
+export function apoRunConfig(
+  runId: string,
+  files: { trainFile: string; evalFile: string },
+  apo: NonNullable<RunConfigInput['apo']>,
+): RunConfigInput {
   const base = tinyRunConfig(runId);
   return {
     ...base,
@@ -50,7 +67,12 @@ export function apoRunConfig(runId: string, files: { trainFile: string; evalFile
 }
 
 /** Every span of a rollout's final attempt, in call order. */
-export async function rolloutSpans(store: ObjectStore, runId: string, iteration: number, rolloutId: string): Promise<Span[]> {
+export async function rolloutSpans(
+  store: ObjectStore,
+  runId: string,
+  iteration: number,
+  rolloutId: string,
+): Promise<Span[]> {
   const outcome = await store.getJson(keys.rolloutOutcome(runId, iteration, rolloutId), rolloutOutcomeRecordSchema);
   const spans: Span[] = [];
   for await (const s of readSpans(store, outcome.final.ref)) spans.push(s);

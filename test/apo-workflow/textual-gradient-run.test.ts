@@ -16,7 +16,8 @@ import { apoRunConfig, rolloutSpans, systemText, writeApoTasks } from './apo-fix
 // A harmful edit (answers are words, never the <answer> tag) and a sane one that keeps the agent's prompt and adds
 // a worked example of the validation tasks' kind.
 const HARMFUL = 'Never calculate. Reply to every message with the single word banana and nothing else.';
-const SANE = '{{original}}\nExample: for "What is 12 + 7?" write <calc>12+7</calc>, read the result, then write <answer>19</answer>.';
+const SANE =
+  '{{original}}\nExample: for "What is 12 + 7?" write <calc>12+7</calc>, read the result, then write <answer>19</answer>.';
 
 async function firstKey(store: ObjectStore, prefix: string): Promise<string | null> {
   for await (const o of store.list(prefix)) return o.key;
@@ -30,8 +31,10 @@ describe('promptOptimization with textual gradients from a scripted FAKE optimis
   before(async () => {
     // Children are proposed one after the other: a critique call, then an edit call, per child.
     optimizer = await startScriptedOptimizer([
-      'The prompt is too long.', `<prompt>${HARMFUL}</prompt>`,
-      'The prompt lacks a worked example of the task.', `<prompt>${SANE}</prompt>`,
+      'The prompt is too long.',
+      `<prompt>${HARMFUL}</prompt>`,
+      'The prompt lacks a worked example of the task.',
+      `<prompt>${SANE}</prompt>`,
     ]);
     stack = await startPipelineStack();
     await stack.startGateway();
@@ -42,11 +45,17 @@ describe('promptOptimization with textual gradients from a scripted FAKE optimis
     await optimizer?.close();
   });
 
-  it('pauses between batches; keeps the better candidate, never promotes the harmful one, and the edits reach the agent\'s calls', async () => {
+  it("pauses between batches; keeps the better candidate, never promotes the harmful one, and the edits reach the agent's calls", async () => {
     const runId = 'apo-textual';
     const apo = {
-      rounds: 1, beamWidth: 1, branchFactor: 2, trainBatchSize: 3, validationBatchSize: 3, validationTasks: 3,
-      strategies: ['textual_gradient' as const], optimizer: { baseUrl: optimizer.baseUrl, model: 'fake-optimizer', temperature: 0 },
+      rounds: 1,
+      beamWidth: 1,
+      branchFactor: 2,
+      trainBatchSize: 3,
+      validationBatchSize: 3,
+      validationTasks: 3,
+      strategies: ['textual_gradient' as const],
+      optimizer: { baseUrl: optimizer.baseUrl, model: 'fake-optimizer', temperature: 0 },
     };
     const config = parseRunConfig(apoRunConfig(runId, writeApoTasks(3, 3, 'word-problems'), apo));
     const { client, close } = await connectClient(stack.env);
@@ -56,7 +65,12 @@ describe('promptOptimization with textual gradients from a scripted FAKE optimis
       // Paused right away: the held-out batch already launched finishes, then nothing starts until resume.
       await pauseRun(client, runId);
       let s = await queryApoStatus(client, runId);
-      for (const t0 = Date.now(); !(s.paused && s.heldOut.before !== null) && Date.now() - t0 < 600_000; await sleep(500)) s = await queryApoStatus(client, runId);
+      for (
+        const t0 = Date.now();
+        !(s.paused && s.heldOut.before !== null) && Date.now() - t0 < 600_000;
+        await sleep(500)
+      )
+        s = await queryApoStatus(client, runId);
       assert.equal(s.phase, 'paused');
       await sleep(3000);
       const started = await firstKey(createObjectStore(stack.env), keys.rolloutAttempts(runId, 0, 'full-v0-t0'));
@@ -74,7 +88,13 @@ describe('promptOptimization with textual gradients from a scripted FAKE optimis
 
     const store = createObjectStore(stack.env);
     const overlays = await createPromptOverlayStore(store).list(runId);
-    assert.deepEqual(overlays.map((o) => [o.version, o.origin.strategy, o.mode, o.template]), [[1, 'textual_gradient', 'replace', HARMFUL], [2, 'textual_gradient', 'replace', SANE]]);
+    assert.deepEqual(
+      overlays.map((o) => [o.version, o.origin.strategy, o.mode, o.template]),
+      [
+        [1, 'textual_gradient', 'replace', HARMFUL],
+        [2, 'textual_gradient', 'replace', SANE],
+      ],
+    );
 
     // The edits reach the agent's calls: the upstream system message is the edited prompt, {{original}} rendered.
     const harmful = await rolloutSpans(store, runId, 1, 'r1-val-v1-t0');

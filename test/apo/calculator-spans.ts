@@ -27,19 +27,43 @@ export function calcTask(id: string, question: string, answer: number): Task {
  */
 export type StopStyle = 'whole' | 'cut' | 'cut-unnamed';
 
-function span(ref: RolloutRef, seq: number, messages: { role: string; content: string }[], whole: string, style: StopStyle): Span {
+function span(
+  ref: RolloutRef,
+  seq: number,
+  messages: { role: string; content: string }[],
+  whole: string,
+  style: StopStyle,
+): Span {
   const stop = ['</calc>', '</answer>'].find((s) => whole.endsWith(s));
   const text = style !== 'whole' && stop ? whole.slice(0, -stop.length) : whole;
   const stopReason = style === 'cut' && stop ? { stop_reason: stop } : {};
   const at = new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString();
   return {
-    spanId: `${ref.rolloutId}-${ref.attempt}-${seq}`, runId: ref.runId, iteration: ref.iteration, rolloutId: ref.rolloutId, attempt: ref.attempt, seq,
-    mode: 'train', endpoint: 'chat.completions', stream: false, startedAt: at, firstByteAt: at, endedAt: at, durationMs: 5,
-    request: { body: { model: 'policy', messages }, headers: {} }, upstreamRequest: { model: 'smollm2', messages },
-    response: { choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop', ...stopReason }] },
-    promptTokenIds: [1, 2, 3], choices: [{ index: 0, tokenIds: [4], logprobs: [-0.1], text, finishReason: 'stop' }],
-    usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 }, servedBy: { model: 'policy', version: null },
-    promptOverlay: null, status: 'ok', error: null,
+    spanId: `${ref.rolloutId}-${ref.attempt}-${seq}`,
+    runId: ref.runId,
+    iteration: ref.iteration,
+    rolloutId: ref.rolloutId,
+    attempt: ref.attempt,
+    seq,
+    mode: 'train',
+    endpoint: 'chat.completions',
+    stream: false,
+    startedAt: at,
+    firstByteAt: at,
+    endedAt: at,
+    durationMs: 5,
+    request: { body: { model: 'policy', messages }, headers: {} },
+    upstreamRequest: { model: 'smollm2', messages },
+    response: {
+      choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop', ...stopReason }],
+    },
+    promptTokenIds: [1, 2, 3],
+    choices: [{ index: 0, tokenIds: [4], logprobs: [-0.1], text, finishReason: 'stop' }],
+    usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+    servedBy: { model: 'policy', version: null },
+    promptOverlay: null,
+    status: 'ok',
+    error: null,
   };
 }
 
@@ -48,12 +72,21 @@ function span(ref: RolloutRef, seq: number, messages: { role: string; content: s
  * included): a <calc> call, the agent's "Result:" reply (after the model's text as the engine returned it), then the
  * model's <answer>. Without `calc`, the model answers at once (one call).
  */
-export function calculatorRollout(ref: RolloutRef, task: Task, model: { calc?: string; result?: string; answer: string }, style: StopStyle = 'whole'): Span[] {
+export function calculatorRollout(
+  ref: RolloutRef,
+  task: Task,
+  model: { calc?: string; result?: string; answer: string },
+  style: StopStyle = 'whole',
+): Span[] {
   const question = `${String(task.input.question)}\n${HINT}`;
   const first = [{ role: 'system', content: CALC_SYSTEM }, ...FEW_SHOT, { role: 'user', content: question }];
   const answer = `<answer>${model.answer}</answer>`;
   if (model.calc === undefined) return [span(ref, 0, first, answer, style)];
   const calc = span(ref, 0, first, `<calc>${model.calc}</calc>`, style);
-  const second = [...first, { role: 'assistant', content: calc.choices[0]!.text }, { role: 'user', content: `Result: ${model.result ?? ''}` }];
+  const second = [
+    ...first,
+    { role: 'assistant', content: calc.choices[0]!.text },
+    { role: 'user', content: `Result: ${model.result ?? ''}` },
+  ];
   return [calc, span(ref, 1, second, answer, style)];
 }

@@ -13,13 +13,20 @@ describe('the scripted FAKE optimiser', () => {
   after(() => fake.close());
 
   it('answers a real OpenAI client with the scripted text, then the scripted failure, and records both', async () => {
-    const ok = await client.chat.completions.create({ model: 'critic', messages: [{ role: 'user', content: 'hi' }], temperature: 0.5 });
+    const ok = await client.chat.completions.create({
+      model: 'critic',
+      messages: [{ role: 'user', content: 'hi' }],
+      temperature: 0.5,
+    });
     assert.equal(ok.choices[0]?.message.content, 'first answer');
     await assert.rejects(
       client.chat.completions.create({ model: 'critic', messages: [{ role: 'user', content: 'again' }] }),
       (e: unknown) => e instanceof OpenAI.APIError && e.status === 503,
     );
-    assert.deepEqual(fake.requests.map((r) => r.messages[0]?.content), ['hi', 'again']);
+    assert.deepEqual(
+      fake.requests.map((r) => r.messages[0]?.content),
+      ['hi', 'again'],
+    );
     assert.deepEqual(fake.authHeaders, ['Bearer sk-test', 'Bearer sk-test']);
     assert.equal(fake.remaining(), 0);
   });
@@ -27,7 +34,8 @@ describe('the scripted FAKE optimiser', () => {
   it('rejects an invalid request with 400 in the OpenAI error shape, naming the field, without using an answer', async () => {
     fake.enqueue('kept for later');
     const res = await fetch(`${fake.baseUrl}/chat/completions`, {
-      method: 'POST', headers: { authorization: 'Bearer sk-test', 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: 'Bearer sk-test', 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'critic', messages: [{ role: 'oracle', content: 'x' }] }),
     });
     assert.equal(res.status, 400);
@@ -39,8 +47,14 @@ describe('the scripted FAKE optimiser', () => {
 
   it('refuses a wrong API key with 401 and a missing answer with 500', async () => {
     const wrong = new OpenAI({ baseURL: fake.baseUrl, apiKey: 'sk-wrong', maxRetries: 0 });
-    await assert.rejects(wrong.chat.completions.create({ model: 'critic', messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => e instanceof OpenAI.APIError && e.status === 401);
+    await assert.rejects(
+      wrong.chat.completions.create({ model: 'critic', messages: [{ role: 'user', content: 'x' }] }),
+      (e: unknown) => e instanceof OpenAI.APIError && e.status === 401,
+    );
     await client.chat.completions.create({ model: 'critic', messages: [{ role: 'user', content: 'x' }] });
-    await assert.rejects(client.chat.completions.create({ model: 'critic', messages: [{ role: 'user', content: 'x' }] }), /no answer left/);
+    await assert.rejects(
+      client.chat.completions.create({ model: 'critic', messages: [{ role: 'user', content: 'x' }] }),
+      /no answer left/,
+    );
   });
 });

@@ -52,12 +52,23 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function sendError(res: ServerResponse, status: number, message: string, type: string, param: string | null = null): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message, type, param, code: null } }));
+function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  type: string,
+  param: string | null = null,
+): void {
+  res
+    .writeHead(status, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ error: { message, type, param, code: null } }));
 }
 
 /** Start the FAKE optimiser on a free loopback port; each valid request consumes the next scripted answer. */
-export async function startScriptedOptimizer(script: ScriptedAnswer[], opts: ScriptedOptimizerOptions = {}): Promise<ScriptedOptimizer> {
+export async function startScriptedOptimizer(
+  script: ScriptedAnswer[],
+  opts: ScriptedOptimizerOptions = {},
+): Promise<ScriptedOptimizer> {
   const queue = [...script];
   const requests: OptimizerRequest[] = [];
   const rejected: { status: number; message: string }[] = [];
@@ -68,7 +79,8 @@ export async function startScriptedOptimizer(script: ScriptedAnswer[], opts: Scr
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return reject(res, 404, `no route ${req.method} ${req.url}`, 'not_found_error');
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions')
+      return reject(res, 404, `no route ${req.method} ${req.url}`, 'not_found_error');
     if (opts.apiKey !== undefined && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
       return reject(res, 401, 'missing or wrong API key', 'authentication_error');
     }
@@ -82,22 +94,37 @@ export async function startScriptedOptimizer(script: ScriptedAnswer[], opts: Scr
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const param = issue?.path.join('.') ?? null;
-      return reject(res, 400, `${param ?? '(root)'}: ${issue?.message ?? 'invalid request'}`, 'invalid_request_error', param);
+      return reject(
+        res,
+        400,
+        `${param ?? '(root)'}: ${issue?.message ?? 'invalid request'}`,
+        'invalid_request_error',
+        param,
+      );
     }
     requests.push(parsed.data);
     authHeaders.push(req.headers.authorization);
     const answer = queue.shift();
-    if (answer === undefined) return sendError(res, 500, `scripted optimizer: no answer left for request ${requests.length}`, 'server_error');
-    if (typeof answer !== 'string') return sendError(res, answer.status, answer.message ?? 'scripted failure', 'server_error');
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
-      id: `chatcmpl-optimizer-${requests.length}`, object: 'chat.completion', created: 0, model: parsed.data.model,
-      choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop', logprobs: null }],
-      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-    }));
+    if (answer === undefined)
+      return sendError(res, 500, `scripted optimizer: no answer left for request ${requests.length}`, 'server_error');
+    if (typeof answer !== 'string')
+      return sendError(res, answer.status, answer.message ?? 'scripted failure', 'server_error');
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        id: `chatcmpl-optimizer-${requests.length}`,
+        object: 'chat.completion',
+        created: 0,
+        model: parsed.data.model,
+        choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop', logprobs: null }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      }),
+    );
   };
 
   const server: Server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => sendError(res, 500, `scripted optimizer crashed: ${String(err)}`, 'server_error'));
+    handle(req, res).catch((err: unknown) =>
+      sendError(res, 500, `scripted optimizer crashed: ${String(err)}`, 'server_error'),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -110,9 +137,10 @@ export async function startScriptedOptimizer(script: ScriptedAnswer[], opts: Scr
     enqueue: (...answers) => void queue.push(...answers),
     remaining: () => queue.length,
     // Idempotent, so a test may close it early (endpoint down) and still leave it to its after hook.
-    close: () => (closed ??= new Promise<void>((resolve, reject) => {
-      server.closeAllConnections();
-      server.close((e) => (e ? reject(e) : resolve()));
-    })),
+    close: () =>
+      (closed ??= new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((e) => (e ? reject(e) : resolve()));
+      })),
   };
 }

@@ -7,9 +7,31 @@ const head = { id: 'chatcmpl-1', created: 1, model: 'policy', system_fingerprint
 /** Chunks as Volt's server (and vLLM) stream a chat choice cut at a stop string: stop_reason only on the last one. */
 function chatChunks(stopReason: unknown): unknown[] {
   return [
-    { ...head, object: 'chat.completion.chunk', prompt_token_ids: [1, 2], choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] },
-    { ...head, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: '<calc>2+2' }, logprobs: null, finish_reason: null, token_ids: [5] }] },
-    { ...head, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: '' }, logprobs: null, finish_reason: 'stop', stop_reason: stopReason, token_ids: [6] }] },
+    {
+      ...head,
+      object: 'chat.completion.chunk',
+      prompt_token_ids: [1, 2],
+      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+    },
+    {
+      ...head,
+      object: 'chat.completion.chunk',
+      choices: [{ index: 0, delta: { content: '<calc>2+2' }, logprobs: null, finish_reason: null, token_ids: [5] }],
+    },
+    {
+      ...head,
+      object: 'chat.completion.chunk',
+      choices: [
+        {
+          index: 0,
+          delta: { content: '' },
+          logprobs: null,
+          finish_reason: 'stop',
+          stop_reason: stopReason,
+          token_ids: [6],
+        },
+      ],
+    },
   ];
 }
 
@@ -33,7 +55,11 @@ describe('streamed responses, as the gateway records them', () => {
     for (const c of chatChunks(null)) assembler.add(c);
     assert.equal((assembler.response() as Assembled).choices[0]!.stop_reason, null);
     const legacy = new StreamAssembler('completions');
-    legacy.add({ ...head, object: 'text_completion', choices: [{ index: 0, text: 'Paris', logprobs: null, finish_reason: 'stop', stop_reason: '.' }] });
+    legacy.add({
+      ...head,
+      object: 'text_completion',
+      choices: [{ index: 0, text: 'Paris', logprobs: null, finish_reason: 'stop', stop_reason: '.' }],
+    });
     assert.equal((legacy.response() as Assembled).choices[0]!.stop_reason, '.');
   });
 });

@@ -19,33 +19,46 @@ void describe('group advantages', () => {
 
   for (const estimator of ['grpo', 'dr_grpo', 'rloo'] as Estimator[]) {
     void it(`${estimator}: advantages sum to zero within a group`, () => {
-      fc.assert(fc.property(rewardsArb, (r) => {
-        const a = groupAdvantages(r, estimator, 1e-6);
-        const scale = estimator === 'grpo' ? 1 : Math.max(1, ...r.map(Math.abs));
-        return Math.abs(sum(a)) <= 1e-7 * r.length * scale;
-      }));
+      fc.assert(
+        fc.property(rewardsArb, (r) => {
+          const a = groupAdvantages(r, estimator, 1e-6);
+          const scale = estimator === 'grpo' ? 1 : Math.max(1, ...r.map(Math.abs));
+          return Math.abs(sum(a)) <= 1e-7 * r.length * scale;
+        }),
+      );
     });
 
     void it(`${estimator}: invariant to shifting every reward by a constant`, () => {
-      fc.assert(fc.property(rewardsArb, fc.double({ min: -50, max: 50, noNaN: true }), (r, shift) => {
-        const a = groupAdvantages(r, estimator, 1e-6);
-        const b = groupAdvantages(r.map((x) => x + shift), estimator, 1e-6);
-        // Shifting can make a near-constant group exactly constant in floats (or the reverse); skip those.
-        if (populationStd(r) < 1e-6) return true;
-        return a.every((x, i) => Math.abs(x - b[i]!) <= 1e-6 * Math.max(1, Math.abs(x)));
-      }));
+      fc.assert(
+        fc.property(rewardsArb, fc.double({ min: -50, max: 50, noNaN: true }), (r, shift) => {
+          const a = groupAdvantages(r, estimator, 1e-6);
+          const b = groupAdvantages(
+            r.map((x) => x + shift),
+            estimator,
+            1e-6,
+          );
+          // Shifting can make a near-constant group exactly constant in floats (or the reverse); skip those.
+          if (populationStd(r) < 1e-6) return true;
+          return a.every((x, i) => Math.abs(x - b[i]!) <= 1e-6 * Math.max(1, Math.abs(x)));
+        }),
+      );
     });
 
     void it(`${estimator}: zero for a constant-reward group`, () => {
-      fc.assert(fc.property(fc.double({ min: -1e6, max: 1e6, noNaN: true }), fc.integer({ min: 1, max: 32 }), (v, n) =>
-        groupAdvantages(new Array<number>(n).fill(v), estimator, 1e-6).every((a) => a === 0)));
+      fc.assert(
+        fc.property(fc.double({ min: -1e6, max: 1e6, noNaN: true }), fc.integer({ min: 1, max: 32 }), (v, n) =>
+          groupAdvantages(new Array<number>(n).fill(v), estimator, 1e-6).every((a) => a === 0),
+        ),
+      );
     });
   }
 
   void it('grpo normalises to unit population std', () => {
-    fc.assert(fc.property(rewardsArb, (r) => {
-      if (populationStd(r) < 1e-3) return true;
-      return close(populationStd(groupAdvantages(r, 'grpo', 0)), 1, 1e-9);
-    }));
+    fc.assert(
+      fc.property(rewardsArb, (r) => {
+        if (populationStd(r) < 1e-3) return true;
+        return close(populationStd(groupAdvantages(r, 'grpo', 0)), 1, 1e-9);
+      }),
+    );
   });
 });

@@ -13,8 +13,23 @@ import type { SampleRow } from '../../src/contracts/sample.js';
 let dir: string;
 
 async function rowsOfSyntheticBatch(): Promise<SampleRow[]> {
-  const scored = scoredGroups('run-file', 1, [[1, 0, 0.5], [0, 1, 1]]);
-  const build = buildBatch(scored, (ref) => syntheticRollout(ref, { turns: 4, seed: ref.rolloutId.length + Number(ref.rolloutId.at(-1)), promptLen: 30, completionLen: 9, gapLen: 5, rewriteAt: [2] }), batchConfigSchema.parse({}));
+  const scored = scoredGroups('run-file', 1, [
+    [1, 0, 0.5],
+    [0, 1, 1],
+  ]);
+  const build = buildBatch(
+    scored,
+    (ref) =>
+      syntheticRollout(ref, {
+        turns: 4,
+        seed: ref.rolloutId.length + Number(ref.rolloutId.at(-1)),
+        promptLen: 30,
+        completionLen: 9,
+        gapLen: 5,
+        rewriteAt: [2],
+      }),
+    batchConfigSchema.parse({}),
+  );
   const rows: SampleRow[] = [];
   for await (const row of build.samples) rows.push(row);
   return rows;
@@ -29,8 +44,12 @@ async function write(rows: SampleRow[], chunk?: number): Promise<string> {
 }
 
 void describe('batch file (safetensors columns)', () => {
-  before(async () => { dir = await mkdtemp(path.join(os.tmpdir(), 'volt-batch-file-test-')); });
-  after(async () => { await rm(dir, { recursive: true, force: true }); });
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'volt-batch-file-test-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
 
   void it('round-trips every sample, also when columns spill in chunks smaller than one sample', async () => {
     const rows = await rowsOfSyntheticBatch();
@@ -44,8 +63,15 @@ void describe('batch file (safetensors columns)', () => {
       assert.deepEqual(readBatchFile(files.at(-1)!), expected, `chunk ${chunk}`);
       assert.equal(await batchFileSamples(file), rows.length);
     }
-    assert.ok(files.every((f) => f.equals(files[0]!)), 'spilling changes no byte');
-    assert.deepEqual((await readdir(dir)).filter((f) => !f.endsWith('.safetensors')), [], 'spill files are removed');
+    assert.ok(
+      files.every((f) => f.equals(files[0]!)),
+      'spilling changes no byte',
+    );
+    assert.deepEqual(
+      (await readdir(dir)).filter((f) => !f.endsWith('.safetensors')),
+      [],
+      'spill files are removed',
+    );
   });
 
   void it('writes the safetensors layout: u64 header length, JSON header, contiguous aligned tensors', async () => {
@@ -53,9 +79,14 @@ void describe('batch file (safetensors columns)', () => {
     const bytes = await readFile(await write(rows, 5));
     const n = Number(bytes.readBigUInt64LE(0));
     assert.equal((8 + n) % 8, 0, 'data starts 8-byte aligned');
-    const header = JSON.parse(bytes.toString('utf8', 8, 8 + n)) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+    const header = JSON.parse(bytes.toString('utf8', 8, 8 + n)) as Record<
+      string,
+      { dtype: string; shape: number[]; data_offsets: [number, number] }
+    >;
     assert.deepEqual(header.__metadata__, { format: 'volt-batch', version: '1', samples: '12' });
-    const tensors = Object.entries(header).filter(([k]) => k !== '__metadata__').map(([, v]) => v);
+    const tensors = Object.entries(header)
+      .filter(([k]) => k !== '__metadata__')
+      .map(([, v]) => v);
     let offset = 0;
     for (const t of tensors) {
       assert.equal(t.data_offsets[0], offset);
@@ -79,7 +110,10 @@ void describe('batch file (safetensors columns)', () => {
     ];
     for (const [change, message] of cases) {
       const writer = await BatchFileWriter.create({ tmpDir: dir });
-      await assert.rejects(writer.add({ ...row!, ...change }), (err: Error) => err instanceof BatchFileError && message.test(err.message));
+      await assert.rejects(
+        writer.add({ ...row!, ...change }),
+        (err: Error) => err instanceof BatchFileError && message.test(err.message),
+      );
       await writer.discard();
     }
   });
@@ -95,14 +129,29 @@ void describe('batch file (safetensors columns)', () => {
     };
     assert.throws(() => readBatchFile(good.subarray(0, 5)), /too short/);
     assert.throws(() => readBatchFile(good.subarray(0, good.length - 4)), BatchFileError);
-    assert.throws(() => readBatchFile(withHeader(header.replace('"volt-batch"', '"other-fmt!"'))), /format other-fmt!\/1, expected volt-batch\/1/);
-    assert.throws(() => readBatchFile(withHeader(header.replace('"rollout_logprobs":{"dtype":"F32"', '"rollout_logprobs":{"dtype":"I32"'))), /tensor rollout_logprobs: dtype I32, expected F32/);
-    assert.throws(() => readBatchFile(withHeader(header.replace('"samples":"12"', '"samples":"13"'))), /tensor prompt_len: 12 values, expected 13/);
+    assert.throws(
+      () => readBatchFile(withHeader(header.replace('"volt-batch"', '"other-fmt!"'))),
+      /format other-fmt!\/1, expected volt-batch\/1/,
+    );
+    assert.throws(
+      () =>
+        readBatchFile(
+          withHeader(header.replace('"rollout_logprobs":{"dtype":"F32"', '"rollout_logprobs":{"dtype":"I32"')),
+        ),
+      /tensor rollout_logprobs: dtype I32, expected F32/,
+    );
+    assert.throws(
+      () => readBatchFile(withHeader(header.replace('"samples":"12"', '"samples":"13"'))),
+      /tensor prompt_len: 12 values, expected 13/,
+    );
     assert.throws(() => readBatchFile(withHeader(`[${header.slice(1, -1)}]`)), /not a JSON object|not JSON/);
     const bad = path.join(dir, 'bad.safetensors');
     await writeFile(bad, withHeader(header.replace('"version":"1"', '"version":"9"')));
     await assert.rejects(batchFileSamples(bad), /expected volt-batch\/1/);
     await writeFile(bad, Buffer.from('{"sample_id":"jsonl, not safetensors"}\n'));
-    await assert.rejects(batchFileSamples(bad), (err: Error) => err instanceof BatchFileError && /header length/.test(err.message));
+    await assert.rejects(
+      batchFileSamples(bad),
+      (err: Error) => err instanceof BatchFileError && /header length/.test(err.message),
+    );
   });
 });

@@ -13,7 +13,10 @@ import { batchManifestSchema } from '../../src/contracts/batch-manifest.js';
 
 let services: TestServices;
 let store: ObjectStore;
-const scored = scoredGroups('run-io', 2, [[1, 0, 0.5], [0, 1]]);
+const scored = scoredGroups('run-io', 2, [
+  [1, 0, 0.5],
+  [0, 1],
+]);
 
 void describe('batch I/O through a real S3 server (rclone)', () => {
   before(async () => {
@@ -22,13 +25,36 @@ void describe('batch I/O through a real S3 server (rclone)', () => {
     for (const [i, s] of scored.entries()) {
       // Written out of order: the builder must follow seq order, not upload order; every other rollout as the gateway
       // uploads it (one segment), the rest one object per span.
-      const spans = syntheticRollout(s.result.ref, { turns: 3, seed: i, promptLen: 12, completionLen: 5, gapLen: 2, rewriteAt: i === 1 ? [2] : [] });
-      if (i % 2 === 1) await store.putBytes(keys.spanSegment(s.result.ref, 0, spans.length - 1), Buffer.from(spans.reverse().map((sp) => `${JSON.stringify(sp)}\n`).join('')));
+      const spans = syntheticRollout(s.result.ref, {
+        turns: 3,
+        seed: i,
+        promptLen: 12,
+        completionLen: 5,
+        gapLen: 2,
+        rewriteAt: i === 1 ? [2] : [],
+      });
+      if (i % 2 === 1)
+        await store.putBytes(
+          keys.spanSegment(s.result.ref, 0, spans.length - 1),
+          Buffer.from(
+            spans
+              .reverse()
+              .map((sp) => `${JSON.stringify(sp)}\n`)
+              .join(''),
+          ),
+        );
       else for (const span of spans.reverse()) await store.putJson(keys.span(s.result.ref, span.seq), span);
     }
-    await store.putJson(keys.agentRewards(scored[0]!.result.ref), { rewards: [{ value: 0.3, name: 'tests', at: 'x' }, { value: 0.9, name: null, at: 'y' }] });
+    await store.putJson(keys.agentRewards(scored[0]!.result.ref), {
+      rewards: [
+        { value: 0.3, name: 'tests', at: 'x' },
+        { value: 0.9, name: null, at: 'y' },
+      ],
+    });
   });
-  after(async () => { await services?.stop(); });
+  after(async () => {
+    await services?.stop();
+  });
 
   void it('writes samples.safetensors and manifest.json to keys.batch / keys.batchManifest', async () => {
     const written = await writeBatch(store, 'run-io', 2, scored, batchConfigSchema.parse({ estimator: 'rloo' }));
@@ -41,11 +67,20 @@ void describe('batch I/O through a real S3 server (rclone)', () => {
     assert.equal(manifest.counts.samples, 6);
     assert.equal(manifest.counts.transitions, 15);
     assert.equal(manifest.mergeRate, 9 / 10);
-    assert.deepEqual(manifest.breaks.map((b) => [b.spanId, b.reason]), [['g0-r1-a0-2', 'prefix_mismatch']]);
-    assert.deepEqual(rows.filter((r) => r.rollout_id === 'g0-r1').map((r) => r.span_ids), [['g0-r1-a0-0', 'g0-r1-a0-1'], ['g0-r1-a0-2']]);
+    assert.deepEqual(
+      manifest.breaks.map((b) => [b.spanId, b.reason]),
+      [['g0-r1-a0-2', 'prefix_mismatch']],
+    );
+    assert.deepEqual(
+      rows.filter((r) => r.rollout_id === 'g0-r1').map((r) => r.span_ids),
+      [['g0-r1-a0-0', 'g0-r1-a0-1'], ['g0-r1-a0-2']],
+    );
     for (const r of rows) assert.equal(manifest.lineage[r.span_ids[0]!], r.sample_id);
     // rloo on [1, 0, 0.5]: 1 - 0.25, 0 - 0.75, 0.5 - 0.5
-    assert.deepEqual(rows.filter((r) => r.group_id === 'g0').map((r) => r.advantage), [0.75, -0.75, -0.75, 0]);
+    assert.deepEqual(
+      rows.filter((r) => r.group_id === 'g0').map((r) => r.advantage),
+      [0.75, -0.75, -0.75, 0],
+    );
   });
 
   void it('reads spans in seq order, and loads reward evidence with agent-posted rewards', async () => {

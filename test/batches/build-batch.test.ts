@@ -7,7 +7,14 @@ import { rolloutResult, scoredGroups } from './scored-rollouts.js';
 import type { SampleRow } from '../../src/contracts/sample.js';
 import type { RolloutRef } from '../../src/contracts/rollout.js';
 
-const spansOf = (ref: RolloutRef) => syntheticRollout(ref, { turns: 3, seed: ref.rolloutId.length * 7 + ref.rolloutId.charCodeAt(1), promptLen: 10, completionLen: 4, gapLen: 3 });
+const spansOf = (ref: RolloutRef) =>
+  syntheticRollout(ref, {
+    turns: 3,
+    seed: ref.rolloutId.length * 7 + ref.rolloutId.charCodeAt(1),
+    promptLen: 10,
+    completionLen: 4,
+    gapLen: 3,
+  });
 
 async function collect(build: ReturnType<typeof buildBatch>) {
   const rows: SampleRow[] = [];
@@ -24,16 +31,34 @@ void describe('buildBatch', () => {
     const config = batchConfigSchema.parse({ estimator: 'dr_grpo', minGroupSize: 2 });
     const { rows, manifest } = await collect(buildBatch(scored, spansOf, config));
     assert.deepEqual([...new Set(rows.map((r) => r.group_id))], ['g0', 'g3']);
-    assert.deepEqual(rows.map((r) => [r.rollout_id, r.advantage]), [['g0-r0', 0.5], ['g0-r1', -0.5], ['g0-r2', -0.5], ['g0-r3', 0.5], ['g3-r0', 0.5], ['g3-r2', -0.5]]);
+    assert.deepEqual(
+      rows.map((r) => [r.rollout_id, r.advantage]),
+      [
+        ['g0-r0', 0.5],
+        ['g0-r1', -0.5],
+        ['g0-r2', -0.5],
+        ['g0-r3', 0.5],
+        ['g3-r0', 0.5],
+        ['g3-r2', -0.5],
+      ],
+    );
     assert.ok(rows.every((r) => r.span_ids.length === 3 && r.loss_mask.length === r.response_ids.length));
-    assert.deepEqual(manifest.drops.rollouts, { infra_failed: 1, zero_variance: 3, group_too_small: 1, reward_infra_failed: 1 });
+    assert.deepEqual(manifest.drops.rollouts, {
+      infra_failed: 1,
+      zero_variance: 3,
+      group_too_small: 1,
+      reward_infra_failed: 1,
+    });
     assert.deepEqual(manifest.drops.groups, { zero_variance: 1, group_too_small: 1 });
     assert.equal(manifest.counts.groups, 4);
     assert.equal(manifest.counts.groupsUsed, 2);
     assert.equal(manifest.counts.samples, 6);
     assert.equal(manifest.counts.transitions, 18);
     assert.equal(manifest.mergeRate, 1);
-    assert.equal(manifest.tokens.response, rows.reduce((n, r) => n + r.response_ids.length, 0));
+    assert.equal(
+      manifest.tokens.response,
+      rows.reduce((n, r) => n + r.response_ids.length, 0),
+    );
     assert.equal(manifest.tokens.trainable, 6 * 12);
     assert.equal(manifest.lineage['g3-r2-a0-1'], 'g3-r2.a0.s0');
     assert.equal(Object.keys(manifest.lineage).length, 18);
@@ -44,9 +69,17 @@ void describe('buildBatch', () => {
     const scored = scoredGroups('run1', 0, [[1, 0]]);
     // Each sample: 10 prompt + 3*4 completion + 2*3 gap = 28 tokens.
     const truncated = await collect(buildBatch(scored, spansOf, batchConfigSchema.parse({ maxTokens: 16 })));
-    assert.deepEqual(truncated.rows.map((r) => [r.prompt_ids.length + r.response_ids.length, r.truncated]), [[16, true], [16, true]]);
+    assert.deepEqual(
+      truncated.rows.map((r) => [r.prompt_ids.length + r.response_ids.length, r.truncated]),
+      [
+        [16, true],
+        [16, true],
+      ],
+    );
     assert.equal(truncated.manifest.counts.truncated, 2);
-    const dropped = await collect(buildBatch(scored, spansOf, batchConfigSchema.parse({ maxTokens: 16, overLength: 'drop' })));
+    const dropped = await collect(
+      buildBatch(scored, spansOf, batchConfigSchema.parse({ maxTokens: 16, overLength: 'drop' })),
+    );
     assert.equal(dropped.rows.length, 0);
     assert.deepEqual(dropped.manifest.drops.samples, { over_max_tokens: 2 });
     assert.equal(dropped.manifest.counts.rolloutsWithoutSamples, 2);
@@ -58,7 +91,11 @@ void describe('buildBatch', () => {
   void it('refuses a manifest before the samples are consumed, and spans listed under the wrong rollout', async () => {
     const scored = scoredGroups('run1', 0, [[1, 0]]);
     assert.throws(() => buildBatch(scored, spansOf, batchConfigSchema.parse({})).manifest(), /before all samples/);
-    const wrong = buildBatch(scored, () => spansOf({ runId: 'run1', iteration: 0, rolloutId: 'other', attempt: 0 }), batchConfigSchema.parse({}));
+    const wrong = buildBatch(
+      scored,
+      () => spansOf({ runId: 'run1', iteration: 0, rolloutId: 'other', attempt: 0 }),
+      batchConfigSchema.parse({}),
+    );
     await assert.rejects(collect(wrong), /belongs to other\/0, listed under g0-r0\/0/);
   });
 

@@ -16,7 +16,11 @@ void describe('volt dispatcher', () => {
     const r = await cli(['--help']);
     assert.equal(r.code, 0);
     const lines = r.out.split('\n');
-    for (const c of commands) assert.ok(lines.some((l) => l.startsWith(`  ${c.name} `) && l.endsWith(c.summary)), c.name);
+    for (const c of commands)
+      assert.ok(
+        lines.some((l) => l.startsWith(`  ${c.name} `) && l.endsWith(c.summary)),
+        c.name,
+      );
   });
 
   void it('without a command prints help and exits 2', async () => {

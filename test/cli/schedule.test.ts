@@ -22,29 +22,69 @@ void describe('volt schedule: catch-up window and pause on a real Temporal Sched
   before(async () => {
     services = await startTestServices({ temporal: true, s3: true });
     ({ client, close } = await connectClient(loadEnv(services.env, ROOT)));
-    writeFileSync(config, JSON.stringify({
-      runId: 'unused', agent: { command: ['true'] }, reward: { kind: 'numeric_match' },
-      tasks: { trainPrefix: 'task-sources/calc/', evalFile: path.join(ROOT, 'examples/calculator/tasks/eval.jsonl') },
-    }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        runId: 'unused',
+        agent: { command: ['true'] },
+        reward: { kind: 'numeric_match' },
+        tasks: { trainPrefix: 'task-sources/calc/', evalFile: path.join(ROOT, 'examples/calculator/tasks/eval.jsonl') },
+      }),
+    );
   });
   after(async () => {
     await close?.();
     await services?.stop();
   });
 
-  void it('--catchup becomes the schedule\'s catchupWindow (default 1 day); a bad duration is a usage error that creates nothing', async () => {
-    const created = await cli('create', '--lineage', 'calc-36h', '--cron', '0 2 * * *', '--config', config, '--catchup', '36h');
+  void it("--catchup becomes the schedule's catchupWindow (default 1 day); a bad duration is a usage error that creates nothing", async () => {
+    const created = await cli(
+      'create',
+      '--lineage',
+      'calc-36h',
+      '--cron',
+      '0 2 * * *',
+      '--config',
+      config,
+      '--catchup',
+      '36h',
+    );
     assert.equal(created.code, 0, created.stderr);
     assert.match(created.stdout, /schedule calc-36h created: .*overlap SKIP, catch-up 129600 s/);
     const d = await client.schedule.getHandle('calc-36h').describe();
     assert.deepEqual([d.policies.catchupWindow, d.policies.overlap], [36 * 3_600_000, 'SKIP']);
 
-    assert.equal((await cli('create', '--lineage', 'calc-words', '--cron', '0 2 * * *', '--config', config, '--catchup', '90 minutes')).code, 0);
+    assert.equal(
+      (
+        await cli(
+          'create',
+          '--lineage',
+          'calc-words',
+          '--cron',
+          '0 2 * * *',
+          '--config',
+          config,
+          '--catchup',
+          '90 minutes',
+        )
+      ).code,
+      0,
+    );
     assert.equal((await client.schedule.getHandle('calc-words').describe()).policies.catchupWindow, 90 * 60_000);
     assert.equal((await cli('create', '--lineage', 'calc-default', '--cron', '0 2 * * *', '--config', config)).code, 0);
     assert.equal((await client.schedule.getHandle('calc-default').describe()).policies.catchupWindow, 86_400_000);
 
-    const bad = await cli('create', '--lineage', 'calc-bad', '--cron', '0 2 * * *', '--config', config, '--catchup', 'soon');
+    const bad = await cli(
+      'create',
+      '--lineage',
+      'calc-bad',
+      '--cron',
+      '0 2 * * *',
+      '--config',
+      config,
+      '--catchup',
+      'soon',
+    );
     assert.equal(bad.code, 2, bad.stderr);
     assert.match(bad.stderr, /--catchup: expected a duration such as "36h", "1 day" or "90 minutes", got "soon"/);
     await assert.rejects(client.schedule.getHandle('calc-bad').describe(), ScheduleNotFoundError);
@@ -54,7 +94,10 @@ void describe('volt schedule: catch-up window and pause on a real Temporal Sched
     const store = createObjectStore(loadEnv(services.env, ROOT));
     await claimDeployAlias(store, 'calc-prod', 'calc-other');
     const withAlias = path.join(dir, 'run-alias.json');
-    writeFileSync(withAlias, JSON.stringify({ ...JSON.parse(readFileSync(config, 'utf8')), deploy: { alias: 'calc-prod' } }));
+    writeFileSync(
+      withAlias,
+      JSON.stringify({ ...JSON.parse(readFileSync(config, 'utf8')), deploy: { alias: 'calc-prod' } }),
+    );
     const refused = await cli('create', '--lineage', 'calc-mine', '--cron', '0 2 * * *', '--config', withAlias);
     assert.equal(refused.code, 2, refused.stderr);
     assert.match(refused.stderr, /deploy\.alias: calc-prod already serves lineage calc-other/);
@@ -65,7 +108,7 @@ void describe('volt schedule: catch-up window and pause on a real Temporal Sched
     assert.match(owner.stdout, /served as calc-prod/);
   });
 
-  void it('pause and unpause change the schedule\'s state in Temporal, with the note', async () => {
+  void it("pause and unpause change the schedule's state in Temporal, with the note", async () => {
     assert.equal((await cli('pause', '--id', 'calc-36h', '--note', 'eval set rework')).code, 0);
     const paused = await client.schedule.getHandle('calc-36h').describe();
     assert.deepEqual([paused.state.paused, paused.state.note], [true, 'eval set rework']);

@@ -12,7 +12,8 @@ import { TEMPORAL_BIN } from '../../src/stack/temporal.js';
 import { pidAlive, stackEnv, volt, type StackEnv } from './volt-cli.js';
 
 const run = promisify(execFile);
-const temporalCli = (args: string[], address: string) => run(TEMPORAL_BIN, [...args, '--address', address], { timeout: 30_000 });
+const temporalCli = (args: string[], address: string) =>
+  run(TEMPORAL_BIN, [...args, '--address', address], { timeout: 30_000 });
 // The model server, gateway and worker are covered by up-full-stack.test.ts; here only the two `--only` keeps.
 const ONLY = ['--only', 'temporal,s3'];
 
@@ -44,12 +45,36 @@ void describe('volt up --only temporal,s3 / down / status (real CLI, real servic
     await res.body?.cancel();
     const status = await volt(['status', '--json', ...ONLY], env);
     assert.equal(status.code, 0, status.stdout);
-    assert.deepEqual(JSON.parse(status.stdout).map((s: { name: string; state: string; answering: boolean }) => [s.name, s.state, s.answering]), [['temporal', 'running', true], ['s3', 'running', true]]);
+    assert.deepEqual(
+      JSON.parse(status.stdout).map((s: { name: string; state: string; answering: boolean }) => [
+        s.name,
+        s.state,
+        s.answering,
+      ]),
+      [
+        ['temporal', 'running', true],
+        ['s3', 'running', true],
+      ],
+    );
   });
 
   void it('the Temporal CLI can list and start workflows against it', async () => {
     await temporalCli(['workflow', 'list'], address);
-    await temporalCli(['workflow', 'start', '--type', 'smokeWorkflow', '--task-queue', 'no-worker', '--workflow-id', 'cli-kept', '--input', '{"runId":"r1","message":"m"}'], address);
+    await temporalCli(
+      [
+        'workflow',
+        'start',
+        '--type',
+        'smokeWorkflow',
+        '--task-queue',
+        'no-worker',
+        '--workflow-id',
+        'cli-kept',
+        '--input',
+        '{"runId":"r1","message":"m"}',
+      ],
+      address,
+    );
   });
 
   void it('down stops exactly the recorded processes and status then exits non-zero', async () => {
@@ -84,7 +109,10 @@ void describe('volt up --only temporal,s3 / down / status (real CLI, real servic
   void it('up refuses when the environment now names other ports than the running stack', async () => {
     const moved = await volt(['up', ...ONLY], { ...env, VOLT_TEMPORAL_UI_PORT: String(await freePort()) });
     assert.equal(moved.code, 1);
-    assert.match(moved.stderr, /temporal already runs at .* but VOLT_TEMPORAL_ADDRESS \/ VOLT_TEMPORAL_UI_PORT now say .*volt down/);
+    assert.match(
+      moved.stderr,
+      /temporal already runs at .* but VOLT_TEMPORAL_ADDRESS \/ VOLT_TEMPORAL_UI_PORT now say .*volt down/,
+    );
   });
 
   void it('a taken port fails before starting anything, naming the port and the variable', async () => {
@@ -94,7 +122,12 @@ void describe('volt up --only temporal,s3 / down / status (real CLI, real servic
     const taken = (blocker.address() as net.AddressInfo).port;
     try {
       const [g, u] = [await freePort(), await freePort()];
-      const clash = { VOLT_DATA_DIR: otherDir, VOLT_TEMPORAL_ADDRESS: `127.0.0.1:${g}`, VOLT_TEMPORAL_UI_PORT: String(u), VOLT_S3_ENDPOINT: `http://127.0.0.1:${taken}` };
+      const clash = {
+        VOLT_DATA_DIR: otherDir,
+        VOLT_TEMPORAL_ADDRESS: `127.0.0.1:${g}`,
+        VOLT_TEMPORAL_UI_PORT: String(u),
+        VOLT_S3_ENDPOINT: `http://127.0.0.1:${taken}`,
+      };
       const up = await volt(['up', ...ONLY], clash);
       assert.equal(up.code, 1);
       assert.match(up.stderr, new RegExp(`port ${taken} .*already in use.*VOLT_S3_ENDPOINT`));
@@ -117,7 +150,12 @@ void describe('volt up --only temporal,s3 / down / status (real CLI, real servic
       assert.equal(readRecord(otherDir, 'temporal'), null, 'Temporal must not start when the model server cannot');
       const dies = await volt(['up', '--only', 'model-server'], { ...other, VOLT_PYTHON: '/bin/false' });
       assert.equal(dies.code, 1);
-      assert.match(dies.stderr, new RegExp(`model server at ${other.VOLT_MODEL_SERVER_URL} exited with code 1; last log lines \\(${otherDir}/logs/model-server.log\\)`));
+      assert.match(
+        dies.stderr,
+        new RegExp(
+          `model server at ${other.VOLT_MODEL_SERVER_URL} exited with code 1; last log lines \\(${otherDir}/logs/model-server.log\\)`,
+        ),
+      );
     } finally {
       await volt(['down'], { VOLT_DATA_DIR: otherDir });
       fs.rmSync(otherDir, { recursive: true, force: true });
@@ -133,6 +171,9 @@ void describe('volt up --only temporal,s3 / down / status (real CLI, real servic
     assert.match(unknown.stderr, /--bogus/);
     const badList = await volt(['up', '--only', 'temporal,postgres'], env);
     assert.equal(badList.code, 2);
-    assert.match(badList.stderr, /--only: expected a comma-separated list of temporal, s3, model-server, gateway, worker; got "temporal,postgres"/);
+    assert.match(
+      badList.stderr,
+      /--only: expected a comma-separated list of temporal, s3, model-server, gateway, worker; got "temporal,postgres"/,
+    );
   });
 });

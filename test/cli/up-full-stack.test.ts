@@ -11,7 +11,12 @@ import { pidAlive, ROOT, stackEnv, volt, type StackEnv } from './volt-cli.js';
 // Model server start (dequantising on a cold cache) dominates; allow for a loaded machine.
 const UP_MS = 400_000;
 const records = (dataDir: string) => SERVICES.map((n) => readRecord(dataDir, n));
-const statusRows = (stdout: string) => (JSON.parse(stdout) as { name: string; state: string; answering: boolean }[]).map((s) => [s.name, s.state, s.answering]);
+const statusRows = (stdout: string) =>
+  (JSON.parse(stdout) as { name: string; state: string; answering: boolean }[]).map((s) => [
+    s.name,
+    s.state,
+    s.answering,
+  ]);
 const allRunning = SERVICES.map((n) => [n, 'running', true]);
 
 void describe('volt up / status / down with all five services (real CLI, real model server, gateway, worker)', () => {
@@ -20,7 +25,10 @@ void describe('volt up / status / down with all five services (real CLI, real mo
 
   before(async () => {
     // A shared model cache keeps the model server start at ~3 s after the first time anywhere on this machine.
-    env = { ...(await stackEnv(dataDir)), VOLT_MODEL_CACHE_DIR: process.env.VOLT_MODEL_CACHE_DIR ?? path.join(ROOT, '.volt') };
+    env = {
+      ...(await stackEnv(dataDir)),
+      VOLT_MODEL_CACHE_DIR: process.env.VOLT_MODEL_CACHE_DIR ?? path.join(ROOT, '.volt'),
+    };
   });
   after(async () => {
     await volt(['down'], env);
@@ -31,25 +39,35 @@ void describe('volt up / status / down with all five services (real CLI, real mo
     const up = await volt(['up'], env, UP_MS);
     assert.equal(up.code, 0, up.stderr);
     const lines = up.stdout.trim().split('\n');
-    assert.deepEqual(lines.slice(0, 5).map((l) => l.split(/\s+/)[0]), [...SERVICES]);
+    assert.deepEqual(
+      lines.slice(0, 5).map((l) => l.split(/\s+/)[0]),
+      [...SERVICES],
+    );
     assert.match(up.stdout, new RegExp(`model-server\\s+started\\s+pid \\d+\\s+${env.VOLT_MODEL_SERVER_URL}`));
     assert.match(up.stdout, new RegExp(`gateway\\s+started\\s+pid \\d+\\s+${env.VOLT_GATEWAY_URL}`));
-    assert.match(up.stdout, new RegExp(`worker\\s+started\\s+pid \\d+\\s+volt-cpu, volt-gpu on ${env.VOLT_TEMPORAL_ADDRESS}`));
+    assert.match(
+      up.stdout,
+      new RegExp(`worker\\s+started\\s+pid \\d+\\s+volt-cpu, volt-gpu on ${env.VOLT_TEMPORAL_ADDRESS}`),
+    );
     assert.equal(lines.at(-1), `Temporal Web  http://127.0.0.1:${env.VOLT_TEMPORAL_UI_PORT}`);
     const models = (await (await fetch(`${env.VOLT_MODEL_SERVER_URL}/v1/models`)).json()) as { data: { id: string }[] };
-    assert.ok(models.data.some((m) => m.id === 'smollm2-135m-instruct'), JSON.stringify(models));
+    assert.ok(
+      models.data.some((m) => m.id === 'smollm2-135m-instruct'),
+      JSON.stringify(models),
+    );
     assert.equal((await fetch(`${env.VOLT_GATEWAY_URL}/healthz`)).status, 200);
     const [, , model, , worker] = records(dataDir) as ServiceRecord[];
     // Run configs resolve task files and agent commands from the repo root, so the worker must run there.
     assert.equal(fs.readlinkSync(`/proc/${worker!.pid}/cwd`), ROOT);
     assert.deepEqual(model!.args.slice(-2), ['--data-dir', env.VOLT_MODEL_CACHE_DIR]);
-    for (const name of ['model-server', 'gateway', 'worker']) assert.ok(fs.statSync(path.join(dataDir, 'logs', `${name}.log`)).isFile());
+    for (const name of ['model-server', 'gateway', 'worker'])
+      assert.ok(fs.statSync(path.join(dataDir, 'logs', `${name}.log`)).isFile());
     const status = await volt(['status', '--json'], env);
     assert.equal(status.code, 0, status.stdout);
     assert.deepEqual(statusRows(status.stdout), allRunning);
   });
 
-  void it('status <runId> also prints the run\'s status, as run-status does', async () => {
+  void it("status <runId> also prints the run's status, as run-status does", async () => {
     const runId = `status-${Date.now()}`;
     const file = path.join(dataDir, 'run.json');
     fs.writeFileSync(file, JSON.stringify(tinyRunConfig(runId)));
@@ -78,12 +96,24 @@ void describe('volt up / status / down with all five services (real CLI, real mo
     assert.ok(before.every((r) => r && pidAlive(r.pid)));
     const down = await volt(['down'], env);
     assert.equal(down.code, 0, down.stderr);
-    assert.deepEqual(down.stdout.trim().split('\n').map((l) => l.split(/\s+/).slice(0, 2)), [...SERVICES].reverse().map((n) => [n, 'stopped']));
+    assert.deepEqual(
+      down.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split(/\s+/).slice(0, 2)),
+      [...SERVICES].reverse().map((n) => [n, 'stopped']),
+    );
     for (const r of before) assert.equal(pidAlive(r.pid), false, `${r.name} pid ${r.pid} still alive`);
-    assert.deepEqual(records(dataDir), SERVICES.map(() => null));
+    assert.deepEqual(
+      records(dataDir),
+      SERVICES.map(() => null),
+    );
     const status = await volt(['status', '--json'], env);
     assert.equal(status.code, 1);
-    assert.deepEqual(statusRows(status.stdout), SERVICES.map((n) => [n, 'stopped', false]));
+    assert.deepEqual(
+      statusRows(status.stdout),
+      SERVICES.map((n) => [n, 'stopped', false]),
+    );
   });
 
   void it('up again starts all five again', async () => {

@@ -11,7 +11,11 @@ export const ROOT = path.resolve(import.meta.dirname, '../..');
 /** Runs the real CLI; never throws, returns exit code and output. */
 export async function volt(args: string[], env: Record<string, string>, timeoutMs = 120_000) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'bin/volt.mjs'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, timeout: timeoutMs });
+    const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'bin/volt.mjs'), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      timeout: timeoutMs,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -23,7 +27,11 @@ export async function volt(args: string[], env: Record<string, string>, timeoutM
 export async function voltInProcess(args: string[], env: Record<string, string>) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runCli(args, { out: (l) => out.push(l), err: (l) => err.push(l), env: { ...process.env, ...env } });
+  const code = await runCli(args, {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+    env: { ...process.env, ...env },
+  });
   return { code, stdout: out.join('\n'), stderr: err.join('\n') };
 }
 
@@ -32,7 +40,13 @@ export const pidAlive = (pid: number) => !processGone(pid);
 /** VOLT_* variables for a whole stack of its own: dataDir plus free loopback ports for every service. */
 export async function stackEnv(dataDir: string) {
   // Below the ephemeral range: `up` again after `down` reuses them (stop 25's CI: S3's port was taken in between).
-  const [grpc, ui, s3, model, gateway] = [await stablePort(), await stablePort(), await stablePort(), await stablePort(), await stablePort()];
+  const [grpc, ui, s3, model, gateway] = [
+    await stablePort(),
+    await stablePort(),
+    await stablePort(),
+    await stablePort(),
+    await stablePort(),
+  ];
   return {
     VOLT_DATA_DIR: dataDir,
     VOLT_TEMPORAL_ADDRESS: `127.0.0.1:${grpc}`,

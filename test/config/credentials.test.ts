@@ -13,7 +13,12 @@ void describe('installation credentials', () => {
     const file = credentialsFile(path.join(root, 'data'));
     assert.equal((await stat(file)).mode & 0o777, 0o600);
     const defaults = loadEnv({}, root);
-    for (const key of ['VOLT_S3_ACCESS_KEY', 'VOLT_S3_SECRET_KEY', 'VOLT_GATEWAY_ADMIN_KEY', 'VOLT_MODEL_SERVER_ADMIN_KEY'] as const) {
+    for (const key of [
+      'VOLT_S3_ACCESS_KEY',
+      'VOLT_S3_SECRET_KEY',
+      'VOLT_GATEWAY_ADMIN_KEY',
+      'VOLT_MODEL_SERVER_ADMIN_KEY',
+    ] as const) {
       assert.notEqual(env[key], defaults[key], `${key} is still the public default`);
     }
     assert.ok(env.VOLT_GATEWAY_ADMIN_KEY.length >= 32);
@@ -26,7 +31,11 @@ void describe('installation credentials', () => {
 
   void it('yield to the environment, and a broken file is a clear error', async () => {
     const root = await mkdtemp(path.join(tmpdir(), 'volt-creds-'));
-    const env = loadInstallationEnv({ VOLT_DATA_DIR: root, VOLT_S3_SECRET_KEY: 'from-the-env-123', VOLT_GATEWAY_ADMIN_KEY: 'admin-from-env' });
+    const env = loadInstallationEnv({
+      VOLT_DATA_DIR: root,
+      VOLT_S3_SECRET_KEY: 'from-the-env-123',
+      VOLT_GATEWAY_ADMIN_KEY: 'admin-from-env',
+    });
     assert.equal(env.VOLT_S3_SECRET_KEY, 'from-the-env-123');
     assert.equal(env.VOLT_GATEWAY_ADMIN_KEY, 'admin-from-env');
     assert.equal(env.VOLT_S3_ACCESS_KEY, installationCredentials(root).VOLT_S3_ACCESS_KEY);

@@ -55,7 +55,10 @@ void describe('loadEnv', () => {
   for (const [name, value, message] of cases) {
     void it(`${name}=${value} is rejected with the field's path`, () => {
       const err = configError({ [name]: value });
-      assert.deepEqual(err.issues.map((i) => i.path), [name]);
+      assert.deepEqual(
+        err.issues.map((i) => i.path),
+        [name],
+      );
       assert.match(err.message, message);
     });
   }

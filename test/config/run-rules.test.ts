@@ -7,10 +7,21 @@ import { numberRules, satisfies, type NumberRule, type RuledPath } from '../../s
 import { validateHyperParameters } from '../../src/workflows/hyper-parameters.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
-const base = { runId: 'r', agent: { command: ['true'] }, tasks: { trainFile: 'a', evalFile: 'b' }, reward: { kind: 'numeric_match' } };
+const base = {
+  runId: 'r',
+  agent: { command: ['true'] },
+  tasks: { trainFile: 'a', evalFile: 'b' },
+  reward: { kind: 'numeric_match' },
+};
 const tunable: Partial<Record<RuledPath, string>> = {
-  'trainer.lr': 'lr', 'trainer.klCoef': 'klCoef', 'trainer.epochs': 'epochs', 'trainer.clipLow': 'clipLow', 'trainer.clipHigh': 'clipHigh',
-  'rollouts.groupSize': 'groupSize', 'rollouts.tasksPerIteration': 'tasksPerIteration', 'eval.promoteMargin': 'promoteMargin',
+  'trainer.lr': 'lr',
+  'trainer.klCoef': 'klCoef',
+  'trainer.epochs': 'epochs',
+  'trainer.clipLow': 'clipLow',
+  'trainer.clipHigh': 'clipHigh',
+  'rollouts.groupSize': 'groupSize',
+  'rollouts.tasksPerIteration': 'tasksPerIteration',
+  'eval.promoteMargin': 'promoteMargin',
 };
 
 /** Values on and just past every bound of a rule, plus a non-integer for integer rules. */
@@ -34,14 +45,17 @@ function withValue(p: string, value: number): Record<string, unknown> {
   return config;
 }
 
-const cases = (Object.entries(numberRules) as [RuledPath, NumberRule][]).flatMap(([p, rule]) => probes(rule).map((value) => ({ path: p, rule, value })));
+const cases = (Object.entries(numberRules) as [RuledPath, NumberRule][]).flatMap(([p, rule]) =>
+  probes(rule).map((value) => ({ path: p, rule, value })),
+);
 
 describe('one source of run-config rules', () => {
   it('the run config schema applies exactly the shared rule to every ruled field', () => {
     for (const c of cases) {
       const result = runConfigSchema.safeParse(withValue(c.path, c.value));
       // Cross-field rules (custom issues) are checked below; here only the field's own bounds count.
-      const rejected = !result.success && result.error.issues.some((i) => i.code !== 'custom' && i.path.join('.') === c.path);
+      const rejected =
+        !result.success && result.error.issues.some((i) => i.code !== 'custom' && i.path.join('.') === c.path);
       assert.equal(!rejected, satisfies(c.rule, c.value), `${c.path} = ${c.value}`);
     }
   });
@@ -75,8 +89,12 @@ describe('one source of run-config rules', () => {
       'print(json.dumps([ok(f, v) for f, v in json.load(sys.stdin)]))',
     ].join('\n');
     const input = JSON.stringify(trainerCases.map((c) => [c.rule.trainer, c.value]));
-    const verdicts = JSON.parse(execFileSync(path.join(root, '.venv/bin/python'), ['-c', script], { input, encoding: 'utf8' })) as boolean[];
-    trainerCases.forEach((c, i) => assert.equal(verdicts[i], satisfies(c.rule, c.value), `trainer ${c.rule.trainer} = ${c.value} (${c.path})`));
+    const verdicts = JSON.parse(
+      execFileSync(path.join(root, '.venv/bin/python'), ['-c', script], { input, encoding: 'utf8' }),
+    ) as boolean[];
+    trainerCases.forEach((c, i) =>
+      assert.equal(verdicts[i], satisfies(c.rule, c.value), `trainer ${c.rule.trainer} = ${c.value} (${c.path})`),
+    );
   });
 
   it("the trainer's update_path takes exactly the run config's trainer.updatePath choices and defaults alike", () => {
@@ -93,8 +111,12 @@ describe('one source of run-config rules', () => {
       '        return False',
       'print(json.dumps({"choices": list(typing.get_args(UpdatePath)), "default": TrainConfig().update_path, "bogus": ok("turbo")}))',
     ].join('\n');
-    const trainer = JSON.parse(execFileSync(path.join(root, '.venv/bin/python'), ['-c', script], { encoding: 'utf8' })) as {
-      choices: string[]; default: string; bogus: boolean;
+    const trainer = JSON.parse(
+      execFileSync(path.join(root, '.venv/bin/python'), ['-c', script], { encoding: 'utf8' }),
+    ) as {
+      choices: string[];
+      default: string;
+      bogus: boolean;
     };
     assert.deepEqual([...trainer.choices].sort(), [...choices].sort());
     assert.equal(trainer.default, parseRunConfig(base).trainer.updatePath);
@@ -104,7 +126,10 @@ describe('one source of run-config rules', () => {
 
   it('the merged config is checked: a groupSize below batch.minGroupSize is rejected at the update', () => {
     const config = parseRunConfig({ ...base, rollouts: { groupSize: 4 }, batch: { minGroupSize: 3 } });
-    assert.throws(() => validateHyperParameters(config, { groupSize: 2 }), /batch\.minGroupSize: must be <= rollouts\.groupSize \(2\)/);
+    assert.throws(
+      () => validateHyperParameters(config, { groupSize: 2 }),
+      /batch\.minGroupSize: must be <= rollouts\.groupSize \(2\)/,
+    );
     assert.throws(() => validateHyperParameters(config, { clipLow: 0 }), /clipLow \(trainer\.clipLow\)/);
     validateHyperParameters(config, { groupSize: 3, clipLow: 0.1 });
   });

@@ -5,7 +5,11 @@ import { parseSpanKey } from '../../src/storage/spans.js';
 import type { LedgerLine } from './ledger.js';
 
 /** Where an update's trainer stands, from its work dir (src/activities/update.ts, trainer/volt_trainer/train.py). */
-export function trainerProgress(dataDir: string, runId: string, iteration: number): { stepped: boolean; finished: boolean } {
+export function trainerProgress(
+  dataDir: string,
+  runId: string,
+  iteration: number,
+): { stepped: boolean; finished: boolean } {
   const out = path.join(dataDir, 'trainer', runId, String(iteration), 'out');
   // state.pt is written (atomically) after every optimizer step; adapter/ only once the last step is done.
   return { stepped: existsSync(path.join(out, 'state', 'state.pt')), finished: existsSync(path.join(out, 'adapter')) };

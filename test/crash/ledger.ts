@@ -20,7 +20,10 @@ export interface LedgerLine {
 
 export function readLedger(file: string): LedgerLine[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as LedgerLine);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as LedgerLine);
 }
 
 export interface RunPlan {
@@ -56,24 +59,47 @@ const requestId = (span: Span) => (span.request.headers as Record<string, string
  * every final attempt's spans are exactly the requests its agent completed (plus, at most, requests whose answer
  * the agent lost in a crash, each once); every sample points at a final attempt's span; the run did every iteration.
  */
-export async function assertNothingLost(store: ObjectStore, plan: RunPlan, status: RunStatus, ledger: LedgerLine[]): Promise<LedgerReport> {
+export async function assertNothingLost(
+  store: ObjectStore,
+  plan: RunPlan,
+  status: RunStatus,
+  ledger: LedgerLine[],
+): Promise<LedgerReport> {
   assert.equal(status.history.length, plan.iterations, 'the run finished its planned iterations');
   const byToken = groupBy(ledger, (l) => l.token);
   const report: LedgerReport = { outcomes: [], brokenThenAnswered: 0, retriedRollouts: 0, storedRequests: new Set() };
   for (let iteration = 0; iteration < plan.iterations; iteration++) {
     const prefix = keys.iteration(plan.runId, iteration);
     const outcomes: RolloutOutcomeRecord[] = [];
-    for await (const o of store.list(`${prefix}rollouts/`)) if (o.key.endsWith('/outcome.json')) outcomes.push(await store.getJson(o.key, rolloutOutcomeRecordSchema));
+    for await (const o of store.list(`${prefix}rollouts/`))
+      if (o.key.endsWith('/outcome.json')) outcomes.push(await store.getJson(o.key, rolloutOutcomeRecordSchema));
     report.outcomes.push(...outcomes);
-    const train = outcomes.filter((o) => o.rolloutId.startsWith('g')).map((o) => o.rolloutId).sort();
-    const planned = Array.from({ length: plan.tasksPerIteration }, (_, t) => Array.from({ length: plan.groupSize }, (_, k) => `g${t}-r${k}`)).flat().sort();
+    const train = outcomes
+      .filter((o) => o.rolloutId.startsWith('g'))
+      .map((o) => o.rolloutId)
+      .sort();
+    const planned = Array.from({ length: plan.tasksPerIteration }, (_, t) =>
+      Array.from({ length: plan.groupSize }, (_, k) => `g${t}-r${k}`),
+    )
+      .flat()
+      .sort();
     assert.deepEqual(train, planned, `iteration ${iteration}: every planned training rollout has exactly one outcome`);
-    const evals = groupBy(outcomes.filter((o) => o.rolloutId.startsWith('eval-')), (o) => o.rolloutId.replace(/-\d+$/, ''));
+    const evals = groupBy(
+      outcomes.filter((o) => o.rolloutId.startsWith('eval-')),
+      (o) => o.rolloutId.replace(/-\d+$/, ''),
+    );
     const summary = status.history[iteration]!;
-    const evaluated = [...(iteration === 0 ? ['eval-base'] : []), ...(summary.candidate && (summary.evalScore !== null || summary.evalError) ? ['eval-candidate'] : [])];
+    const evaluated = [
+      ...(iteration === 0 ? ['eval-base'] : []),
+      ...(summary.candidate && (summary.evalScore !== null || summary.evalError) ? ['eval-candidate'] : []),
+    ];
     assert.deepEqual([...evals.keys()].sort(), evaluated, `iteration ${iteration}: the evaluations that ran`);
     for (const [label, runs] of evals) {
-      assert.deepEqual(runs.map((o) => o.rolloutId).sort(), Array.from({ length: plan.evalTasks }, (_, i) => `${label}-${i}`).sort(), `iteration ${iteration}: ${label}`);
+      assert.deepEqual(
+        runs.map((o) => o.rolloutId).sort(),
+        Array.from({ length: plan.evalTasks }, (_, i) => `${label}-${i}`).sort(),
+        `iteration ${iteration}: ${label}`,
+      );
     }
 
     const finalSpans = new Map<string, Map<string, Span>>();
@@ -83,7 +109,11 @@ export async function assertNothingLost(store: ObjectStore, plan: RunPlan, statu
       if (o.final.ref.attempt > 0) report.retriedRollouts++;
       const spans: Span[] = [];
       for await (const s of readSpans(store, o.final.ref)) spans.push(s);
-      assert.deepEqual(spans.map((s) => s.seq), spans.map((_, i) => i), `${where}: span seqs are 0..n-1`);
+      assert.deepEqual(
+        spans.map((s) => s.seq),
+        spans.map((_, i) => i),
+        `${where}: span seqs are 0..n-1`,
+      );
       const ids = spans.map((s) => requestId(s) ?? '');
       assert.ok(ids.every(Boolean), `${where}: every span carries the agent's request id`);
       assert.equal(new Set(ids).size, ids.length, `${where}: no request is recorded twice`);
@@ -95,15 +125,25 @@ export async function assertNothingLost(store: ObjectStore, plan: RunPlan, statu
       // An agent that ran out of time (a busy machine) was stopped mid-call: its outcome says so, and only that differs.
       if (o.final.outcome === 'succeeded') {
         assert.equal(lines.filter((l) => l.event === 'exit').length, 1, `${where}: its agent ran to the end once`);
-        assert.deepEqual(answered.map((l) => lines.find((x) => x.request === l && x.event === 'sent')!.call), Array.from({ length: plan.calls }, (_, i) => i), `${where}: each call answered once`);
+        assert.deepEqual(
+          answered.map((l) => lines.find((x) => x.request === l && x.event === 'sent')!.call),
+          Array.from({ length: plan.calls }, (_, i) => i),
+          `${where}: each call answered once`,
+        );
       }
       const sent = new Set(lines.filter((l) => l.event === 'sent').map((l) => l.request!));
       for (const id of ids) assert.ok(sent.has(id), `${where}: span ${id} is a request its agent sent`);
-      for (const id of answered) assert.ok(ids.includes(id), `${where}: answered request ${id} has its span (nothing lost)`);
+      for (const id of answered)
+        assert.ok(ids.includes(id), `${where}: answered request ${id} has its span (nothing lost)`);
       // A request the agent lost in a crash may have been recorded; if so, its retry is a different request.
       const extra = ids.filter((id) => !answered.includes(id));
       const last = lines.filter((l) => l.event === 'sent').at(-1)?.request;
-      for (const id of extra) assert.ok(lines.some((l) => l.request === id && l.event === 'broken') || (o.final.outcome !== 'succeeded' && id === last), `${where}: unanswered span ${id} is a request that broke`);
+      for (const id of extra)
+        assert.ok(
+          lines.some((l) => l.request === id && l.event === 'broken') ||
+            (o.final.outcome !== 'succeeded' && id === last),
+          `${where}: unanswered span ${id} is a request that broke`,
+        );
       if (lines.some((l) => l.event === 'broken')) report.brokenThenAnswered++;
       for (const id of ids) report.storedRequests.add(id);
       finalSpans.set(o.rolloutId, new Map(spans.map((s) => [s.spanId, s])));
@@ -118,7 +158,11 @@ export async function assertNothingLost(store: ObjectStore, plan: RunPlan, statu
       const finalAttempt = new Map(outcomes.map((o) => [o.rolloutId, o.final.ref.attempt]));
       for (const s of samples) {
         assert.equal(s.attempt, finalAttempt.get(s.rollout_id), `sample ${s.sample_id} comes from the final attempt`);
-        for (const id of s.span_ids) assert.ok(finalSpans.get(s.rollout_id)?.has(id), `sample ${s.sample_id}: span ${id} is a stored span of that attempt`);
+        for (const id of s.span_ids)
+          assert.ok(
+            finalSpans.get(s.rollout_id)?.has(id),
+            `sample ${s.sample_id}: span ${id} is a stored span of that attempt`,
+          );
       }
     }
   }

@@ -5,7 +5,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { loadAllYaml, type V1ConfigMap, type V1Container, type V1Deployment, type V1Service } from '@kubernetes/client-node';
+import {
+  loadAllYaml,
+  type V1ConfigMap,
+  type V1Container,
+  type V1Deployment,
+  type V1Service,
+} from '@kubernetes/client-node';
 import { commands } from '../../src/cli/command-table.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -16,7 +22,9 @@ const lint = (file: string) => spawnSync(hadolint, ['--no-color', file], { cwd: 
 async function manifests(): Promise<{ kind: string; metadata: { name: string } }[]> {
   const dir = path.join(root, 'deploy');
   const files = (await readdir(dir, { recursive: true })).filter((f) => /\.ya?ml$/.test(f));
-  const docs = await Promise.all(files.map(async (f) => loadAllYaml(await readFile(path.join(dir, f), 'utf8')).filter(Boolean)));
+  const docs = await Promise.all(
+    files.map(async (f) => loadAllYaml(await readFile(path.join(dir, f), 'utf8')).filter(Boolean)),
+  );
   return docs.flat() as { kind: string; metadata: { name: string } }[];
 }
 
@@ -26,8 +34,11 @@ void describe('the Volt image (Dockerfile) and the manifests that run it', async
   const image = `ghcr.io/volt-rl/volt:${version}`;
   const docs = await manifests();
   const deployments = docs.filter((d) => d.kind === 'Deployment') as (V1Deployment & { metadata: { name: string } })[];
-  const voltContainers = deployments.flatMap((d) => (d.spec?.template.spec?.containers ?? [])
-    .filter((c) => c.image?.startsWith('ghcr.io/volt-rl/volt:')).map((c) => ({ deployment: d, container: c })));
+  const voltContainers = deployments.flatMap((d) =>
+    (d.spec?.template.spec?.containers ?? [])
+      .filter((c) => c.image?.startsWith('ghcr.io/volt-rl/volt:'))
+      .map((c) => ({ deployment: d, container: c })),
+  );
 
   void it('passes hadolint (the linter also flags a known-bad Dockerfile, so it really ran)', async () => {
     const ok = lint('Dockerfile');
@@ -42,20 +53,26 @@ void describe('the Volt image (Dockerfile) and the manifests that run it', async
 
   void it('is the image every Volt container names, tagged with the package version', () => {
     assert.ok(voltContainers.length >= 3, 'gateway, cpu worker and gpu worker run the Volt image');
-    for (const { deployment, container } of voltContainers) assert.equal(container.image, image, deployment.metadata.name);
+    for (const { deployment, container } of voltContainers)
+      assert.equal(container.image, image, deployment.metadata.name);
     assert.ok(dockerfile.includes(`docker build -t ${image} .`), `the Dockerfile's build line names ${image}`);
   });
 
   void it('has what each container runs: `node bin/volt.mjs <an existing command>`, as the user the pods run as', () => {
     const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(' '));
-    for (const dir of ['bin', 'src', 'package.json', 'tsconfig.json']) assert.ok(copied.includes(dir), `the image lacks ${dir}`);
+    for (const dir of ['bin', 'src', 'package.json', 'tsconfig.json'])
+      assert.ok(copied.includes(dir), `the image lacks ${dir}`);
     const user = /^USER (\d+)/m.exec(dockerfile)?.[1];
     const names = new Set(commands.map((c) => c.name));
     for (const { deployment, container } of voltContainers) {
       const [node, cli, command] = container.command ?? [];
       assert.deepEqual([node, cli], ['node', 'bin/volt.mjs'], deployment.metadata.name);
       assert.ok(names.has(command!), `${deployment.metadata.name}: no volt command ${command}`);
-      assert.equal(String(deployment.spec?.template.spec?.securityContext?.runAsUser), user, `${deployment.metadata.name}: runAsUser`);
+      assert.equal(
+        String(deployment.spec?.template.spec?.securityContext?.runAsUser),
+        user,
+        `${deployment.metadata.name}: runAsUser`,
+      );
     }
   });
 
@@ -66,7 +83,8 @@ void describe('the Volt image (Dockerfile) and the manifests that run it', async
     for (const { deployment, container } of voltContainers) {
       const mounts = (container.volumeMounts ?? []).filter((m) => !m.readOnly).map((m) => m.mountPath);
       assert.ok(mounts.includes(dataDir), `${deployment.metadata.name}: ${dataDir} is not mounted`);
-      if (container.securityContext?.readOnlyRootFilesystem) assert.ok(mounts.includes('/tmp'), `${deployment.metadata.name}: /tmp is read-only`);
+      if (container.securityContext?.readOnlyRootFilesystem)
+        assert.ok(mounts.includes('/tmp'), `${deployment.metadata.name}: /tmp is read-only`);
     }
   });
 
@@ -76,10 +94,16 @@ void describe('the Volt image (Dockerfile) and the manifests that run it', async
     const gateway = voltContainers.find((c) => c.container.command?.[2] === 'gateway')?.container as V1Container;
     const env = Object.fromEntries((gateway.env ?? []).map((e) => [e.name, e.value]));
     assert.equal(env.VOLT_GATEWAY_LISTEN_HOST, '0.0.0.0');
-    assert.deepEqual(gateway.ports?.map((p) => p.containerPort), [port]);
+    assert.deepEqual(
+      gateway.ports?.map((p) => p.containerPort),
+      [port],
+    );
     assert.equal(gateway.readinessProbe?.httpGet?.port, port);
     const service = docs.find((d) => d.kind === 'Service' && d.metadata.name === 'volt-gateway') as V1Service;
-    assert.deepEqual(service.spec?.ports?.map((p) => [p.port, p.targetPort]), [[port, port]]);
+    assert.deepEqual(
+      service.spec?.ports?.map((p) => [p.port, p.targetPort]),
+      [[port, port]],
+    );
     assert.match(dockerfile, new RegExp(`^EXPOSE ${port}$`, 'm'));
   });
 });

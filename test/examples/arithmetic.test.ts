@@ -21,11 +21,13 @@ const value = (e: Expr): number => {
 };
 
 void it('evaluates any fully parenthesised integer expression exactly', () => {
-  fc.assert(fc.property(exprArb, (e) => {
-    const source = render(e);
-    if (source.length > 200 || !Number.isSafeInteger(value(e))) return;
-    assert.equal(evaluate(source), value(e));
-  }));
+  fc.assert(
+    fc.property(exprArb, (e) => {
+      const source = render(e);
+      if (source.length > 200 || !Number.isSafeInteger(value(e))) return;
+      assert.equal(evaluate(source), value(e));
+    }),
+  );
 });
 
 void it('follows precedence, unary minus and the notations models write', () => {

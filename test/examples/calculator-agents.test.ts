@@ -24,19 +24,28 @@ function makeWorkdir(): string {
   return mkdtempSync(path.join(root, '.volt', 'test-examples-'));
 }
 
-async function runScripted(argv: string[], replies: ScriptedReply[], task: unknown, extraEnv: Record<string, string> = {}) {
+async function runScripted(
+  argv: string[],
+  replies: ScriptedReply[],
+  task: unknown,
+  extraEnv: Record<string, string> = {},
+) {
   const server = await startScriptedServer(replies);
   // The workdir sits inside the repo so `--import tsx` resolves from node_modules, as under the rollout runner.
   const workdir = makeWorkdir();
   const outputFile = path.join(workdir, 'answer.txt');
   try {
-    const run = await runAgent(argv, {
-      OPENAI_BASE_URL: server.baseUrl,
-      OPENAI_API_KEY: 'rollout-token-123',
-      VOLT_TASK: JSON.stringify(task),
-      VOLT_OUTPUT_FILE: outputFile,
-      ...extraEnv,
-    }, workdir);
+    const run = await runAgent(
+      argv,
+      {
+        OPENAI_BASE_URL: server.baseUrl,
+        OPENAI_API_KEY: 'rollout-token-123',
+        VOLT_TASK: JSON.stringify(task),
+        VOLT_OUTPUT_FILE: outputFile,
+        ...extraEnv,
+      },
+      workdir,
+    );
     let output: string | null = null;
     try {
       output = readFileSync(outputFile, 'utf8');
@@ -50,15 +59,23 @@ async function runScripted(argv: string[], replies: ScriptedReply[], task: unkno
   }
 }
 
-const lastUser = (messages: { role: string; content: string }[]) => messages.filter((m) => m.role === 'user').at(-1)?.content;
+const lastUser = (messages: { role: string; content: string }[]) =>
+  messages.filter((m) => m.role === 'user').at(-1)?.content;
 const HINT = 'Use <calc>expression</calc> to calculate, then <answer>number</answer>.';
-const task = { id: 'shop-1', input: { question: 'A shop has 23 boxes of 12 pens and sells 45 pens. How many pens are left?' } };
+const task = {
+  id: 'shop-1',
+  input: { question: 'A shop has 23 boxes of 12 pens and sells 45 pens. How many pens are left?' },
+};
 
 for (const [name, argv] of Object.entries(agents)) {
   void describe(`${name} agent against a scripted OpenAI server`, () => {
     void it('asks, computes with the calculator, answers, and writes VOLT_OUTPUT_FILE', async () => {
-      const { run, output, requests, auth } = await runScripted(argv, ['<calc>23*12-45</calc> then', '<answer>231</answer>'], task,
-        { OPENAI_MODEL: 'my-policy', AGENT_TEMPERATURE: '0.7' });
+      const { run, output, requests, auth } = await runScripted(
+        argv,
+        ['<calc>23*12-45</calc> then', '<answer>231</answer>'],
+        task,
+        { OPENAI_MODEL: 'my-policy', AGENT_TEMPERATURE: '0.7' },
+      );
       assert.equal(run.code, 0, run.stderr);
       assert.equal(output, '231');
       assert.equal(run.stdout.trim(), '231');
@@ -77,8 +94,16 @@ for (const [name, argv] of Object.entries(agents)) {
     });
 
     void it('evaluates precedence and parentheses, and reports calculator errors to the model', async () => {
-      const { run, output, requests } = await runScripted(argv,
-        ['<calc>(2 + 3) * 4 - 6 / 4 (chairs)</calc>', '<calc>5/0</calc>', '<calc>__import__("os")</calc>', '<answer>18.5</answer>'], task);
+      const { run, output, requests } = await runScripted(
+        argv,
+        [
+          '<calc>(2 + 3) * 4 - 6 / 4 (chairs)</calc>',
+          '<calc>5/0</calc>',
+          '<calc>__import__("os")</calc>',
+          '<answer>18.5</answer>',
+        ],
+        task,
+      );
       assert.equal(run.code, 0, run.stderr);
       assert.equal(output, '18.5');
       assert.equal(lastUser(requests[1]!.messages), 'Result: 18.5');
@@ -94,7 +119,7 @@ for (const [name, argv] of Object.entries(agents)) {
       assert.match(lastUser(requests[3]!.messages) ?? '', /final answer as <answer>/);
     });
 
-    void it('exits 0 with a wrong answer: judging is the reward\'s job', async () => {
+    void it("exits 0 with a wrong answer: judging is the reward's job", async () => {
       const { run, output } = await runScripted(argv, ['<answer>999</answer>'], task);
       assert.equal(run.code, 0, run.stderr);
       assert.equal(output, '999');
@@ -115,7 +140,11 @@ for (const [name, argv] of Object.entries(agents)) {
       writeFileSync(file, JSON.stringify(task));
       const server = await startScriptedServer(['<answer>231</answer>']);
       try {
-        const run = await runAgent(anywhereArgv[name]!, { OPENAI_BASE_URL: server.baseUrl, OPENAI_API_KEY: 'k', VOLT_TASK_FILE: file }, workdir);
+        const run = await runAgent(
+          anywhereArgv[name]!,
+          { OPENAI_BASE_URL: server.baseUrl, OPENAI_API_KEY: 'k', VOLT_TASK_FILE: file },
+          workdir,
+        );
         assert.equal(run.code, 0, run.stderr);
         assert.equal(run.stdout.trim(), '231');
         assert.equal(lastUser(server.requests[0]!.messages), `${task.input.question}\n${HINT}`);

@@ -7,7 +7,12 @@ export interface AgentRun {
 }
 
 /** Runs an agent command as a real process with exactly the given env (plus PATH/HOME) and collects its output. */
-export function runAgent(argv: string[], env: Record<string, string>, cwd: string, timeoutMs = 120_000): Promise<AgentRun> {
+export function runAgent(
+  argv: string[],
+  env: Record<string, string>,
+  cwd: string,
+  timeoutMs = 120_000,
+): Promise<AgentRun> {
   return new Promise((resolve, reject) => {
     const [command, ...args] = argv;
     if (!command) return reject(new Error('empty argv'));

@@ -48,27 +48,37 @@ export async function startScriptedServer(replies: ScriptedReply[]): Promise<Scr
     };
     const error = (status: number, message: string, param: string | null = null) =>
       send(status, { error: { message, type: 'invalid_request_error', param, code: null } });
-    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return error(404, `no route ${req.method} ${req.url}`);
-    readBody(req).then((raw) => {
-      let json: unknown;
-      try {
-        json = JSON.parse(raw);
-      } catch {
-        return error(400, 'body is not JSON');
-      }
-      const parsed = chatRequestSchema.safeParse(json);
-      if (!parsed.success) return error(400, parsed.error.message, parsed.error.issues[0]?.path.join('.') ?? null);
-      requests.push(parsed.data);
-      authHeaders.push(req.headers.authorization);
-      const reply = replies[Math.min(requests.length - 1, replies.length - 1)] ?? '';
-      if (typeof reply !== 'string') return send(reply.status, { error: { message: 'scripted failure', type: 'server_error', param: null, code: null } });
-      const { text, finish } = cutAtStop(reply, parsed.data.stop);
-      send(200, {
-        id: `chatcmpl-scripted-${requests.length}`, object: 'chat.completion', created: 0, model: parsed.data.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish, logprobs: null }],
-        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-      });
-    }, (err: unknown) => error(400, String(err)));
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions')
+      return error(404, `no route ${req.method} ${req.url}`);
+    readBody(req).then(
+      (raw) => {
+        let json: unknown;
+        try {
+          json = JSON.parse(raw);
+        } catch {
+          return error(400, 'body is not JSON');
+        }
+        const parsed = chatRequestSchema.safeParse(json);
+        if (!parsed.success) return error(400, parsed.error.message, parsed.error.issues[0]?.path.join('.') ?? null);
+        requests.push(parsed.data);
+        authHeaders.push(req.headers.authorization);
+        const reply = replies[Math.min(requests.length - 1, replies.length - 1)] ?? '';
+        if (typeof reply !== 'string')
+          return send(reply.status, {
+            error: { message: 'scripted failure', type: 'server_error', param: null, code: null },
+          });
+        const { text, finish } = cutAtStop(reply, parsed.data.stop);
+        send(200, {
+          id: `chatcmpl-scripted-${requests.length}`,
+          object: 'chat.completion',
+          created: 0,
+          model: parsed.data.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish, logprobs: null }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        });
+      },
+      (err: unknown) => error(400, String(err)),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

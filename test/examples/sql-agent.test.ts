@@ -24,17 +24,26 @@ function seededWorkdir(): string {
 
 /** Rows of a query on the workdir's shop.db, read with Python's sqlite3 (Node 20 has none built in). */
 function query(dir: string, sql: string): unknown[][] {
-  const script = 'import json,sqlite3,sys; print(json.dumps(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchall()))';
-  return JSON.parse(execFileSync(python, ['-c', script, path.join(dir, 'shop.db'), sql], { encoding: 'utf8' })) as unknown[][];
+  const script =
+    'import json,sqlite3,sys; print(json.dumps(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchall()))';
+  return JSON.parse(
+    execFileSync(python, ['-c', script, path.join(dir, 'shop.db'), sql], { encoding: 'utf8' }),
+  ) as unknown[][];
 }
 
 async function runSql(replies: ScriptedReply[], input: Record<string, unknown>, dir = seededWorkdir()) {
   const server = await startScriptedServer(replies);
   try {
-    const run = await runAgent(agent, {
-      OPENAI_BASE_URL: server.baseUrl, OPENAI_API_KEY: 'tok', VOLT_TASK: JSON.stringify({ id: 'sql-1', input }),
-      VOLT_OUTPUT_FILE: path.join(dir, 'out.txt'),
-    }, dir);
+    const run = await runAgent(
+      agent,
+      {
+        OPENAI_BASE_URL: server.baseUrl,
+        OPENAI_API_KEY: 'tok',
+        VOLT_TASK: JSON.stringify({ id: 'sql-1', input }),
+        VOLT_OUTPUT_FILE: path.join(dir, 'out.txt'),
+      },
+      dir,
+    );
     return { run, dir, requests: server.requests };
   } finally {
     await server.close();
@@ -44,12 +53,15 @@ async function runSql(replies: ScriptedReply[], input: Record<string, unknown>, 
 const userAfter = (messages: { role: string; content: string }[]) => messages.at(-1)?.content ?? '';
 
 void describe('sql agent against a scripted OpenAI server', () => {
-  void it('shows the schema, runs the model\'s SQL on the workdir database, shows results, stops at <done>', async () => {
-    const { run, dir, requests } = await runSql([
-      '<sql>SELECT id, status FROM orders WHERE id = 3</sql>',
-      "<sql>UPDATE orders SET status = 'shipped' WHERE id = 3;</sql>",
-      '<done>',
-    ], { database: 'shop.db', instruction: 'Mark order 3 as shipped.' });
+  void it("shows the schema, runs the model's SQL on the workdir database, shows results, stops at <done>", async () => {
+    const { run, dir, requests } = await runSql(
+      [
+        '<sql>SELECT id, status FROM orders WHERE id = 3</sql>',
+        "<sql>UPDATE orders SET status = 'shipped' WHERE id = 3;</sql>",
+        '<done>',
+      ],
+      { database: 'shop.db', instruction: 'Mark order 3 as shipped.' },
+    );
     assert.equal(run.code, 0, run.stderr);
     assert.equal(requests.length, 3);
     const system = requests[0]!.messages[0]!.content;
@@ -59,17 +71,22 @@ void describe('sql agent against a scripted OpenAI server', () => {
     assert.match(userAfter(requests[1]!.messages), /^id \| status\n3 \| \w+$/);
     assert.equal(userAfter(requests[2]!.messages), 'OK, 1 row changed.');
     assert.deepEqual(query(dir, 'SELECT status FROM orders WHERE id = 3'), [['shipped']]);
-    assert.equal(readFileSync(path.join(dir, 'out.txt'), 'utf8'),
-      "SELECT id, status FROM orders WHERE id = 3\nUPDATE orders SET status = 'shipped' WHERE id = 3;");
+    assert.equal(
+      readFileSync(path.join(dir, 'out.txt'), 'utf8'),
+      "SELECT id, status FROM orders WHERE id = 3\nUPDATE orders SET status = 'shipped' WHERE id = 3;",
+    );
   });
 
   void it('reports SQL errors to the model, refuses ATTACH, and stops after max turns', async () => {
-    const { run, dir, requests } = await runSql([
-      '<sql>UPDATE nope SET x = 1</sql>',
-      "<sql>ATTACH DATABASE 'other.db' AS other</sql>",
-      '<sql>DELETE FROM orders; DELETE FROM customers;</sql>',
-      'I am not sure.',
-    ], { database: 'shop.db', instruction: 'Delete order 2.' });
+    const { run, dir, requests } = await runSql(
+      [
+        '<sql>UPDATE nope SET x = 1</sql>',
+        "<sql>ATTACH DATABASE 'other.db' AS other</sql>",
+        '<sql>DELETE FROM orders; DELETE FROM customers;</sql>',
+        'I am not sure.',
+      ],
+      { database: 'shop.db', instruction: 'Delete order 2.' },
+    );
     assert.equal(run.code, 0, run.stderr);
     assert.equal(requests.length, 5);
     assert.match(userAfter(requests[1]!.messages), /^Error: no such table: nope/);

@@ -9,19 +9,38 @@ import { makeTaskFiles } from '../../scripts/make-tasks.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
-const tasksOf = (file: string) => read(file).trimEnd().split('\n').map((line) => JSON.parse(line) as {
-  id: string; input: Record<string, string>; reference: Record<string, unknown>; setup?: { command: string[] };
-});
+const tasksOf = (file: string) =>
+  read(file)
+    .trimEnd()
+    .split('\n')
+    .map(
+      (line) =>
+        JSON.parse(line) as {
+          id: string;
+          input: Record<string, string>;
+          reference: Record<string, unknown>;
+          setup?: { command: string[] };
+        },
+    );
 
 void it('the committed task sets are exactly what the default seed generates', () => {
   const files = makeTaskFiles(20261130);
   assert.deepEqual(Object.keys(files).sort(), [
-    'examples/calculator/tasks/eval-word-b.jsonl', 'examples/calculator/tasks/eval-word-heavy.jsonl', 'examples/calculator/tasks/eval.jsonl',
-    'examples/calculator/tasks/train-word-heavy.jsonl', 'examples/calculator/tasks/train.jsonl', 'examples/sql-agent/shop.sql',
-    'examples/sql-agent/tasks/eval.jsonl', 'examples/sql-agent/tasks/train.jsonl',
+    'examples/calculator/tasks/eval-word-b.jsonl',
+    'examples/calculator/tasks/eval-word-heavy.jsonl',
+    'examples/calculator/tasks/eval.jsonl',
+    'examples/calculator/tasks/train-word-heavy.jsonl',
+    'examples/calculator/tasks/train.jsonl',
+    'examples/sql-agent/shop.sql',
+    'examples/sql-agent/tasks/eval.jsonl',
+    'examples/sql-agent/tasks/train.jsonl',
   ]);
-  for (const [file, text] of Object.entries(files)) assert.equal(read(file), text, `${file} is stale: run scripts/make-tasks.ts`);
-  assert.notEqual(makeTaskFiles(7)['examples/calculator/tasks/eval.jsonl'], files['examples/calculator/tasks/eval.jsonl']);
+  for (const [file, text] of Object.entries(files))
+    assert.equal(read(file), text, `${file} is stale: run scripts/make-tasks.ts`);
+  assert.notEqual(
+    makeTaskFiles(7)['examples/calculator/tasks/eval.jsonl'],
+    files['examples/calculator/tasks/eval.jsonl'],
+  );
 });
 
 void it('calculator train and eval are disjoint, with unique ids and whole non-negative answers', () => {
@@ -30,7 +49,10 @@ void it('calculator train and eval are disjoint, with unique ids and whole non-n
   assert.equal(train.length, 200);
   assert.equal(evalSet.length, 50);
   const evalQuestions = new Set(evalSet.map((t) => t.input.question));
-  assert.deepEqual(train.filter((t) => evalQuestions.has(t.input.question)), []);
+  assert.deepEqual(
+    train.filter((t) => evalQuestions.has(t.input.question)),
+    [],
+  );
   assert.equal(new Set([...train, ...evalSet].map((t) => t.id)).size, 250);
   for (const task of [...train, ...evalSet]) {
     assert.ok(Number.isInteger(task.reference.answer) && (task.reference.answer as number) >= 0, task.id);
@@ -41,13 +63,22 @@ void it('calculator train and eval are disjoint, with unique ids and whole non-n
 void it('set B: 30 held-out word problems from other templates, sharing no question with train or eval; the word-heavy files are subsets', () => {
   const train = tasksOf('examples/calculator/tasks/train.jsonl');
   const evalSet = tasksOf('examples/calculator/tasks/eval.jsonl');
-  const setB = tasksOf('examples/calculator/tasks/eval-word-b.jsonl') as (ReturnType<typeof tasksOf>[number] & { kind: string })[];
+  const setB = tasksOf('examples/calculator/tasks/eval-word-b.jsonl') as (ReturnType<typeof tasksOf>[number] & {
+    kind: string;
+  })[];
   assert.equal(setB.length, 30);
   assert.equal(new Set(setB.map((t) => t.input.question)).size, 30);
   const mainQuestions = new Set([...train, ...evalSet].map((t) => t.input.question));
-  assert.deepEqual(setB.filter((t) => mainQuestions.has(t.input.question)), []);
+  assert.deepEqual(
+    setB.filter((t) => mainQuestions.has(t.input.question)),
+    [],
+  );
   const bTemplates = new Set(setB.map((t) => t.reference.template as string));
-  assert.deepEqual([...bTemplates].filter((name) => TEMPLATE_NAMES.includes(name)), [], 'set B uses none of the main generator\'s templates');
+  assert.deepEqual(
+    [...bTemplates].filter((name) => TEMPLATE_NAMES.includes(name)),
+    [],
+    "set B uses none of the main generator's templates",
+  );
   assert.ok(bTemplates.size >= 8, `set B covers ${bTemplates.size} templates`);
   for (const t of setB) {
     assert.equal(t.kind, 'word');
@@ -57,18 +88,29 @@ void it('set B: 30 held-out word problems from other templates, sharing no quest
   for (const mode of ['train', 'eval'] as const) {
     const all = read(`examples/calculator/tasks/${mode}.jsonl`).trimEnd().split('\n');
     const heavy = read(`examples/calculator/tasks/${mode}-word-heavy.jsonl`).trimEnd().split('\n');
-    assert.deepEqual(heavy, all.filter((line) => heavy.includes(line)), `${mode}-word-heavy.jsonl keeps ${mode}.jsonl's lines and order`);
+    assert.deepEqual(
+      heavy,
+      all.filter((line) => heavy.includes(line)),
+      `${mode}-word-heavy.jsonl keeps ${mode}.jsonl's lines and order`,
+    );
     const words = all.filter((line) => (JSON.parse(line) as { kind: string }).kind === 'word');
-    assert.deepEqual(heavy.filter((line) => (JSON.parse(line) as { kind: string }).kind === 'word'), words, 'every word problem');
+    assert.deepEqual(
+      heavy.filter((line) => (JSON.parse(line) as { kind: string }).kind === 'word'),
+      words,
+      'every word problem',
+    );
     assert.equal(heavy.length - words.length, mode === 'train' ? 26 : 6);
   }
 });
 
-void it('every SQL task\'s solution turns the seeded database into its expected rows, and is a real change', () => {
+void it("every SQL task's solution turns the seeded database into its expected rows, and is a real change", () => {
   const train = tasksOf('examples/sql-agent/tasks/train.jsonl');
   const evalSet = tasksOf('examples/sql-agent/tasks/eval.jsonl');
   const evalInstructions = new Set(evalSet.map((t) => t.input.instruction));
-  assert.deepEqual(train.filter((t) => evalInstructions.has(t.input.instruction)), []);
+  assert.deepEqual(
+    train.filter((t) => evalInstructions.has(t.input.instruction)),
+    [],
+  );
   // One Python process checks all tasks on in-memory copies of the seed (stdlib sqlite3).
   const script = `
 import json, sqlite3, sys
@@ -81,10 +123,16 @@ for sql in [None] + req["solutions"]:
     out.append({name: [list(r) for r in con.execute(q).fetchall()] for name, q in req["queries"].items()})
 json.dump(out, sys.stdout)`;
   const tasks = [...train, ...evalSet];
-  const [seedState, ...states] = JSON.parse(execFileSync(path.join(root, '.venv/bin/python'), ['-c', script], {
-    input: JSON.stringify({ seed: read('examples/sql-agent/shop.sql'), queries: SHOP_QUERIES, solutions: tasks.map((t) => t.reference.solutionSql) }),
-    encoding: 'utf8',
-  })) as unknown[];
+  const [seedState, ...states] = JSON.parse(
+    execFileSync(path.join(root, '.venv/bin/python'), ['-c', script], {
+      input: JSON.stringify({
+        seed: read('examples/sql-agent/shop.sql'),
+        queries: SHOP_QUERIES,
+        solutions: tasks.map((t) => t.reference.solutionSql),
+      }),
+      encoding: 'utf8',
+    }),
+  ) as unknown[];
   tasks.forEach((task, i) => {
     assert.deepEqual(states[i], task.reference.expectedRows, task.id);
     assert.notDeepEqual(seedState, task.reference.expectedRows, `${task.id} asks for no change`);

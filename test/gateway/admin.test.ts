@@ -11,11 +11,15 @@ import { startScriptedGateway, stopScriptedGateway, type ScriptedUpstream } from
 import { agentRewardsFileSchema } from '../../src/contracts/rewards.js';
 
 let services: TestServices, store: ObjectStore, upstream: ScriptedUpstream, gw: RunningGateway;
-before(async () => ({ services, store, upstream, gw } = await startScriptedGateway({ pauseWaitMs: 300, pauseRetryAfterS: 2 })));
+before(
+  async () =>
+    ({ services, store, upstream, gw } = await startScriptedGateway({ pauseWaitMs: 300, pauseRetryAfterS: 2 })),
+);
 after(() => stopScriptedGateway({ services, upstream, gw }));
 
 const chatBody = JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
-const post = (url: string, body = chatBody) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+const post = (url: string, body = chatBody) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 
 void describe('gateway admin API', () => {
   void it('registers idempotently with a 32-byte base64url token and lists the policy model', async () => {
@@ -29,7 +33,10 @@ void describe('gateway admin API', () => {
     const other = await gw.admin.register({ ...input, attempt: 1 });
     assert.notEqual(other.token, first.token);
     const models = (await (await fetch(`${first.baseUrl}/models`)).json()) as { data: { id: string }[] };
-    assert.deepEqual(models.data.map((m) => m.id), ['policy-b']);
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      ['policy-b'],
+    );
     const info = await gw.admin.get(first.token);
     assert.equal(info.status, 'open');
     assert.equal(info.rolloutId, input.rolloutId);
@@ -39,8 +46,14 @@ void describe('gateway admin API', () => {
   void it('rejects a wrong admin key and bad registrations, naming the field', async () => {
     const wrong = new GatewayAdminClient(gw.url, 'not-the-key-at-all');
     await assert.rejects(wrong.register(rolloutInput()), (e: GatewayAdminError) => e.status === 401);
-    await assert.rejects(gw.admin.register(rolloutInput({ iteration: -1 })), (e: GatewayAdminError) => e.status === 400 && /iteration/.test(e.message));
-    await assert.rejects(gw.admin.register(rolloutInput({ rolloutId: '../escape' })), (e: GatewayAdminError) => e.status === 400 && /rollout/.test(e.message));
+    await assert.rejects(
+      gw.admin.register(rolloutInput({ iteration: -1 })),
+      (e: GatewayAdminError) => e.status === 400 && /iteration/.test(e.message),
+    );
+    await assert.rejects(
+      gw.admin.register(rolloutInput({ rolloutId: '../escape' })),
+      (e: GatewayAdminError) => e.status === 400 && /rollout/.test(e.message),
+    );
   });
 
   void it('close waits for in-flight calls, counts spans, and then refuses the token', async () => {
@@ -89,8 +102,14 @@ void describe('gateway admin API', () => {
     const input = rolloutInput();
     const { token, baseUrl } = await gw.admin.register(input);
     const rewardUrl = baseUrl.replace(/\/v1$/, '/reward');
-    const results = await Promise.all([post(rewardUrl, JSON.stringify({ value: 1 })), post(rewardUrl, JSON.stringify({ value: 0.5, name: 'tests' }))]);
-    assert.deepEqual(results.map((r) => r.status), [200, 200]);
+    const results = await Promise.all([
+      post(rewardUrl, JSON.stringify({ value: 1 })),
+      post(rewardUrl, JSON.stringify({ value: 0.5, name: 'tests' })),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      [200, 200],
+    );
     const stored = await store.getJson(keys.agentRewards(input), agentRewardsFileSchema);
     assert.deepEqual(stored.rewards.map((r) => r.value).sort(), [0.5, 1]);
     const bad = await post(rewardUrl, JSON.stringify({ value: 'high' }));
@@ -104,9 +123,18 @@ void describe('gateway admin API', () => {
     const health = (await (await fetch(`${gw.url}/healthz`)).json()) as { ok: boolean };
     assert.equal(health.ok, true);
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-    for (const name of ['volt_gateway_requests_total', 'volt_gateway_request_duration_seconds', 'volt_gateway_spans_pending_upload', 'volt_gateway_wal_bytes', 'volt_gateway_prompt_tokens_total']) {
+    for (const name of [
+      'volt_gateway_requests_total',
+      'volt_gateway_request_duration_seconds',
+      'volt_gateway_spans_pending_upload',
+      'volt_gateway_wal_bytes',
+      'volt_gateway_prompt_tokens_total',
+    ]) {
       assert.ok(metrics.includes(name), name);
     }
-    assert.match(metrics, /volt_gateway_requests_total\{route="\/r\/:token\/v1\/chat\/completions",status="200"\} [1-9]/);
+    assert.match(
+      metrics,
+      /volt_gateway_requests_total\{route="\/r\/:token\/v1\/chat\/completions",status="200"\} [1-9]/,
+    );
   });
 });

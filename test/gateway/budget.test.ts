@@ -14,18 +14,28 @@ let services: TestServices, store: ObjectStore, upstream: ScriptedUpstream, gw: 
 before(async () => ({ services, store, upstream, gw } = await startScriptedGateway()));
 after(() => stopScriptedGateway({ services, upstream, gw }));
 
-const unbounded: RolloutBudget = { maxModelCalls: null, maxCompletionTokens: null, maxWallSec: null, maxTokensPerCall: 4096, maxChoicesPerCall: 4 };
+const unbounded: RolloutBudget = {
+  maxModelCalls: null,
+  maxCompletionTokens: null,
+  maxWallSec: null,
+  maxTokensPerCall: 4096,
+  maxChoicesPerCall: 4,
+};
 
 async function open(budget: Partial<RolloutBudget>) {
   const { token, baseUrl } = await gw.admin.register({ ...rolloutInput(), budget: { ...unbounded, ...budget } });
   // The agent side is the real OpenAI SDK, as an unmodified agent uses it (no retries, so each refusal is one call).
   const client = new OpenAI({ baseURL: baseUrl, apiKey: token, maxRetries: 0 });
-  const ask = (extra: Record<string, unknown> = {}) => client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }], ...extra });
+  const ask = (extra: Record<string, unknown> = {}) =>
+    client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }], ...extra });
   return { token, ask };
 }
 
 const refusal = async (p: Promise<unknown>) => {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   assert.ok(err instanceof OpenAI.APIError, `expected an API error, got ${String(err)}`);
   return err;
 };
@@ -44,8 +54,33 @@ describe('per-attempt budgets in the gateway', () => {
     const closed = await gw.admin.close(r.token);
     assert.equal(closed.budgetExceeded, '2 model calls used');
     // What the pipeline makes of it: an agent failure with reason budget, even though the agent exited 0.
-    const succeeded: RolloutRunner = { run: async (s) => ({ ref: s.ref, taskId: s.taskId, groupId: s.groupId, mode: 'train', outcome: 'succeeded', exitCode: 0, signal: null, durationMs: 1, outputText: null, stdoutKey: 'a', stderrKey: 'b', detail: null, workdir: null }) };
-    const spec = { ref: { runId: 'r', iteration: 0, rolloutId: 'g0-r0', attempt: 0 }, taskId: 't', groupId: 'g0', mode: 'train' as const, taskInput: {}, agent: { command: ['true'] }, gateway: { baseUrl: '', token: r.token }, timeoutMs: 1000 };
+    const succeeded: RolloutRunner = {
+      run: async (s) => ({
+        ref: s.ref,
+        taskId: s.taskId,
+        groupId: s.groupId,
+        mode: 'train',
+        outcome: 'succeeded',
+        exitCode: 0,
+        signal: null,
+        durationMs: 1,
+        outputText: null,
+        stdoutKey: 'a',
+        stderrKey: 'b',
+        detail: null,
+        workdir: null,
+      }),
+    };
+    const spec = {
+      ref: { runId: 'r', iteration: 0, rolloutId: 'g0-r0', attempt: 0 },
+      taskId: 't',
+      groupId: 'g0',
+      mode: 'train' as const,
+      taskInput: {},
+      agent: { command: ['true'] },
+      gateway: { baseUrl: '', token: r.token },
+      timeoutMs: 1000,
+    };
     const result = await closingRunner(succeeded, gw.admin).run(spec, new AbortController().signal);
     assert.equal(result.outcome, 'agent_failed');
     assert.equal(result.detail, 'budget: 2 model calls used');
@@ -71,7 +106,11 @@ describe('per-attempt budgets in the gateway', () => {
     const choices = await refusal(r.ask({ n: 3 }));
     assert.deepEqual([choices.status, choices.param], [400, 'n']);
     await r.ask({ max_tokens: 64, n: 2 });
-    assert.equal((await gw.admin.close(r.token)).budgetExceeded, undefined, 'a rejected cap is a bad request, not an exhausted budget');
+    assert.equal(
+      (await gw.admin.close(r.token)).budgetExceeded,
+      undefined,
+      'a rejected cap is a bad request, not an exhausted budget',
+    );
   });
 
   it('refuses calls after maxWallSec', async () => {
@@ -98,7 +137,11 @@ describe('per-attempt budgets in the gateway', () => {
       second = await startGateway(store, services.dataDir, upstream.url, { dataDir: first.dataDir });
       client = new OpenAI({ baseURL: `${second.url}${new URL(baseUrl).pathname}`, apiKey: token, maxRetries: 0 });
       await ask();
-      assert.equal(upstream.received.at(-1)!.body.max_tokens, 1, '3 + 3 of 7 completion tokens were used before the restart');
+      assert.equal(
+        upstream.received.at(-1)!.body.max_tokens,
+        1,
+        '3 + 3 of 7 completion tokens were used before the restart',
+      );
       const err = await refusal(ask());
       assert.equal(err.status, 429);
       assert.match(err.message, /7 completion tokens used/);
@@ -109,7 +152,9 @@ describe('per-attempt budgets in the gateway', () => {
   });
 
   it('refuses an upstream answer larger than the byte bound instead of buffering it (JSON and streams)', async () => {
-    const small = await startGateway(store, services.dataDir, upstream.url, { upstream: { retryBaseMs: 5, retryMaxMs: 50, maxResponseBytes: 100 } });
+    const small = await startGateway(store, services.dataDir, upstream.url, {
+      upstream: { retryBaseMs: 5, retryMaxMs: 50, maxResponseBytes: 100 },
+    });
     try {
       const { token, baseUrl } = await small.admin.register(rolloutInput());
       const client = new OpenAI({ baseURL: baseUrl, apiKey: token, maxRetries: 0 });

@@ -31,15 +31,30 @@ after(async () => {
 
 /** The real gateway process (`node --import tsx src/gateway/server.ts`), ready once /healthz answers. */
 async function spawnGateway(dataDir: string, port: number, s3Endpoint: string, walSync: string): Promise<ChildProcess> {
-  const env = { ...process.env, ...services.env, VOLT_GATEWAY_WAL_SYNC: walSync, VOLT_S3_ENDPOINT: s3Endpoint, VOLT_DATA_DIR: dataDir, VOLT_GATEWAY_URL: `http://127.0.0.1:${port}`, VOLT_GATEWAY_ADMIN_KEY: ADMIN_KEY, VOLT_MODEL_SERVER_URL: upstream.url };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/gateway/server.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = {
+    ...process.env,
+    ...services.env,
+    VOLT_GATEWAY_WAL_SYNC: walSync,
+    VOLT_S3_ENDPOINT: s3Endpoint,
+    VOLT_DATA_DIR: dataDir,
+    VOLT_GATEWAY_URL: `http://127.0.0.1:${port}`,
+    VOLT_GATEWAY_ADMIN_KEY: ADMIN_KEY,
+    VOLT_MODEL_SERVER_URL: upstream.url,
+  };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/gateway/server.ts'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   for (const started = Date.now(); Date.now() - started < 30_000; await sleep(100)) {
     if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${output}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return child;
   }
   throw new Error(`gateway did not become ready: ${output}`);
@@ -59,7 +74,11 @@ void describe('gateway crash recovery', () => {
       const admin = new GatewayAdminClient(`http://127.0.0.1:${port}`, ADMIN_KEY);
       const input = rolloutInput();
       const { token, baseUrl } = await admin.register(input);
-      const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+      const res = await fetch(`${baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chat,
+      });
       assert.equal(res.status, 200);
       await res.text();
       first.kill('SIGKILL');
@@ -76,14 +95,23 @@ void describe('gateway crash recovery', () => {
       assert.equal(span.status, 'ok');
       assert.equal(span.rolloutId, input.rolloutId);
 
-      const again = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+      const again = await fetch(`${baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chat,
+      });
       assert.equal(again.status, 200, 'the rollout token survived the restart');
       assert.deepEqual(await admin.close(token), { spans: 2, upstreamFailures: 0 });
       const seqs: number[] = [];
       for await (const s of readSpans(store, input)) seqs.push(s.seq);
       assert.deepEqual(seqs, [0, 1]);
-      for (let i = 0; i < 50 && fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!); i++) await sleep(100);
-      assert.equal(fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!), false, 'the replayed segment is deleted once uploaded');
+      for (let i = 0; i < 50 && fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!); i++)
+        await sleep(100);
+      assert.equal(
+        fs.readdirSync(path.join(dataDir, 'gateway', 'wal')).includes(walFiles[0]!),
+        false,
+        'the replayed segment is deleted once uploaded',
+      );
 
       second.kill('SIGTERM');
       assert.equal(await new Promise((r) => second.once('exit', r)), 0, 'graceful SIGTERM exits 0');
@@ -95,9 +123,20 @@ void describe('gateway crash recovery', () => {
     const port = await freePort('127.0.0.1');
     const first = await spawnGateway(dataDir, port, `http://127.0.0.1:${await freePort('127.0.0.1')}`, 'write');
     const admin = new GatewayAdminClient(`http://127.0.0.1:${port}`, ADMIN_KEY);
-    const budget = { maxModelCalls: 3, maxCompletionTokens: null, maxWallSec: null, maxTokensPerCall: 4096, maxChoicesPerCall: 4 };
+    const budget = {
+      maxModelCalls: 3,
+      maxCompletionTokens: null,
+      maxWallSec: null,
+      maxTokensPerCall: 4096,
+      maxChoicesPerCall: 4,
+    };
     const { baseUrl } = await admin.register({ ...rolloutInput(), budget });
-    const call = () => fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+    const call = () =>
+      fetch(`${baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chat,
+      });
     for (let i = 0; i < 2; i++) {
       const res = await call();
       assert.equal(res.status, 200);
@@ -125,17 +164,29 @@ void describe('gateway crash recovery', () => {
     const input = rolloutInput();
     const { token, baseUrl } = await admin.register(input);
     for (let i = 0; i < 4; i++) upstream.script.push({ kind: 'status', status: 500 });
-    const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+    const res = await fetch(`${baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: chat,
+    });
     assert.equal(res.status, 502);
     await res.text();
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
 
     const second = await spawnGateway(dataDir, port, services.s3.endpoint, 'write');
-    const ok = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat });
+    const ok = await fetch(`${baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: chat,
+    });
     assert.equal(ok.status, 200);
     await ok.text();
-    assert.deepEqual(await admin.close(token), { spans: 2, upstreamFailures: 1 }, 'the failure before the crash still marks the attempt');
+    assert.deepEqual(
+      await admin.close(token),
+      { spans: 2, upstreamFailures: 1 },
+      'the failure before the crash still marks the attempt',
+    );
     second.kill('SIGKILL');
     await new Promise((r) => second.once('exit', r));
     const third = await spawnGateway(dataDir, port, services.s3.endpoint, 'write');

@@ -12,13 +12,33 @@ import { spanOf } from '../../src/storage/call-records.js';
 export function engineAnswer(promptIds: number[], completionIds: number[], logprobs: number[]): any {
   const tokens = completionIds.map((id) => `t${id % 997}\u00e9`);
   return {
-    id: 'chatcmpl-x', object: 'chat.completion', created: 1_700_000_000, model: 'policy', system_fingerprint: 'policy@v3',
-    choices: [{
-      index: 0, message: { role: 'assistant', content: tokens.join(''), tool_calls: [] },
-      logprobs: { content: tokens.map((token, k) => ({ token, logprob: logprobs[k], bytes: [...Buffer.from(token)], top_logprobs: [] })) },
-      finish_reason: 'stop', stop_reason: '</calc>', token_ids: completionIds,
-    }],
-    usage: { prompt_tokens: promptIds.length, completion_tokens: completionIds.length, total_tokens: promptIds.length + completionIds.length },
+    id: 'chatcmpl-x',
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model: 'policy',
+    system_fingerprint: 'policy@v3',
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: tokens.join(''), tool_calls: [] },
+        logprobs: {
+          content: tokens.map((token, k) => ({
+            token,
+            logprob: logprobs[k],
+            bytes: [...Buffer.from(token)],
+            top_logprobs: [],
+          })),
+        },
+        finish_reason: 'stop',
+        stop_reason: '</calc>',
+        token_ids: completionIds,
+      },
+    ],
+    usage: {
+      prompt_tokens: promptIds.length,
+      completion_tokens: completionIds.length,
+      total_tokens: promptIds.length + completionIds.length,
+    },
     prompt_token_ids: promptIds,
   };
 }
@@ -29,21 +49,42 @@ export function engineAnswer(promptIds: number[], completionIds: number[], logpr
  * (the compact form stored before call records), and `record` = the call record the gateway appends to its WAL and
  * stores for it (the answer as the engine's JSON text).
  */
-export function recordedRollout(ref: RolloutRef, o: { turns: number; seed: number; promptLen?: number; completionLen?: number }) {
-  const rollout = { record: { ...ref, mode: 'train', policyModel: 'policy', sampling: null, promptOverlay: null }, ref } as unknown as Rollout;
+export function recordedRollout(
+  ref: RolloutRef,
+  o: { turns: number; seed: number; promptLen?: number; completionLen?: number },
+) {
+  const rollout = {
+    record: { ...ref, mode: 'train', policyModel: 'policy', sampling: null, promptOverlay: null },
+    ref,
+  } as unknown as Rollout;
   return syntheticRollout(ref, { ...o, gapLen: 5 }).map((s) => {
-    const messages = [{ role: 'system', content: 'You are a calculator agent.' }, { role: 'user', content: `turn ${s.seq}` }];
+    const messages = [
+      { role: 'system', content: 'You are a calculator agent.' },
+      { role: 'user', content: `turn ${s.seq}` },
+    ];
     const upstreamRequest = { model: 'policy', messages, return_token_ids: true, logprobs: true };
     // `api` (the agent's API) spread in: CallContext gains it with the Responses/Messages routes.
     const ctx: CallContext = {
       ...{ api: 'chat.completions' as const },
-      rollout, seq: s.seq, endpoint: 'chat.completions', stream: false, startedAt: new Date(s.startedAt), startMs: performance.now(),
-      request: { body: { model: 'gpt-4o-mini', messages }, headers: { authorization: '[redacted]' } }, upstreamRequest, upstreamText: JSON.stringify(upstreamRequest),
+      rollout,
+      seq: s.seq,
+      endpoint: 'chat.completions',
+      stream: false,
+      startedAt: new Date(s.startedAt),
+      startMs: performance.now(),
+      request: { body: { model: 'gpt-4o-mini', messages }, headers: { authorization: '[redacted]' } },
+      upstreamRequest,
+      upstreamText: JSON.stringify(upstreamRequest),
     };
     const c = s.choices[0]!;
     const response = engineAnswer(s.promptTokenIds!, c.tokenIds!, c.logprobs!);
     const meta = { ...spanMeta(ctx, new Date(s.startedAt), null), spanId: s.spanId };
     const span: Span = spanOf(meta, upstreamRequest, response);
-    return { span, today: JSON.stringify(span), stored: serializeSpan(span, ctx), record: callRecordText(meta, ctx.upstreamText, { json: JSON.stringify(response) }) };
+    return {
+      span,
+      today: JSON.stringify(span),
+      stored: serializeSpan(span, ctx),
+      record: callRecordText(meta, ctx.upstreamText, { json: JSON.stringify(response) }),
+    };
   });
 }

@@ -26,9 +26,21 @@ export interface RunningGateway {
 }
 
 /** A gateway app listening on a free loopback port. */
-export async function startGateway(store: ObjectStore, baseDir: string, modelServerUrl: string, extra: Partial<GatewayDeps> = {}): Promise<RunningGateway> {
+export async function startGateway(
+  store: ObjectStore,
+  baseDir: string,
+  modelServerUrl: string,
+  extra: Partial<GatewayDeps> = {},
+): Promise<RunningGateway> {
   const dataDir = extra.dataDir ?? fs.mkdtempSync(path.join(baseDir, 'gw-'));
-  const app = await buildApp({ store, dataDir, modelServerUrl, adminKey: ADMIN_KEY, upstream: { retryBaseMs: 5, retryMaxMs: 50 }, ...extra });
+  const app = await buildApp({
+    store,
+    dataDir,
+    modelServerUrl,
+    adminKey: ADMIN_KEY,
+    upstream: { retryBaseMs: 5, retryMaxMs: 50 },
+    ...extra,
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   return { app, url, dataDir, admin: new GatewayAdminClient(url, ADMIN_KEY), close: () => app.close() };
@@ -38,5 +50,14 @@ let counter = 0;
 /** A unique rollout registration for this test process. */
 export function rolloutInput(overrides: Record<string, unknown> = {}) {
   counter++;
-  return { runId: 'run-gw', iteration: 1, rolloutId: `r${process.pid}-${counter}`, attempt: 0, mode: 'train' as const, policyModel: 'policy-a', promptOverlay: null, ...overrides };
+  return {
+    runId: 'run-gw',
+    iteration: 1,
+    rolloutId: `r${process.pid}-${counter}`,
+    attempt: 0,
+    mode: 'train' as const,
+    policyModel: 'policy-a',
+    promptOverlay: null,
+    ...overrides,
+  };
 }

@@ -11,7 +11,10 @@ import { freePort } from '../../src/stack/ports.js';
 // 127.0.0.2 is loopback too, but a socket bound to 127.0.0.1 alone does not answer there: it stands in for the
 // pod IP a Kubernetes Service forwards to.
 const answersAt = (host: string, port: number) =>
-  fetch(`http://${host}:${port}/healthz`, { signal: AbortSignal.timeout(5_000) }).then((r) => r.status, (err: Error) => (err.cause as NodeJS.ErrnoException | undefined)?.code ?? err.message);
+  fetch(`http://${host}:${port}/healthz`, { signal: AbortSignal.timeout(5_000) }).then(
+    (r) => r.status,
+    (err: Error) => (err.cause as NodeJS.ErrnoException | undefined)?.code ?? err.message,
+  );
 
 void describe('gateway listen host (VOLT_GATEWAY_LISTEN_HOST)', () => {
   const dirs: string[] = [];
@@ -46,7 +49,7 @@ void describe('gateway listen host (VOLT_GATEWAY_LISTEN_HOST)', () => {
   void it('binds every interface with 0.0.0.0, on the port of VOLT_GATEWAY_URL', async () => {
     const { app, port } = await gatewayOn('0.0.0.0');
     try {
-      assert.deepEqual((app.server.address() as AddressInfo), { address: '0.0.0.0', family: 'IPv4', port });
+      assert.deepEqual(app.server.address() as AddressInfo, { address: '0.0.0.0', family: 'IPv4', port });
       assert.equal(await answersAt('127.0.0.1', port), 200);
       assert.equal(await answersAt('127.0.0.2', port), 200);
     } finally {

@@ -15,8 +15,9 @@ const METRICS_KEY = 'prometheus-scrape-key-0123';
 const ADMIN = 'admin-key-for-metrics-test';
 
 const scrape = (port: number, key?: string) =>
-  fetch(`http://127.0.0.1:${port}/metrics`, { headers: key ? { authorization: `Bearer ${key}` } : {} })
-    .then(async (r) => ({ status: r.status, text: await r.text() }));
+  fetch(`http://127.0.0.1:${port}/metrics`, { headers: key ? { authorization: `Bearer ${key}` } : {} }).then(
+    async (r) => ({ status: r.status, text: await r.text() }),
+  );
 
 void describe('gateway /metrics key', () => {
   const dirs: string[] = [];
@@ -28,8 +29,11 @@ void describe('gateway /metrics key', () => {
     const port = await freePort();
     // No S3 server: the gateway starts anyway, which is all scraping needs.
     const env = loadEnv({
-      VOLT_DATA_DIR: dataDir, VOLT_GATEWAY_URL: `http://127.0.0.1:${port}`, VOLT_GATEWAY_ADMIN_KEY: ADMIN,
-      VOLT_S3_ENDPOINT: `http://127.0.0.1:${await freePort()}`, ...vars,
+      VOLT_DATA_DIR: dataDir,
+      VOLT_GATEWAY_URL: `http://127.0.0.1:${port}`,
+      VOLT_GATEWAY_ADMIN_KEY: ADMIN,
+      VOLT_S3_ENDPOINT: `http://127.0.0.1:${await freePort()}`,
+      ...vars,
     });
     return { app: await runGateway(env), port };
   }
@@ -85,7 +89,11 @@ void describe('gateway metrics of spans and uploads', () => {
     assert.equal(value(before.text, 'volt_gateway_span_bytes_total'), 0);
     const { token, baseUrl } = await gw.admin.register(rolloutInput());
     for (let i = 0; i < 3; i++) {
-      const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }) });
+      const res = await fetch(`${baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }),
+      });
       assert.equal(res.status, 200);
       await res.text();
     }

@@ -19,18 +19,36 @@ void describe('applyPromptOverlay', () => {
 
   void it('replace: the system message becomes the rendered template, {{original}} being the agent prompt', () => {
     const body = frozen(chat([system, user]));
-    const out = applyPromptOverlay(body, 'chat.completions', { mode: 'replace', template: 'Be exact. {{original}} Answer with a number.' });
-    assert.deepEqual(out.messages, [{ role: 'system', content: 'Be exact. You are a calculator. Answer with a number.' }, user]);
+    const out = applyPromptOverlay(body, 'chat.completions', {
+      mode: 'replace',
+      template: 'Be exact. {{original}} Answer with a number.',
+    });
+    assert.deepEqual(out.messages, [
+      { role: 'system', content: 'Be exact. You are a calculator. Answer with a number.' },
+      user,
+    ]);
     assert.equal(out.temperature, 0.3);
     assert.equal(out.model, 'agent-model');
   });
 
   void it('prepend and append put the rendered text before / after the agent prompt with a blank line', () => {
     const body = frozen(chat([system, user]));
-    assert.equal((applyPromptOverlay(body, 'chat.completions', { mode: 'prepend', template: 'Think first.' }).messages[0] as { content: string }).content,
-      'Think first.\n\nYou are a calculator.');
-    assert.equal((applyPromptOverlay(body, 'chat.completions', { mode: 'append', template: 'Example: 1+1 = 2' }).messages[0] as { content: string }).content,
-      'You are a calculator.\n\nExample: 1+1 = 2');
+    assert.equal(
+      (
+        applyPromptOverlay(body, 'chat.completions', { mode: 'prepend', template: 'Think first.' }).messages[0] as {
+          content: string;
+        }
+      ).content,
+      'Think first.\n\nYou are a calculator.',
+    );
+    assert.equal(
+      (
+        applyPromptOverlay(body, 'chat.completions', { mode: 'append', template: 'Example: 1+1 = 2' }).messages[0] as {
+          content: string;
+        }
+      ).content,
+      'You are a calculator.\n\nExample: 1+1 = 2',
+    );
   });
 
   void it('renders every {{original}} and keeps $-patterns of the agent prompt literal', () => {
@@ -47,12 +65,29 @@ void describe('applyPromptOverlay', () => {
   });
 
   void it('uses the first system or developer message, joins its text parts, keeps its other fields and all other messages', () => {
-    const developer = { role: 'developer', name: 'ops', content: [{ type: 'text', text: 'Use tools.' }, { type: 'image_url', image_url: { url: 'x' } }, { type: 'text', text: ' Be terse.' }] };
+    const developer = {
+      role: 'developer',
+      name: 'ops',
+      content: [
+        { type: 'text', text: 'Use tools.' },
+        { type: 'image_url', image_url: { url: 'x' } },
+        { type: 'text', text: ' Be terse.' },
+      ],
+    };
     const later = { role: 'system', content: 'second system message' };
-    const assistant = { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calc', arguments: '{}' } }] };
+    const assistant = {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calc', arguments: '{}' } }],
+    };
     const body = frozen(chat([user, developer, assistant, later]));
     const out = applyPromptOverlay(body, 'chat.completions', { mode: 'prepend', template: 'New rule.' });
-    assert.deepEqual(out.messages, [user, { role: 'developer', name: 'ops', content: 'New rule.\n\nUse tools. Be terse.' }, assistant, later]);
+    assert.deepEqual(out.messages, [
+      user,
+      { role: 'developer', name: 'ops', content: 'New rule.\n\nUse tools. Be terse.' },
+      assistant,
+      later,
+    ]);
     assert.equal(out.messages[0], user, 'untouched messages are the same objects');
   });
 
@@ -74,8 +109,14 @@ void describe('applyPromptOverlay', () => {
   });
 
   void it('completions with token-id prompts are refused with a 400 naming prompt', () => {
-    assert.throws(() => applyPromptOverlay({ model: 'm', prompt: [1, 2, 3] }, 'completions', { mode: 'replace', template: 'T' }),
-      (e: unknown) => e instanceof GatewayError && e.statusCode === 400 && e.param === 'prompt' && e.code === 'overlay_needs_text_prompt');
+    assert.throws(
+      () => applyPromptOverlay({ model: 'm', prompt: [1, 2, 3] }, 'completions', { mode: 'replace', template: 'T' }),
+      (e: unknown) =>
+        e instanceof GatewayError &&
+        e.statusCode === 400 &&
+        e.param === 'prompt' &&
+        e.code === 'overlay_needs_text_prompt',
+    );
   });
 
   void it('no overlay returns the same body', () => {

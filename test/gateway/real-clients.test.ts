@@ -50,9 +50,21 @@ void describe('real clients through the gateway to the real model server', () =>
   void it('openai npm SDK: plain, streaming and tools calls are recorded in order with the engine token ids', async () => {
     const r = await open();
     const client = new OpenAI({ baseURL: r.baseUrl, apiKey: r.token, maxRetries: 0 });
-    const plain = (await client.chat.completions.create({ model: 'gpt-4o', messages: ask, max_tokens: 12, temperature: 0, ...withTokenIds })) as OpenAI.ChatCompletion & { prompt_token_ids: number[]; choices: { token_ids: number[] }[] };
+    const plain = (await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: ask,
+      max_tokens: 12,
+      temperature: 0,
+      ...withTokenIds,
+    })) as OpenAI.ChatCompletion & { prompt_token_ids: number[]; choices: { token_ids: number[] }[] };
 
-    const stream = await client.chat.completions.create({ model: 'gpt-4o', messages: ask, max_tokens: 12, stream: true, ...withTokenIds });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: ask,
+      max_tokens: 12,
+      stream: true,
+      ...withTokenIds,
+    });
     let streamed = '';
     const streamedIds: number[] = [];
     for await (const chunk of stream) {
@@ -60,14 +72,37 @@ void describe('real clients through the gateway to the real model server', () =>
       streamedIds.push(...(((chunk.choices[0] as unknown as { token_ids?: number[] }) ?? {}).token_ids ?? []));
     }
 
-    const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', description: 'weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
-    const withTools = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, max_tokens: 24 });
+    const tools: OpenAI.ChatCompletionTool[] = [
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'weather for a city',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      },
+    ];
+    const withTools = await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools,
+      max_tokens: 24,
+    });
     const models = await client.models.list();
-    assert.deepEqual(models.data.map((m) => m.id), [SERVED_MODEL]);
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      [SERVED_MODEL],
+    );
 
     const spans = await r.spans();
-    assert.deepEqual(spans.map((s) => s.seq), [0, 1, 2]);
-    assert.deepEqual(spans.map((s) => s.stream), [false, true, false]);
+    assert.deepEqual(
+      spans.map((s) => s.seq),
+      [0, 1, 2],
+    );
+    assert.deepEqual(
+      spans.map((s) => s.stream),
+      [false, true, false],
+    );
     const [s0, s1, s2] = spans as [Span, Span, Span];
     assert.deepEqual(s0.choices[0]!.tokenIds, plain.choices[0]!.token_ids);
     assert.deepEqual(s0.promptTokenIds, plain.prompt_token_ids);
@@ -91,8 +126,20 @@ void describe('real clients through the gateway to the real model server', () =>
   void it('openai npm SDK legacy completions, plain and streaming, keep the engine token ids', async () => {
     const r = await open();
     const client = new OpenAI({ baseURL: r.baseUrl, apiKey: r.token, maxRetries: 0 });
-    const plain = (await client.completions.create({ model: 'x', prompt: 'Once upon a time', max_tokens: 6, temperature: 0, ...withTokenIds })) as OpenAI.Completion & { choices: { token_ids: number[] }[] };
-    const stream = await client.completions.create({ model: 'x', prompt: 'The sky is', max_tokens: 6, stream: true, logprobs: 0 });
+    const plain = (await client.completions.create({
+      model: 'x',
+      prompt: 'Once upon a time',
+      max_tokens: 6,
+      temperature: 0,
+      ...withTokenIds,
+    })) as OpenAI.Completion & { choices: { token_ids: number[] }[] };
+    const stream = await client.completions.create({
+      model: 'x',
+      prompt: 'The sky is',
+      max_tokens: 6,
+      stream: true,
+      logprobs: 0,
+    });
     let streamed = '';
     let streamedLogprobs = 0;
     for await (const chunk of stream) {
@@ -110,23 +157,34 @@ void describe('real clients through the gateway to the real model server', () =>
     assert.deepEqual((s1.upstreamRequest as { logprobs: number }).logprobs, 0);
   });
 
-  void it('the agent\'s request is stored as the text it sent: spacing, escapes and numbers as written, read back as it parsed', async () => {
+  void it("the agent's request is stored as the text it sent: spacing, escapes and numbers as written, read back as it parsed", async () => {
     const r = await open();
     const bodies = [
       // Python's json.dumps: ", " and ": " separators, non-ASCII escaped; a float written 0.0; a key repeated (the last wins).
       '{"model": "any", "messages": [{"role": "user", "content": "Caf\\u00e9 \\"q\\" \\ud83d\\ude00?"}], "max_tokens": 4, "temperature": 0.0, "max_tokens": 5}',
       // Pretty-printed over several lines: stored re-serialised, so the record stays one line.
-      JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'Line one\nline two' }], max_tokens: 4, temperature: 0 }, null, 2),
+      JSON.stringify(
+        { model: 'any', messages: [{ role: 'user', content: 'Line one\nline two' }], max_tokens: 4, temperature: 0 },
+        null,
+        2,
+      ),
       // A byte order mark, which the JSON parser skips (and so must the stored text), and tabs between tokens.
       '\ufeff{\t"model": "any", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}',
     ];
     for (const body of bodies) {
-      const res = await request(`${r.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8', authorization: `Bearer ${r.token}` }, body });
+      const res = await request(`${r.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json; charset=utf-8', authorization: `Bearer ${r.token}` },
+        body,
+      });
       const answer = await res.body.text();
       assert.equal(res.statusCode, 200, answer);
     }
     const spans = await r.spans();
-    assert.deepEqual(spans.map((s) => s.request.body), bodies.map((b) => JSON.parse(b.replace(/^\ufeff/, '')) as unknown));
+    assert.deepEqual(
+      spans.map((s) => s.request.body),
+      bodies.map((b) => JSON.parse(b.replace(/^\ufeff/, '')) as unknown),
+    );
     assert.equal((spans[0]!.request.body as { max_tokens: number }).max_tokens, 5);
     let stored = '';
     for await (const o of store.list(keys.spans(r.ref))) stored += spanObjectText(await store.getBytes(o.key));
@@ -144,7 +202,9 @@ void describe('real clients through the gateway to the real model server', () =>
       's = c.chat.completions.create(model="any", messages=[{"role": "user", "content": "Count to three."}], max_tokens=12, stream=True)',
       'sys.stdout.write("".join((ch.choices[0].delta.content or "") for ch in s if ch.choices))',
     ].join('\n');
-    const { stdout } = await promisify(execFile)('.venv/bin/python', ['-c', script], { env: { ...process.env, OPENAI_BASE_URL: r.baseUrl, OPENAI_API_KEY: r.token } });
+    const { stdout } = await promisify(execFile)('.venv/bin/python', ['-c', script], {
+      env: { ...process.env, OPENAI_BASE_URL: r.baseUrl, OPENAI_API_KEY: r.token },
+    });
     const [span, ...rest] = await r.spans();
     assert.equal(rest.length, 0);
     assert.equal(span!.stream, true);
@@ -155,11 +215,24 @@ void describe('real clients through the gateway to the real model server', () =>
 
   void it('LangChain.js ChatOpenAI by base URL: two turns, two spans in order', async () => {
     const r = await open();
-    const llm = new ChatOpenAI({ model: 'gpt-4o-mini', apiKey: r.token, maxTokens: 10, maxRetries: 0, configuration: { baseURL: r.baseUrl } });
+    const llm = new ChatOpenAI({
+      model: 'gpt-4o-mini',
+      apiKey: r.token,
+      maxTokens: 10,
+      maxRetries: 0,
+      configuration: { baseURL: r.baseUrl },
+    });
     const first = await llm.invoke('Say yes.');
-    const second = await llm.invoke([['human', 'Say yes.'], ['ai', String(first.content)], ['human', 'Say no.']]);
+    const second = await llm.invoke([
+      ['human', 'Say yes.'],
+      ['ai', String(first.content)],
+      ['human', 'Say no.'],
+    ]);
     const spans = await r.spans();
-    assert.deepEqual(spans.map((s) => s.seq), [0, 1]);
+    assert.deepEqual(
+      spans.map((s) => s.seq),
+      [0, 1],
+    );
     assert.equal(spans[0]!.choices[0]!.text, first.content);
     assert.equal(spans[1]!.choices[0]!.text, second.content);
     assert.ok(spans[1]!.promptTokenIds!.length > spans[0]!.promptTokenIds!.length);

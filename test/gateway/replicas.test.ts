@@ -35,7 +35,9 @@ async function startSpanHoldingProxy(target: string) {
     res.on('error', () => undefined);
     if (state.failClaims && req.method === 'PUT' && (req.url ?? '').includes('/seq-claims/')) {
       req.resume();
-      res.writeHead(503, { 'content-type': 'application/xml' }).end('<Error><Code>SlowDown</Code><Message>held by the test</Message></Error>');
+      res
+        .writeHead(503, { 'content-type': 'application/xml' })
+        .end('<Error><Code>SlowDown</Code><Message>held by the test</Message></Error>');
       return;
     }
     if (state.hold && req.method === 'PUT' && (req.url ?? '').includes('/spans/')) {
@@ -44,10 +46,13 @@ async function startSpanHoldingProxy(target: string) {
       req.resume();
       return;
     }
-    const out = http.request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const out = http.request(
+      { host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     out.on('error', () => res.destroy());
     req.pipe(out);
   });
@@ -55,11 +60,12 @@ async function startSpanHoldingProxy(target: string) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     state,
-    close: () => new Promise<void>((resolve) => {
-      for (const res of held) res.destroy();
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of held) res.destroy();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -76,19 +82,40 @@ after(async () => {
 });
 
 /** A real gateway process (`node --import tsx src/gateway/server.ts`) as replica `replicaId`, ready once /healthz answers. */
-async function spawnReplica(replicaId: string, dataDir: string, port: number, s3Endpoint: string): Promise<ChildProcess> {
+async function spawnReplica(
+  replicaId: string,
+  dataDir: string,
+  port: number,
+  s3Endpoint: string,
+): Promise<ChildProcess> {
   const env = {
-    ...process.env, ...services.env, VOLT_S3_ENDPOINT: s3Endpoint, VOLT_DATA_DIR: dataDir, VOLT_GATEWAY_URL: `http://127.0.0.1:${port}`,
-    VOLT_GATEWAY_ADMIN_KEY: ADMIN_KEY, VOLT_MODEL_SERVER_URL: upstream.url, VOLT_GATEWAY_REPLICA_ID: replicaId, VOLT_GATEWAY_CLOSE_WAIT_MS: '2000',
+    ...process.env,
+    ...services.env,
+    VOLT_S3_ENDPOINT: s3Endpoint,
+    VOLT_DATA_DIR: dataDir,
+    VOLT_GATEWAY_URL: `http://127.0.0.1:${port}`,
+    VOLT_GATEWAY_ADMIN_KEY: ADMIN_KEY,
+    VOLT_MODEL_SERVER_URL: upstream.url,
+    VOLT_GATEWAY_REPLICA_ID: replicaId,
+    VOLT_GATEWAY_CLOSE_WAIT_MS: '2000',
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/gateway/server.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/gateway/server.ts'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   for (const started = Date.now(); Date.now() - started < 60_000; await sleep(100)) {
     if (child.exitCode !== null) throw new Error(`gateway ${replicaId} exited ${child.exitCode}: ${output}`);
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return child;
+    if (
+      await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return child;
   }
   throw new Error(`gateway ${replicaId} did not become ready: ${output}`);
 }
@@ -100,8 +127,11 @@ async function kill(child: ChildProcess): Promise<void> {
 
 const chat = JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
 const call = (port: number, token: string) =>
-  fetch(`http://127.0.0.1:${port}/r/${token}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat })
-    .then(async (r) => ({ status: r.status, body: await r.text() }));
+  fetch(`http://127.0.0.1:${port}/r/${token}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: chat,
+  }).then(async (r) => ({ status: r.status, body: await r.text() }));
 
 /** The seqs whose spans are in the store, from key names. */
 async function storedSeqs(ref: RolloutRef): Promise<number[]> {
@@ -126,7 +156,12 @@ void describe('gateway replicas that share nothing but S3', () => {
   void it('serve one rollout from both, alternating; a SIGKILLed replica uploads its spans on restart; close sees every span in order', async () => {
     const [portA, portB] = [await freePort('127.0.0.1'), await freePort('127.0.0.1')];
     const dirB = fs.mkdtempSync(path.join(services.dataDir, 'replica-b-'));
-    const a = await spawnReplica('gw-a', fs.mkdtempSync(path.join(services.dataDir, 'replica-a-')), portA, services.s3.endpoint);
+    const a = await spawnReplica(
+      'gw-a',
+      fs.mkdtempSync(path.join(services.dataDir, 'replica-a-')),
+      portA,
+      services.s3.endpoint,
+    );
     let b = await spawnReplica('gw-b', dirB, portB, s3Proxy.url);
     const adminA = new GatewayAdminClient(`http://127.0.0.1:${portA}`, ADMIN_KEY);
     const adminB = new GatewayAdminClient(`http://127.0.0.1:${portB}`, ADMIN_KEY);
@@ -138,14 +173,18 @@ void describe('gateway replicas that share nothing but S3', () => {
     const regY = await adminB.register(y);
     const regZ = await adminA.register(z);
     const again = await adminB.register(x);
-    assert.deepEqual([again.token, again.created], [regX.token, false], 'registering through the other replica finds the same attempt');
+    assert.deepEqual(
+      [again.token, again.created],
+      [regX.token, false],
+      'registering through the other replica finds the same attempt',
+    );
 
     // Calls alternate A, B, A, B; the last one's span is held back on its way to S3, so it lives only in B's WAL.
     const servedBy: number[] = [];
     for (let i = 0; i < 4; i++) {
       const port = i % 2 === 0 ? portA : portB;
       if (i === 3) {
-        await waitForSeqs(x, [0, 1, 2], 'before holding B\'s uploads');
+        await waitForSeqs(x, [0, 1, 2], "before holding B's uploads");
         s3Proxy.state.hold = true;
       }
       assert.equal((await call(port, regX.token)).status, 200, `call ${i}`);
@@ -156,7 +195,7 @@ void describe('gateway replicas that share nothing but S3', () => {
     assert.ok(s3Proxy.state.heldPuts > 0, 'B tried to upload and was held');
     await kill(b);
     assert.deepEqual(await storedSeqs(x), [0, 1, 2], 'seq 3 was acknowledged by B but is not in S3');
-    assert.ok(fs.readdirSync(path.join(dirB, 'gateway', 'wal')).length > 0, 'it waits in B\'s WAL');
+    assert.ok(fs.readdirSync(path.join(dirB, 'gateway', 'wal')).length > 0, "it waits in B's WAL");
 
     // While B is down, A serves the next call, and closing Z (whose only span is in dead B's WAL) does not wait forever:
     // the missing seq counts as a model-side failure, so the attempt is never trained on.
@@ -164,7 +203,11 @@ void describe('gateway replicas that share nothing but S3', () => {
     servedBy.push(portA);
     assert.deepEqual(await adminA.close(regZ.token), { spans: 0, upstreamFailures: 1, missingSpans: [0] });
 
-    await assert.rejects(adminA.register(z), (e: GatewayAdminError) => e.status === 409, 'a closed attempt cannot be registered again');
+    await assert.rejects(
+      adminA.register(z),
+      (e: GatewayAdminError) => e.status === 409,
+      'a closed attempt cannot be registered again',
+    );
 
     s3Proxy.state.hold = false;
     b = await spawnReplica('gw-b', dirB, portB, s3Proxy.url);
@@ -183,16 +226,32 @@ void describe('gateway replicas that share nothing but S3', () => {
 
     // Closing through B, which did not register X, waits for A's spans too.
     assert.deepEqual(await adminB.close(regX.token), { spans: 6, upstreamFailures: 0 });
-    await assert.rejects(adminA.register(x), (e: GatewayAdminError) => e.status === 409, 'closed through B, so A refuses to reopen it');
+    await assert.rejects(
+      adminA.register(x),
+      (e: GatewayAdminError) => e.status === 409,
+      'closed through B, so A refuses to reopen it',
+    );
     const spans = [];
     for await (const s of readSpans(store, x)) spans.push(s);
-    assert.deepEqual(spans.map((s) => s.seq), [0, 1, 2, 3, 4, 5]);
-    assert.deepEqual(spans.map((s) => s.request.headers.host), servedBy.map((p) => `127.0.0.1:${p}`), 'spans read back in call order, each from the replica that served it');
+    assert.deepEqual(
+      spans.map((s) => s.seq),
+      [0, 1, 2, 3, 4, 5],
+    );
+    assert.deepEqual(
+      spans.map((s) => s.request.headers.host),
+      servedBy.map((p) => `127.0.0.1:${p}`),
+      'spans read back in call order, each from the replica that served it',
+    );
     assert.ok(spans.every((s) => s.rolloutId === x.rolloutId && s.status === 'ok'));
 
     await sleep(1300);
-    for (const port of [portA, portB]) assert.equal((await call(port, regX.token)).status, 401, `closed X is refused on ${port}`);
-    assert.deepEqual(await adminA.close(regX.token), { spans: 6, upstreamFailures: 0 }, 'a second close through the other replica answers the same');
+    for (const port of [portA, portB])
+      assert.equal((await call(port, regX.token)).status, 401, `closed X is refused on ${port}`);
+    assert.deepEqual(
+      await adminA.close(regX.token),
+      { spans: 6, upstreamFailures: 0 },
+      'a second close through the other replica answers the same',
+    );
     // A model-side failure on B counts when Y is closed through A (each replica's counts are summed).
     for (let i = 0; i < 4; i++) upstream.script.push({ kind: 'status', status: 500 });
     assert.equal((await call(portB, regY.token)).status, 502);

@@ -20,7 +20,11 @@ export interface Received {
 }
 
 export const PROMPT_IDS = [1, 9690, 2];
-export const COMPLETION = [{ id: 504, text: 'Hello' }, { id: 28, text: ',' }, { id: 905, text: ' world' }];
+export const COMPLETION = [
+  { id: 504, text: 'Hello' },
+  { id: 28, text: ',' },
+  { id: 905, text: ' world' },
+];
 
 /**
  * The scripted upstream: a real HTTP server on loopback that plays a fixed script of answers (429s, 500s, cut
@@ -59,10 +63,11 @@ export async function startScriptedUpstream() {
     script,
     received,
     errors,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -71,7 +76,9 @@ function play(step: Step, body: Record<string, unknown>, res: http.ServerRespons
   if (step.kind === 'hang') return;
   if (step.kind === 'status') {
     res.writeHead(step.status, { 'content-type': 'application/json', ...step.headers });
-    res.end(JSON.stringify({ error: { message: `scripted ${step.status}`, type: 'server_error', param: null, code: null } }));
+    res.end(
+      JSON.stringify({ error: { message: `scripted ${step.status}`, type: 'server_error', param: null, code: null } }),
+    );
     return;
   }
   if (step.kind === 'json') {
@@ -102,7 +109,10 @@ const logprob = (i: number) => -0.25 * (i + 1);
 export function chunkText(chunk: unknown, python = false): string {
   if (!python) return JSON.stringify(chunk);
   if (Array.isArray(chunk)) return `[${chunk.map((x) => chunkText(x, true)).join(', ')}]`;
-  if (chunk && typeof chunk === 'object') return `{${Object.entries(chunk).map(([k, v]) => `${JSON.stringify(k)}: ${chunkText(v, true)}`).join(', ')}}`;
+  if (chunk && typeof chunk === 'object')
+    return `{${Object.entries(chunk)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${chunkText(v, true)}`)
+      .join(', ')}}`;
   return JSON.stringify(chunk);
 }
 
@@ -114,39 +124,67 @@ export function fullResponse(model: string) {
     model,
     system_fingerprint: `${model}@v7`,
     prompt_token_ids: PROMPT_IDS,
-    choices: [{
-      index: 0,
-      message: { role: 'assistant', content: COMPLETION.map((t) => t.text).join('') },
-      logprobs: { content: COMPLETION.map((t, i) => ({ token: t.text, logprob: logprob(i), top_logprobs: [] })) },
-      finish_reason: 'stop',
-      token_ids: COMPLETION.map((t) => t.id),
-    }],
-    usage: { prompt_tokens: PROMPT_IDS.length, completion_tokens: COMPLETION.length, total_tokens: PROMPT_IDS.length + COMPLETION.length },
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: COMPLETION.map((t) => t.text).join('') },
+        logprobs: { content: COMPLETION.map((t, i) => ({ token: t.text, logprob: logprob(i), top_logprobs: [] })) },
+        finish_reason: 'stop',
+        token_ids: COMPLETION.map((t) => t.id),
+      },
+    ],
+    usage: {
+      prompt_tokens: PROMPT_IDS.length,
+      completion_tokens: COMPLETION.length,
+      total_tokens: PROMPT_IDS.length + COMPLETION.length,
+    },
   };
 }
 
 export function streamChunks(model: string) {
-  const head = { id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 1_700_000_000, model, system_fingerprint: `${model}@v7` };
+  const head = {
+    id: 'chatcmpl-scripted',
+    object: 'chat.completion.chunk',
+    created: 1_700_000_000,
+    model,
+    system_fingerprint: `${model}@v7`,
+  };
   return [
-    { ...head, prompt_token_ids: PROMPT_IDS, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] },
+    {
+      ...head,
+      prompt_token_ids: PROMPT_IDS,
+      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+    },
     ...COMPLETION.map((t, i) => ({
       ...head,
-      choices: [{
-        index: 0,
-        delta: { content: t.text },
-        logprobs: { content: [{ token: t.text, logprob: logprob(i), top_logprobs: [] }] },
-        finish_reason: i === COMPLETION.length - 1 ? 'stop' : null,
-        token_ids: [t.id],
-      }],
+      choices: [
+        {
+          index: 0,
+          delta: { content: t.text },
+          logprobs: { content: [{ token: t.text, logprob: logprob(i), top_logprobs: [] }] },
+          finish_reason: i === COMPLETION.length - 1 ? 'stop' : null,
+          token_ids: [t.id],
+        },
+      ],
     })),
-    { ...head, choices: [], usage: { prompt_tokens: PROMPT_IDS.length, completion_tokens: COMPLETION.length, total_tokens: PROMPT_IDS.length + COMPLETION.length } },
+    {
+      ...head,
+      choices: [],
+      usage: {
+        prompt_tokens: PROMPT_IDS.length,
+        completion_tokens: COMPLETION.length,
+        total_tokens: PROMPT_IDS.length + COMPLETION.length,
+      },
+    },
   ];
 }
 
 export type ScriptedUpstream = Awaited<ReturnType<typeof startScriptedUpstream>>;
 
 /** A real S3 server and gateway in front of the FAKE scripted upstream: the set-up the gateway tests share. */
-export async function startScriptedGateway(extra: Partial<GatewayDeps> = {}): Promise<{ services: TestServices; store: ObjectStore; upstream: ScriptedUpstream; gw: RunningGateway }> {
+export async function startScriptedGateway(
+  extra: Partial<GatewayDeps> = {},
+): Promise<{ services: TestServices; store: ObjectStore; upstream: ScriptedUpstream; gw: RunningGateway }> {
   const { services, store } = await startStore();
   let upstream: ScriptedUpstream | undefined;
   try {
@@ -159,7 +197,11 @@ export async function startScriptedGateway(extra: Partial<GatewayDeps> = {}): Pr
 }
 
 /** Stops what startScriptedGateway started (whatever of it did start). */
-export async function stopScriptedGateway(parts: { services?: TestServices; upstream?: ScriptedUpstream; gw?: RunningGateway }): Promise<void> {
+export async function stopScriptedGateway(parts: {
+  services?: TestServices;
+  upstream?: ScriptedUpstream;
+  gw?: RunningGateway;
+}): Promise<void> {
   await parts.gw?.close();
   await parts.upstream?.close();
   await parts.services?.stop();

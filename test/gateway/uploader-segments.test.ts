@@ -21,7 +21,8 @@ after(async () => services?.stop());
 
 const ref = (rolloutId: string): RolloutRef => ({ runId: 'seg-run', iteration: 1, rolloutId, attempt: 0 });
 // A whole span: readSpans checks the Span contract.
-const span = (r: RolloutRef, seq: number) => JSON.stringify({ ...syntheticRollout(r, { turns: 1, seed: seq })[0]!, seq });
+const span = (r: RolloutRef, seq: number) =>
+  JSON.stringify({ ...syntheticRollout(r, { turns: 1, seed: seq })[0]!, seq });
 
 /**
  * The real store, recording the key of every put that succeeded. A put that failed (a loaded CI machine's S3 server
@@ -44,7 +45,12 @@ async function upload(spans: [RolloutRef, number][], opts: { maxSegmentSpans?: n
   const entries = await Promise.all(spans.map(([r, seq]) => wal.append(keys.span(r, seq), span(r, seq))));
   const puts: string[] = [];
   // Held back while "busy" until flushed, so every span is queued before the first put.
-  const uploader = new SpanUploader(recording(puts), wal, { ...opts, maxDeferredBytes: 1 << 20, idleForMs: () => 0, maxDeferMs: 60_000 });
+  const uploader = new SpanUploader(recording(puts), wal, {
+    ...opts,
+    maxDeferredBytes: 1 << 20,
+    idleForMs: () => 0,
+    maxDeferMs: 60_000,
+  });
   for (const e of entries) uploader.enqueue(e);
   await uploader.flush();
   assert.equal(uploader.pendingCount, 0);
@@ -63,7 +69,16 @@ async function seqs(r: RolloutRef): Promise<number[]> {
 void describe('span uploader segments (real S3 server)', () => {
   void it('puts one segment per run of consecutive spans of an attempt, and releases the WAL after', async () => {
     const [a, b] = [ref('a'), ref('b')];
-    const { puts, walFiles } = await upload([[a, 0], [b, 0], [a, 1], [a, 2], [a, 5], [b, 1], [a, 4], [b, 2]]);
+    const { puts, walFiles } = await upload([
+      [a, 0],
+      [b, 0],
+      [a, 1],
+      [a, 2],
+      [a, 5],
+      [b, 1],
+      [a, 4],
+      [b, 2],
+    ]);
     assert.deepEqual(puts, [keys.spanSegment(a, 0, 2), keys.spanSegment(a, 4, 5), keys.spanSegment(b, 0, 2)].sort());
     assert.deepEqual(await seqs(a), [0, 1, 2, 4, 5]);
     assert.deepEqual(await seqs(b), [0, 1, 2]);
@@ -75,7 +90,10 @@ void describe('span uploader segments (real S3 server)', () => {
 
   void it('caps a segment at maxSegmentSpans', async () => {
     const c = ref('c');
-    const { puts } = await upload(Array.from({ length: 10 }, (_, i) => [c, i] as [RolloutRef, number]), { maxSegmentSpans: 4 });
+    const { puts } = await upload(
+      Array.from({ length: 10 }, (_, i) => [c, i] as [RolloutRef, number]),
+      { maxSegmentSpans: 4 },
+    );
     assert.deepEqual(puts, [keys.spanSegment(c, 0, 3), keys.spanSegment(c, 4, 7), keys.spanSegment(c, 8, 9)]);
     assert.deepEqual(await seqs(c), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
@@ -84,7 +102,12 @@ void describe('span uploader segments (real S3 server)', () => {
     const d = ref('d');
     // The crashed process had stored spans 0-1 before dying; its WAL still holds 0-3.
     await store.putBytes(keys.spanSegment(d, 0, 1), Buffer.from(`${span(d, 0)}\n${span(d, 1)}\n`));
-    const { puts } = await upload([[d, 0], [d, 1], [d, 2], [d, 3]]);
+    const { puts } = await upload([
+      [d, 0],
+      [d, 1],
+      [d, 2],
+      [d, 3],
+    ]);
     assert.deepEqual(puts, [keys.spanSegment(d, 0, 3)]);
     assert.deepEqual(await seqs(d), [0, 1, 2, 3]);
     assert.equal(await countSpans(store, d), 4);

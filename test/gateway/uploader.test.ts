@@ -26,14 +26,21 @@ void describe('span uploader', () => {
   void it('holds uploads back while calls are in flight, uploads a flushed prefix first, and the rest once idle', async () => {
     const { wal, entries } = await walWith(['upl/a/0.json', 'upl/b/0.json', 'upl/a/1.json']);
     let idleFor = 0;
-    const uploader = new SpanUploader(store, wal, { maxDeferredBytes: 1000, idleForMs: () => idleFor, idleAfterMs: 10 });
+    const uploader = new SpanUploader(store, wal, {
+      maxDeferredBytes: 1000,
+      idleForMs: () => idleFor,
+      idleAfterMs: 10,
+    });
     for (const e of entries) uploader.enqueue(e);
     await sleep(100);
     assert.equal(uploader.pendingCount, 3, 'nothing uploaded while busy');
     assert.equal(await inStore('upl/a/0.json'), false);
 
     await uploader.flush('upl/a/');
-    assert.ok((await inStore('upl/a/0.json')) && (await inStore('upl/a/1.json')), 'the flushed rollout is in the store');
+    assert.ok(
+      (await inStore('upl/a/0.json')) && (await inStore('upl/a/1.json')),
+      'the flushed rollout is in the store',
+    );
     assert.equal(await inStore('upl/b/0.json'), false, 'the other rollout still waits');
 
     idleFor = 1_000;
@@ -59,7 +66,12 @@ void describe('span uploader', () => {
       },
     });
     // Each entry is 7 bytes of JSON ({"i":0}): the bound is 3 entries' worth.
-    const byCount = new SpanUploader(counting, wal, { maxDeferredBytes: 21, busyConcurrency: 1, idleForMs: () => 0, maxDeferMs: 60_000 });
+    const byCount = new SpanUploader(counting, wal, {
+      maxDeferredBytes: 21,
+      busyConcurrency: 1,
+      idleForMs: () => 0,
+      maxDeferMs: 60_000,
+    });
     for (const e of entries) byCount.enqueue(e);
     for (let i = 0; i < 100 && byCount.pendingCount > 2; i++) await sleep(20);
     await sleep(100);
@@ -69,7 +81,12 @@ void describe('span uploader', () => {
     byCount.stop();
 
     const { wal: wal2, entries: aged } = await walWith(['age/0.json']);
-    const byAge = new SpanUploader(store, wal2, { maxDeferredBytes: 1000, idleForMs: () => 0, maxDeferMs: 50, idleAfterMs: 10 });
+    const byAge = new SpanUploader(store, wal2, {
+      maxDeferredBytes: 1000,
+      idleForMs: () => 0,
+      maxDeferMs: 50,
+      idleAfterMs: 10,
+    });
     byAge.enqueue(aged[0]!);
     for (let i = 0; i < 100 && byAge.pendingCount > 0; i++) await sleep(20);
     assert.equal(await inStore('age/0.json'), true, 'uploaded once it had waited maxDeferMs');

@@ -8,20 +8,37 @@ import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startGateway, type RunningGateway } from './harness.js';
 // The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts).
-import { chunkText, COMPLETION, PROMPT_IDS, startScriptedGateway, stopScriptedGateway, streamChunks, type ScriptedUpstream } from './scripted-upstream.js';
+import {
+  chunkText,
+  COMPLETION,
+  PROMPT_IDS,
+  startScriptedGateway,
+  stopScriptedGateway,
+  streamChunks,
+  type ScriptedUpstream,
+} from './scripted-upstream.js';
 
 let services: TestServices, store: ObjectStore, upstream: ScriptedUpstream, gw: RunningGateway;
 before(async () => ({ services, store, upstream, gw } = await startScriptedGateway()));
 after(() => stopScriptedGateway({ services, upstream, gw }));
 
-const chat = (extra: Record<string, unknown> = {}) => ({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...extra });
+const chat = (extra: Record<string, unknown> = {}) => ({
+  model: 'gpt-4o-mini',
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
 
 async function open(overrides: Record<string, unknown> = {}, on: RunningGateway = gw) {
   const input = rolloutInput(overrides);
   const { token, baseUrl } = await on.admin.register(input);
   const ref = { runId: input.runId, iteration: input.iteration, rolloutId: input.rolloutId, attempt: input.attempt };
   const post = (body: unknown, signal?: AbortSignal) =>
-    fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body), signal });
+    fetch(`${baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify(body),
+      signal,
+    });
   let upstreamFailures = -1;
   const spans = async () => {
     ({ upstreamFailures } = await on.admin.close(token));
@@ -44,7 +61,10 @@ async function abortedSpan(r: Awaited<ReturnType<typeof open>>): Promise<Span> {
 }
 
 function sseEvents(text: string): string[] {
-  return text.split('\n\n').filter((b) => b.startsWith('data: ')).map((b) => b.slice(6));
+  return text
+    .split('\n\n')
+    .filter((b) => b.startsWith('data: '))
+    .map((b) => b.slice(6));
 }
 
 void describe('gateway against the scripted upstream', () => {
@@ -64,7 +84,10 @@ void describe('gateway against the scripted upstream', () => {
     assert.equal(span!.status, 'ok');
     assert.equal(span!.seq, 0);
     assert.deepEqual(span!.promptTokenIds, PROMPT_IDS);
-    assert.deepEqual(span!.choices[0]!.tokenIds, COMPLETION.map((t) => t.id));
+    assert.deepEqual(
+      span!.choices[0]!.tokenIds,
+      COMPLETION.map((t) => t.id),
+    );
     assert.deepEqual(span!.choices[0]!.logprobs, [-0.25, -0.5, -0.75]);
     assert.equal(span!.choices[0]!.text, 'Hello, world');
     assert.deepEqual(span!.servedBy, { model: 'policy-a', version: 'v7' });
@@ -72,20 +95,30 @@ void describe('gateway against the scripted upstream', () => {
     assert.equal(JSON.stringify(span).includes(r.token), false, 'the rollout token never reaches the store');
   });
 
-  void it('imposes the rollout\'s registered sampling (greedy evaluation) over the agent\'s', async () => {
+  void it("imposes the rollout's registered sampling (greedy evaluation) over the agent's", async () => {
     const r = await open({ rolloutId: 'eval-greedy', mode: 'eval', sampling: { temperature: 0 } });
     assert.equal((await r.post(chat({ temperature: 1.3 }))).status, 200);
     assert.equal(upstream.received.at(-1)!.body.temperature, 0);
     const [span] = await r.spans();
-    assert.equal((span!.request.body as { temperature: number }).temperature, 1.3, 'the span keeps what the agent asked');
+    assert.equal(
+      (span!.request.body as { temperature: number }).temperature,
+      1.3,
+      'the span keeps what the agent asked',
+    );
     assert.equal((span!.upstreamRequest as { temperature: number }).temperature, 0);
   });
 
   void it('keeps the extension fields when the agent asked for them', async () => {
     const r = await open();
-    const body = (await (await r.post(chat({ logprobs: true, return_token_ids: true }))).json()) as { prompt_token_ids: number[]; choices: { token_ids: number[]; logprobs: unknown }[] };
+    const body = (await (await r.post(chat({ logprobs: true, return_token_ids: true }))).json()) as {
+      prompt_token_ids: number[];
+      choices: { token_ids: number[]; logprobs: unknown }[];
+    };
     assert.deepEqual(body.prompt_token_ids, PROMPT_IDS);
-    assert.deepEqual(body.choices[0]!.token_ids, COMPLETION.map((t) => t.id));
+    assert.deepEqual(
+      body.choices[0]!.token_ids,
+      COMPLETION.map((t) => t.id),
+    );
     assert.notEqual(body.choices[0]!.logprobs, null);
   });
 
@@ -95,9 +128,16 @@ void describe('gateway against the scripted upstream', () => {
     const res = await r.post(chat({ stream: true, logprobs: true, return_token_ids: true }));
     const events = sseEvents(await res.text());
     const chunks = streamChunks('policy-a').filter((c) => !('usage' in c && c.choices.length === 0));
-    assert.deepEqual(events, [...chunks.map((c) => chunkText(c, true)), '[DONE]'], 'the text the engine sent, not re-serialised');
+    assert.deepEqual(
+      events,
+      [...chunks.map((c) => chunkText(c, true)), '[DONE]'],
+      'the text the engine sent, not re-serialised',
+    );
     const [span] = await r.spans();
-    assert.deepEqual(span!.choices[0]!.tokenIds, COMPLETION.map((t) => t.id));
+    assert.deepEqual(
+      span!.choices[0]!.tokenIds,
+      COMPLETION.map((t) => t.id),
+    );
     assert.deepEqual(span!.promptTokenIds, PROMPT_IDS);
   });
 
@@ -109,7 +149,10 @@ void describe('gateway against the scripted upstream', () => {
     assert.equal(res.status, 200);
     assert.equal(upstream.received.length - before, 2);
     const spans = await r.spans();
-    assert.deepEqual(spans.map((s) => s.status), ['ok']);
+    assert.deepEqual(
+      spans.map((s) => s.status),
+      ['ok'],
+    );
   });
 
   void it('retries 500s a bounded number of times, then answers the agent with an OpenAI-shaped 502', async () => {
@@ -137,14 +180,31 @@ void describe('gateway against the scripted upstream', () => {
     assert.match(res.headers.get('content-type')!, /text\/event-stream/);
     const events = sseEvents(await res.text());
     assert.equal(events.at(-1), '[DONE]');
-    const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as { choices: { delta: { content?: string }; token_ids?: unknown; logprobs: unknown }[]; prompt_token_ids?: unknown });
-    assert.ok(chunks.every((c) => c.choices.length > 0), 'the usage chunk the gateway asked for is not passed on');
-    assert.ok(chunks.every((c) => c.prompt_token_ids === undefined && c.choices.every((x) => x.token_ids === undefined && x.logprobs === null)));
+    const chunks = events.slice(0, -1).map(
+      (e) =>
+        JSON.parse(e) as {
+          choices: { delta: { content?: string }; token_ids?: unknown; logprobs: unknown }[];
+          prompt_token_ids?: unknown;
+        },
+    );
+    assert.ok(
+      chunks.every((c) => c.choices.length > 0),
+      'the usage chunk the gateway asked for is not passed on',
+    );
+    assert.ok(
+      chunks.every(
+        (c) =>
+          c.prompt_token_ids === undefined && c.choices.every((x) => x.token_ids === undefined && x.logprobs === null),
+      ),
+    );
     const text = chunks.map((c) => c.choices[0]!.delta.content ?? '').join('');
     const [span] = await r.spans();
     assert.equal(span!.stream, true);
     assert.equal(span!.choices[0]!.text, text);
-    assert.deepEqual(span!.choices[0]!.tokenIds, COMPLETION.map((t) => t.id));
+    assert.deepEqual(
+      span!.choices[0]!.tokenIds,
+      COMPLETION.map((t) => t.id),
+    );
     assert.deepEqual(span!.promptTokenIds, PROMPT_IDS);
     assert.equal(span!.choices[0]!.finishReason, 'stop');
     assert.equal(span!.usage!.completion_tokens, 3);
@@ -217,7 +277,9 @@ void describe('gateway against the scripted upstream', () => {
   });
 
   void it('a client disconnect during the retry wait ends the call: no further try reaches the model server', async () => {
-    const patient = await startGateway(store, services.dataDir, upstream.url, { upstream: { retryBaseMs: 1500, retryMaxMs: 1500 } });
+    const patient = await startGateway(store, services.dataDir, upstream.url, {
+      upstream: { retryBaseMs: 1500, retryMaxMs: 1500 },
+    });
     try {
       const r = await open({}, patient);
       upstream.script.push({ kind: 'status', status: 503 });

@@ -19,10 +19,15 @@ void describe('write-ahead log', () => {
     const dir = freshDir();
     const wal = new WriteAheadLog(dir, { sync: 'fsync' });
     await wal.open();
-    const entries = await Promise.all(Array.from({ length: 200 }, (_, i) => wal.append(`k/${i}`, JSON.stringify({ i }))));
+    const entries = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => wal.append(`k/${i}`, JSON.stringify({ i }))),
+    );
     assert.equal(entries.length, 200);
     assert.ok(wal.commits >= 1 && wal.commits < 200, `expected batching, got ${wal.commits} commits for 200 appends`);
-    const lines = fs.readFileSync(path.join(dir, files(dir)[0]!), 'utf8').trim().split('\n');
+    const lines = fs
+      .readFileSync(path.join(dir, files(dir)[0]!), 'utf8')
+      .trim()
+      .split('\n');
     assert.equal(lines.length, 200);
     assert.deepEqual(JSON.parse(lines[7]!), { key: 'k/7', value: { i: 7 } });
   });
@@ -34,21 +39,36 @@ void describe('write-ahead log', () => {
     for (let i = 0; i < 3; i++) {
       await wal.append(`k/${i}`, JSON.stringify({ i }));
       // Read by another descriptor right away: what a restarted process would replay after kill -9.
-      assert.equal(fs.readFileSync(path.join(dir, files(dir)[0]!), 'utf8').trim().split('\n').length, i + 1);
+      assert.equal(
+        fs
+          .readFileSync(path.join(dir, files(dir)[0]!), 'utf8')
+          .trim()
+          .split('\n').length,
+        i + 1,
+      );
     }
     assert.equal(wal.commits, 0, 'no fdatasync on the response path');
     for (let i = 0; i < 100 && wal.commits === 0; i++) await sleep(5);
     assert.ok(wal.commits >= 1, 'background fdatasync ran');
     const replay = await new WriteAheadLog(dir).open();
-    assert.deepEqual(replay.map((e) => e.key), ['k/0', 'k/1', 'k/2']);
+    assert.deepEqual(
+      replay.map((e) => e.key),
+      ['k/0', 'k/1', 'k/2'],
+    );
     await wal.close();
   });
 
-  void it("an append made alone is written before append returns; others wait for the end of the turn and share one write", async () => {
+  void it('an append made alone is written before append returns; others wait for the end of the turn and share one write', async () => {
     const dir = freshDir();
     const wal = new WriteAheadLog(dir, { sync: 'write' });
     await wal.open();
-    const lines = () => (files(dir).length ? fs.readFileSync(path.join(dir, files(dir)[0]!), 'utf8').trim().split('\n').length : 0);
+    const lines = () =>
+      files(dir).length
+        ? fs
+            .readFileSync(path.join(dir, files(dir)[0]!), 'utf8')
+            .trim()
+            .split('\n').length
+        : 0;
     const alone = wal.append('k/alone', '{}', true);
     assert.equal(lines(), 1, 'written synchronously');
     const batched = [wal.append('k/a', '{}'), wal.append('k/b', '{}')];
@@ -72,19 +92,35 @@ void describe('write-ahead log', () => {
     assert.equal(b!.json, '{"n":2}');
     const want = ['{"n":1,"answer":{"text":"caf\u00e9 \u2028","ids":[1,2,3]}}', '{"n":2}', '{"n":3}'];
     assert.deepEqual(readEntries([a!, b!, c!].map(entryRef)), want);
-    assert.deepEqual([a!, b!, c!].map((e) => e.bytes), want.map((w) => Buffer.byteLength(w)));
+    assert.deepEqual(
+      [a!, b!, c!].map((e) => e.bytes),
+      want.map((w) => Buffer.byteLength(w)),
+    );
     await wal.close();
     const replay = await new WriteAheadLog(dir).open();
-    assert.deepEqual(replay.map((e) => [e.key, JSON.parse(e.json!)]), [['k/a', JSON.parse(want[0]!)], ['k/b', { n: 2 }], ['k/c', { n: 3 }]]);
+    assert.deepEqual(
+      replay.map((e) => [e.key, JSON.parse(e.json!)]),
+      [
+        ['k/a', JSON.parse(want[0]!)],
+        ['k/b', { n: 2 }],
+        ['k/c', { n: 3 }],
+      ],
+    );
   });
 
-  void it('replays another process\'s segment, skipping a torn last line, and deletes it once uploaded', async () => {
+  void it("replays another process's segment, skipping a torn last line, and deletes it once uploaded", async () => {
     const dir = freshDir();
     const torn = '{"key":"a","value":{"n":1}}\n{"key":"b","value":{"n":2}}\n{"key":"c","val';
     fs.writeFileSync(path.join(dir, '1-1-000000.jsonl'), torn);
     const wal = new WriteAheadLog(dir);
     const replay = await wal.open();
-    assert.deepEqual(replay.map((e) => [e.key, e.json]), [['a', '{"n":1}'], ['b', '{"n":2}']]);
+    assert.deepEqual(
+      replay.map((e) => [e.key, e.json]),
+      [
+        ['a', '{"n":1}'],
+        ['b', '{"n":2}'],
+      ],
+    );
     await wal.markUploaded(replay[0]!);
     assert.equal(files(dir).length, 1, 'kept while an entry is still unuploaded');
     await wal.markUploaded(replay[1]!);
@@ -97,7 +133,8 @@ void describe('write-ahead log', () => {
       const wal = new WriteAheadLog(dir, { sync, maxSegmentBytes: 1024, rotateIdleBytes: 512 });
       await wal.open();
       const entries = [];
-      for (let i = 0; i < 40; i++) entries.push(await wal.append(`k/${i}`, JSON.stringify({ pad: 'x'.repeat(100), i })));
+      for (let i = 0; i < 40; i++)
+        entries.push(await wal.append(`k/${i}`, JSON.stringify({ pad: 'x'.repeat(100), i })));
       assert.ok(files(dir).length > 1, 'rotated');
       for (const e of entries) await wal.markUploaded(e);
       assert.ok(files(dir).length <= 1, `left ${files(dir).length} segments`);
@@ -113,13 +150,21 @@ void describe('SSE splitter', () => {
     const events = ['{"a":1}', '{"b":"two\\nlines"}', '[DONE]'];
     const text = `: comment\n\ndata: ${events[0]}\n\nevent: x\ndata: ${events[1]}\r\n\r\ndata: ${events[2]}\n\n`;
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(fc.integer({ min: 1, max: text.length - 1 }), { maxLength: 12 }), async (cuts) => {
-        const bounds = [0, ...cuts.sort((a, b) => a - b), text.length];
-        const parts = bounds.slice(1).map((end, i) => Buffer.from(text.slice(bounds[i], end)));
-        const got: string[] = [];
-        for await (const d of sseData((async function* () { yield* parts; })())) got.push(d);
-        assert.deepEqual(got, events);
-      }),
+      fc.asyncProperty(
+        fc.uniqueArray(fc.integer({ min: 1, max: text.length - 1 }), { maxLength: 12 }),
+        async (cuts) => {
+          const bounds = [0, ...cuts.sort((a, b) => a - b), text.length];
+          const parts = bounds.slice(1).map((end, i) => Buffer.from(text.slice(bounds[i], end)));
+          const got: string[] = [];
+          for await (const d of sseData(
+            (async function* () {
+              yield* parts;
+            })(),
+          ))
+            got.push(d);
+          assert.deepEqual(got, events);
+        },
+      ),
       { numRuns: 200, seed: 7 },
     );
   });

@@ -34,7 +34,8 @@ export function compactResponse(span: Span, response: any): { response: unknown;
     delete out.prompt_token_ids;
     elided.push('prompt_token_ids');
   }
-  if (Array.isArray(out.choices)) out.choices = out.choices.map((c: any, i: number) => compactChoice(c, i, span, elided));
+  if (Array.isArray(out.choices))
+    out.choices = out.choices.map((c: any, i: number) => compactChoice(c, i, span, elided));
   return { response: out, elided };
 }
 
@@ -52,7 +53,13 @@ function compactChoice(c: any, i: number, span: Span, elided: ElidedPath[]): any
   }
   const lp = out.logprobs;
   const numbers = mine.logprobs;
-  if (lp && numbers && Array.isArray(lp.content) && lp.content.length === numbers.length && lp.content.every((t: any, k: number) => typeof t?.logprob === 'number' && t.logprob === numbers[k])) {
+  if (
+    lp &&
+    numbers &&
+    Array.isArray(lp.content) &&
+    lp.content.length === numbers.length &&
+    lp.content.every((t: any, k: number) => typeof t?.logprob === 'number' && t.logprob === numbers[k])
+  ) {
     const bytes = lp.content.every(utf8Bytes);
     out.logprobs = { ...lp, content: lp.content.map((t: any) => without(t, bytes)) };
     elided.push(`choices.${i}.logprobs.content.logprob`);
@@ -92,13 +99,23 @@ export function utf8Bytes(t: any): boolean {
       if (c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
         c = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
         i++;
-        if (bytes[k++] !== (0xf0 | (c >> 18)) || bytes[k++] !== (0x80 | ((c >> 12) & 0x3f)) || bytes[k++] !== (0x80 | ((c >> 6) & 0x3f)) || bytes[k++] !== (0x80 | (c & 0x3f))) return false;
+        if (
+          bytes[k++] !== (0xf0 | (c >> 18)) ||
+          bytes[k++] !== (0x80 | ((c >> 12) & 0x3f)) ||
+          bytes[k++] !== (0x80 | ((c >> 6) & 0x3f)) ||
+          bytes[k++] !== (0x80 | (c & 0x3f))
+        )
+          return false;
         continue;
       }
       if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
-      if (bytes[k++] !== (0xe0 | (c >> 12)) || bytes[k++] !== (0x80 | ((c >> 6) & 0x3f)) || bytes[k++] !== (0x80 | (c & 0x3f))) return false;
+      if (
+        bytes[k++] !== (0xe0 | (c >> 12)) ||
+        bytes[k++] !== (0x80 | ((c >> 6) & 0x3f)) ||
+        bytes[k++] !== (0x80 | (c & 0x3f))
+      )
+        return false;
     }
   }
   return k === bytes.length;
 }
-

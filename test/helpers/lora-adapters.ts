@@ -29,7 +29,11 @@ for seed, directory in enumerate(sys.argv[2:]):
 export async function makeCheckpoints(store: ObjectStore, dir: string, count: number): Promise<PolicyRef[]> {
   const dirs = Array.from({ length: count }, (_, i) => path.join(dir, `adapter-${i}`));
   const cache = process.env.VOLT_MODEL_CACHE_DIR ?? process.env.VOLT_DATA_DIR ?? path.join(root, '.volt');
-  await run(path.join(root, '.venv/bin/python'), ['-c', SCRIPT, cache, ...dirs], { cwd: root, env: { ...process.env, PYTHONPATH: path.join(root, 'trainer'), HF_HUB_OFFLINE: '1' }, timeout: 300_000 });
+  await run(path.join(root, '.venv/bin/python'), ['-c', SCRIPT, cache, ...dirs], {
+    cwd: root,
+    env: { ...process.env, PYTHONPATH: path.join(root, 'trainer'), HF_HUB_OFFLINE: '1' },
+    timeout: 300_000,
+  });
   const refs: PolicyRef[] = [];
   for (const [i, d] of dirs.entries()) {
     const { sha256 } = await putDirContentAddressed(store, d);

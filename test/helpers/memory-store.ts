@@ -32,7 +32,9 @@ export class FakeObjectStore implements FakeSlice {
 
   async stat(key: string): Promise<ObjectInfo | null> {
     const bytes = this.objects.get(key);
-    return bytes ? { key, size: bytes.length, etag: sha256Bytes(bytes), lastModified: new Date(0), sha256: sha256Bytes(bytes) } : null;
+    return bytes
+      ? { key, size: bytes.length, etag: sha256Bytes(bytes), lastModified: new Date(0), sha256: sha256Bytes(bytes) }
+      : null;
   }
 
   async putJson(key: string, value: unknown): Promise<PutResult>;
@@ -57,7 +59,8 @@ export class FakeObjectStore implements FakeSlice {
 
   async *list(prefix: string): AsyncGenerator<{ key: string; size: number }> {
     assertKey(prefix, { prefix: true });
-    for (const key of [...this.objects.keys()].filter((k) => k.startsWith(prefix)).sort()) yield { key, size: this.objects.get(key)!.length };
+    for (const key of [...this.objects.keys()].filter((k) => k.startsWith(prefix)).sort())
+      yield { key, size: this.objects.get(key)!.length };
   }
 
   /** The stored JSON at `key`, parsed (for assertions). */

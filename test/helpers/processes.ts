@@ -3,7 +3,12 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Polls `check` until it holds; the error names what was awaited. */
-export async function until(what: string, check: () => boolean | Promise<boolean>, ms = 600_000, everyMs = 200): Promise<void> {
+export async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  ms = 600_000,
+  everyMs = 200,
+): Promise<void> {
   for (const t0 = Date.now(); Date.now() - t0 < ms; await sleep(everyMs)) if (await check()) return;
   throw new Error(`timed out after ${ms} ms waiting for ${what}`);
 }

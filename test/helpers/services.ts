@@ -31,7 +31,9 @@ const HOST = '127.0.0.1';
  * Starts a real Temporal dev server and/or a real S3 server (rclone) on free loopback ports in a fresh temp dir,
  * using the same code as `volt up`. Call stop() in an `after` hook; it kills both and removes the dir.
  */
-export async function startTestServices(want: { temporal?: boolean; s3?: boolean } = { temporal: true, s3: true }): Promise<TestServices> {
+export async function startTestServices(
+  want: { temporal?: boolean; s3?: boolean } = { temporal: true, s3: true },
+): Promise<TestServices> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-test-'));
   const started: ServiceRecord[] = [];
   // If the test process dies without calling stop(), take the servers with it.
@@ -43,7 +45,13 @@ export async function startTestServices(want: { temporal?: boolean; s3?: boolean
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
   const namespace = 'default';
-  const s3: TestS3 = { endpoint: '', accessKey: 'volt-test', secretKey: 'volt-test-secret', bucket: 'volt-test', region: 'us-east-1' };
+  const s3: TestS3 = {
+    endpoint: '',
+    accessKey: 'volt-test',
+    secretKey: 'volt-test-secret',
+    bucket: 'volt-test',
+    region: 'us-east-1',
+  };
   let temporalAddress = '';
   try {
     const jobs: Promise<void>[] = [];

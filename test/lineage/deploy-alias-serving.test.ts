@@ -30,7 +30,8 @@ const root = path.resolve(import.meta.dirname, '../..');
 const LINEAGE = 'calc-serving';
 const ALIAS = 'calc-serving-prod';
 /** Held-out scores: the incumbent (base) 0.2; iteration 0's candidate 0.5 and iteration 1's 0.6 (both promoted); later 0.4. */
-const evalScore = (label: string, iteration: number) => (label === 'base' ? 0.2 : iteration === 0 ? 0.5 : iteration === 1 ? 0.6 : 0.4);
+const evalScore = (label: string, iteration: number) =>
+  label === 'base' ? 0.2 : iteration === 0 ? 0.5 : iteration === 1 ? 0.6 : 0.4;
 
 async function served(url: string, name: string): Promise<string | null> {
   const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string; root: string }[] };
@@ -42,7 +43,13 @@ async function logprobs(url: string, model: string): Promise<number[]> {
   const r = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'What is 17 times 3?' }], max_tokens: 8, temperature: 0, logprobs: true }),
+    body: JSON.stringify({
+      model,
+      messages: [{ role: 'user', content: 'What is 17 times 3?' }],
+      max_tokens: 8,
+      temperature: 0,
+      logprobs: true,
+    }),
   });
   assert.equal(r.status, 200, await r.clone().text());
   const body = (await r.json()) as { choices: { logprobs: { content: { logprob: number }[] } }[] };
@@ -61,14 +68,18 @@ async function loadDirect(url: string, name: string, dir: string) {
 // Real Temporal, S3, the real trainingRun workflows, the real serving and lineage activities, the real model server
 // with real LoRA adapters; rollouts, rewards, batch and update are FAKE scripted activities (the trained checkpoints
 // are the real adapters made up front), since what is under test is where rollback moves the lineage and its alias.
-void describe('a lineage\'s deploy alias on a real model server', { timeout: 1_800_000 }, () => {
+void describe("a lineage's deploy alias on a real model server", { timeout: 1_800_000 }, () => {
   let services: TestServices;
   let store: ObjectStore;
   let env: Readonly<VoltEnv>;
   let model: Awaited<ReturnType<typeof startModelServer>>;
   let ckpt: PolicyRef[];
   const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-alias-serving-'));
-  const vars = () => ({ ...services.env, VOLT_MODEL_SERVER_URL: model.url, VOLT_MODEL_SERVER_ADMIN_KEY: MODEL_ADMIN_KEY });
+  const vars = () => ({
+    ...services.env,
+    VOLT_MODEL_SERVER_URL: model.url,
+    VOLT_MODEL_SERVER_ADMIN_KEY: MODEL_ADMIN_KEY,
+  });
 
   before(async () => {
     services = await startTestServices({ temporal: true, s3: true });
@@ -83,7 +94,7 @@ void describe('a lineage\'s deploy alias on a real model server', { timeout: 1_8
     await services?.stop();
   });
 
-  void it('volt rollback on a lineage run moves the lineage\'s current policy and the deploy alias the model server serves', async () => {
+  void it("volt rollback on a lineage run moves the lineage's current policy and the deploy alias the model server serves", async () => {
     let reach!: () => void;
     let release!: () => void;
     const reached = new Promise<void>((r) => (reach = r));
@@ -94,28 +105,60 @@ void describe('a lineage\'s deploy alias on a real model server', { timeout: 1_8
       ...createLineageActivities({ store }),
       ...createServingActivities(deps),
       async launchRollouts(input: LaunchRolloutsInput) {
-        if (input.mode === 'train' && input.iteration === 2) { reach(); await released; }
-        return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
+        if (input.mode === 'train' && input.iteration === 2) {
+          reach();
+          await released;
+        }
+        return {
+          results: input.tasks.flatMap((t) =>
+            t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const })),
+          ),
+        };
       },
       async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
         const meanReward = input.mode === 'eval' ? evalScore(input.label, input.iteration) : 0.5;
-        return { meanReward, rewardSum: meanReward * input.results.length, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: keys.rewards(input.config.runId, input.iteration) };
+        return {
+          meanReward,
+          rewardSum: meanReward * input.results.length,
+          scored: input.results.length,
+          infraFailed: 0,
+          unscored: [],
+          rewardsKey: keys.rewards(input.config.runId, input.iteration),
+        };
       },
       async buildBatch(input: { config: RunConfig; iteration: number }) {
-        return { samples: 4, tokens: 100, batchKey: keys.batch(input.config.runId, input.iteration), manifestKey: keys.batchManifest(input.config.runId, input.iteration), dropReasons: '' };
+        return {
+          samples: 4,
+          tokens: 100,
+          batchKey: keys.batch(input.config.runId, input.iteration),
+          manifestKey: keys.batchManifest(input.config.runId, input.iteration),
+          dropReasons: '',
+        };
       },
       async trainPolicy(input: { iteration: number }) {
-        return { policy: { ...ckpt[Math.min(input.iteration, 1)]!, iteration: input.iteration }, metrics: { loss: 0.1 } };
+        return {
+          policy: { ...ckpt[Math.min(input.iteration, 1)]!, iteration: input.iteration },
+          metrics: { loss: 0.1 },
+        };
       },
     };
     const config = parseRunConfig({
-      runId: 'calc-serving-night-1', lineage: LINEAGE, deploy: { alias: ALIAS }, iterations: 3, agent: { command: ['true'] },
+      runId: 'calc-serving-night-1',
+      lineage: LINEAGE,
+      deploy: { alias: ALIAS },
+      iterations: 3,
+      agent: { command: ['true'] },
       tasks: { trainFile: 'examples/calculator/tasks/train.jsonl', evalFile: 'examples/calculator/tasks/eval.jsonl' },
-      rollouts: { groupSize: 2, tasksPerIteration: 2 }, reward: { kind: 'numeric_match' }, eval: { tasks: 2, promoteMargin: 0 },
+      rollouts: { groupSize: 2, tasksPerIteration: 2 },
+      reward: { kind: 'numeric_match' },
+      eval: { tasks: 2, promoteMargin: 0 },
     });
     const connection = await NativeConnection.connect({ address: services.temporalAddress });
     const common = { connection, namespace: services.namespace, activities };
-    const workers = [await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }), await Worker.create({ ...common, taskQueue: GPU_QUEUE })];
+    const workers = [
+      await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }),
+      await Worker.create({ ...common, taskQueue: GPU_QUEUE }),
+    ];
     const running = Promise.all(workers.map((w) => w.run()));
     const { client, close } = await connectClient(env);
     const [a, b] = [ckpt[0]!, ckpt[1]!];
@@ -135,10 +178,16 @@ void describe('a lineage\'s deploy alias on a real model server', { timeout: 1_8
 
       // Both moved to A when the update returned: the lineage record, the alias record and what the server serves.
       const lineage = await store.getJson(keys.lineage(LINEAGE), lineageSchema);
-      assert.deepEqual([lineage.current?.policy.sha256, lineage.current?.score, lineage.current?.runId], [a.sha256, 0.5, config.runId]);
+      assert.deepEqual(
+        [lineage.current?.policy.sha256, lineage.current?.score, lineage.current?.runId],
+        [a.sha256, 0.5, config.runId],
+      );
       const alias = await store.getJson(keys.deployAlias(ALIAS), deployAliasSchema);
       assert.equal(alias.current?.policy.sha256, a.sha256);
-      assert.deepEqual(alias.history.map((h) => h.policy.sha256), [a.sha256, b.sha256]);
+      assert.deepEqual(
+        alias.history.map((h) => h.policy.sha256),
+        [a.sha256, b.sha256],
+      );
       assert.equal(await served(model.url, ALIAS), a.sha256);
       await loadDirect(model.url, 'direct-a', path.join(dir, 'adapter-0'));
       assert.deepEqual(await logprobs(model.url, ALIAS), await logprobs(model.url, 'direct-a'));
@@ -151,7 +200,10 @@ void describe('a lineage\'s deploy alias on a real model server', { timeout: 1_8
       await connection.close();
       await close();
     }
-    assert.deepEqual(status.history.map((h) => h.promoted), [true, true, false]);
+    assert.deepEqual(
+      status.history.map((h) => h.promoted),
+      [true, true, false],
+    );
     assert.equal(status.best?.policy.sha256, a.sha256);
     const record = await store.getJson(keys.lineage(LINEAGE), lineageSchema);
     assert.equal(record.current?.policy.sha256, a.sha256);
@@ -170,12 +222,22 @@ void describe('a lineage\'s deploy alias on a real model server', { timeout: 1_8
     const cliDir = mkdtempSync(path.join(os.tmpdir(), 'volt-restore-cli-'));
     const listed = await voltInProcess(['deploy', 'list'], { ...vars(), VOLT_DATA_DIR: cliDir });
     assert.equal(listed.code, 0, listed.stderr);
-    assert.match(listed.stdout, new RegExp(`${ALIAS}  lineage ${LINEAGE}  → adapter-0 \\(${sha.slice(0, 12)}, run calc-serving-night-1\\)`));
+    assert.match(
+      listed.stdout,
+      new RegExp(`${ALIAS}  lineage ${LINEAGE}  → adapter-0 \\(${sha.slice(0, 12)}, run calc-serving-night-1\\)`),
+    );
     const restored = await voltInProcess(['deploy', 'restore-aliases'], { ...vars(), VOLT_DATA_DIR: cliDir });
     assert.equal(restored.code, 0, restored.stderr);
     assert.match(restored.stdout, new RegExp(`deploy aliases served by ${model.url}: ${ALIAS} → adapter-0`));
     assert.equal(await served(model.url, ALIAS), sha);
-    assert.equal(path.dirname((await (await fetch(`${model.url}/v1/models`)).json() as { data: { id: string; root: string }[] }).data.find((d) => d.id === ALIAS)!.root), path.join(cliDir, 'adapters'));
+    assert.equal(
+      path.dirname(
+        ((await (await fetch(`${model.url}/v1/models`)).json()) as { data: { id: string; root: string }[] }).data.find(
+          (d) => d.id === ALIAS,
+        )!.root,
+      ),
+      path.join(cliDir, 'adapters'),
+    );
     await loadDirect(model.url, 'direct-current', path.join(dir, 'adapter-0'));
     assert.deepEqual(await logprobs(model.url, ALIAS), await logprobs(model.url, 'direct-current'));
     assert.notDeepEqual(await logprobs(model.url, ALIAS), await logprobs(model.url, 'smollm2-135m-instruct'));

@@ -36,11 +36,14 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
   let stack: PipelineStack;
   let store: ObjectStore;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'volt-durability-'));
-  const temporal = (...args: string[]) => run(TEMPORAL_BIN, [...args, '--address', stack.env.VOLT_TEMPORAL_ADDRESS], { cwd: root });
+  const temporal = (...args: string[]) =>
+    run(TEMPORAL_BIN, [...args, '--address', stack.env.VOLT_TEMPORAL_ADDRESS], { cwd: root });
 
   before(async () => {
     // A low suggestion threshold makes Temporal suggest continue-as-new after the first iteration.
-    stack = await startPipelineStack({ ownTemporal: { dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 10 } } });
+    stack = await startPipelineStack({
+      ownTemporal: { dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 10 } },
+    });
     store = createObjectStore(stack.env);
     await stack.startGateway();
   });
@@ -50,13 +53,31 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
     await stack.startWorker('cpu');
     const bad = path.join(dir, 'bad.json');
     writeFileSync(bad, JSON.stringify({ runId: 'bad-config', rollouts: { groupSize: -1 }, tasks: { trainFile: 'x' } }));
-    await temporal('workflow', 'start', '--type', 'trainingRun', '--task-queue', 'volt-cpu', '--workflow-id', 'bad-config', '--input-file', bad);
+    await temporal(
+      'workflow',
+      'start',
+      '--type',
+      'trainingRun',
+      '--task-queue',
+      'volt-cpu',
+      '--workflow-id',
+      'bad-config',
+      '--input-file',
+      bad,
+    );
     const { client, close } = await connectClient(stack.env);
     try {
-      const err = await client.workflow.getHandle('bad-config').result().then(() => null, (e: unknown) => e);
+      const err = await client.workflow
+        .getHandle('bad-config')
+        .result()
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       assert.ok(err instanceof WorkflowFailedError, String(err));
       const message = String((err.cause?.cause as Error | undefined)?.message ?? err.cause?.message);
-      for (const field of ['rollouts.groupSize', 'agent', 'tasks.evalFile', 'reward']) assert.match(message, new RegExp(field.replace('.', '\\.')));
+      for (const field of ['rollouts.groupSize', 'agent', 'tasks.evalFile', 'reward'])
+        assert.match(message, new RegExp(field.replace('.', '\\.')));
     } finally {
       await close();
     }
@@ -65,7 +86,11 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
   it('survives kill -9 of the cpu worker, the gpu worker, the gateway and the Temporal server, losing and duplicating nothing', async () => {
     const config = tinyRunConfig(RUN, {
       iterations: 2,
-      agent: { command: [process.execPath, path.join(root, 'test/pipeline/agents/one-call.mjs')], envAllowList: ['PATH', 'HOME'], timeoutSec: 120 },
+      agent: {
+        command: [process.execPath, path.join(root, 'test/pipeline/agents/one-call.mjs')],
+        envAllowList: ['PATH', 'HOME'],
+        timeoutSec: 120,
+      },
       // A per-token penalty gives every group reward variance, so both iterations train.
       rollouts: { groupSize: GROUP, tasksPerIteration: TASKS, concurrency: 2 },
       // One sample per optimizer step, so the gpu worker's kill can land between two steps.
@@ -78,16 +103,35 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
     writeFileSync(file, JSON.stringify(config));
     let gpu = await stack.startWorker('gpu');
     let cpu = await stack.startWorker('cpu');
-    await temporal('workflow', 'start', '--type', 'trainingRun', '--task-queue', 'volt-cpu', '--workflow-id', RUN, '--input-file', file);
+    await temporal(
+      'workflow',
+      'start',
+      '--type',
+      'trainingRun',
+      '--task-queue',
+      'volt-cpu',
+      '--workflow-id',
+      RUN,
+      '--input-file',
+      file,
+    );
 
     const it0 = keys.iteration(RUN, 0);
-    await until('a first training rollout of iteration 0', async () => (await count(store, `${it0}rollouts/g`, 'outcome.json')) >= 1);
+    await until(
+      'a first training rollout of iteration 0',
+      async () => (await count(store, `${it0}rollouts/g`, 'outcome.json')) >= 1,
+    );
     await killHard(cpu, 'cpu worker');
     cpu = await stack.startWorker('cpu');
 
     // An iteration whose groups all scored alike has nothing to train on, so wait for whichever update comes first;
     // the kill lands once its trainer saved a step (test/crash/crash-matrix.test.ts proves the resume from it).
-    await until('a trainer step', async () => [0, 1].some((i) => trainerProgress(stack.env.dataDir, RUN, i).stepped), 600_000, 100);
+    await until(
+      'a trainer step',
+      async () => [0, 1].some((i) => trainerProgress(stack.env.dataDir, RUN, i).stepped),
+      600_000,
+      100,
+    );
     await killHard(gpu, 'gpu worker');
     gpu = await stack.startWorker('gpu');
 
@@ -104,12 +148,16 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
     try {
       const status: RunStatus = await client.workflow.getHandle(RUN).result();
       assert.equal(status.history.length, 2);
-      assert.ok(status.history.some((h) => h.candidate !== null), 'at least one iteration trained');
+      assert.ok(
+        status.history.some((h) => h.candidate !== null),
+        'at least one iteration trained',
+      );
       for (const iteration of [0, 1]) {
         const prefix = keys.iteration(RUN, iteration);
         // Every planned rollout has exactly one outcome, and nothing else ran under this iteration.
         const outcomes: RolloutOutcomeRecord[] = [];
-        for await (const o of store.list(`${prefix}rollouts/`)) if (o.key.endsWith('/outcome.json')) outcomes.push(await store.getJson(o.key, rolloutOutcomeRecordSchema));
+        for await (const o of store.list(`${prefix}rollouts/`))
+          if (o.key.endsWith('/outcome.json')) outcomes.push(await store.getJson(o.key, rolloutOutcomeRecordSchema));
         const train = outcomes.filter((o) => o.rolloutId.startsWith('g'));
         assert.equal(train.length, GROUP * TASKS, `iteration ${iteration} rollouts`);
         assert.equal(new Set(train.map((o) => o.rolloutId)).size, train.length);
@@ -126,7 +174,8 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
       }
       // The low threshold made the run continue-as-new at least once.
       let executions = 0;
-      for await (const w of client.workflow.list({ query: `WorkflowId = '${RUN}'` })) executions += w.status.name === 'CONTINUED_AS_NEW' || w.status.name === 'COMPLETED' ? 1 : 0;
+      for await (const w of client.workflow.list({ query: `WorkflowId = '${RUN}'` }))
+        executions += w.status.name === 'CONTINUED_AS_NEW' || w.status.name === 'COMPLETED' ? 1 : 0;
       assert.ok(executions >= 2, `executions of ${RUN}: ${executions}`);
 
       // Histories of this run replay on the current workflow code.
@@ -140,16 +189,27 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
 
   it('a schedule created by the CLI triggers and starts a run', async () => {
     const file = path.join(dir, 'run.json');
-    const volt = (...args: string[]) => run(process.execPath, [path.join(root, 'bin/volt.mjs'), ...args], { cwd: root, env: { ...process.env, ...stack.vars } });
+    const volt = (...args: string[]) =>
+      run(process.execPath, [path.join(root, 'bin/volt.mjs'), ...args], {
+        cwd: root,
+        env: { ...process.env, ...stack.vars },
+      });
     await volt('schedule', 'create', '--id', 'nightly-test', '--cron', '0 3 * * *', '--config', file);
     await volt('schedule', 'trigger', '--id', 'nightly-test');
     const { client, close } = await connectClient(stack.env);
     try {
       let started: string | null = null;
-      await until('the scheduled run', async () => {
-        for await (const w of client.workflow.list({ query: `WorkflowType = 'trainingRun' AND WorkflowId STARTS_WITH 'nightly-test-'` })) started = w.workflowId;
-        return started !== null;
-      }, 60_000);
+      await until(
+        'the scheduled run',
+        async () => {
+          for await (const w of client.workflow.list({
+            query: `WorkflowType = 'trainingRun' AND WorkflowId STARTS_WITH 'nightly-test-'`,
+          }))
+            started = w.workflowId;
+          return started !== null;
+        },
+        60_000,
+      );
       await client.workflow.getHandle(started!).terminate('test done');
     } finally {
       await close();

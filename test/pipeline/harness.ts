@@ -51,7 +51,11 @@ async function waitFor(what: string, ok: () => Promise<boolean>, child: ChildPro
 }
 
 function spawnLogged(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let log = '';
   child.stdout!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
   child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
@@ -85,14 +89,20 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
     const dbFile = temporalDbFile(services.dataDir);
     fs.mkdirSync(path.dirname(dbFile), { recursive: true });
     const args = devServerArgs({ dbFile, host: '127.0.0.1', port: temporalPort, uiPort: null, namespace: 'default' });
-    for (const [k, v] of Object.entries(options.ownTemporal?.dynamicConfig ?? {})) args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
+    for (const [k, v] of Object.entries(options.ownTemporal?.dynamicConfig ?? {}))
+      args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
     const child = spawn(TEMPORAL_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
     child.stdout!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
     child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
     children.push(child);
     latest.temporal = child;
-    await waitFor('temporal', () => temporalAnswers(temporalAddress, 'default').catch(() => false), child, () => log);
+    await waitFor(
+      'temporal',
+      () => temporalAnswers(temporalAddress, 'default').catch(() => false),
+      child,
+      () => log,
+    );
     return child;
   };
   if (options.ownTemporal) await startTemporal();
@@ -105,7 +115,16 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
       const { child, log } = spawnLogged([volt, 'gateway'], vars);
       children.push(child);
       latest.gateway = child;
-      await waitFor('gateway', () => fetch(`${vars.VOLT_GATEWAY_URL}/healthz`).then((r) => r.ok, () => false), child, log);
+      await waitFor(
+        'gateway',
+        () =>
+          fetch(`${vars.VOLT_GATEWAY_URL}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        child,
+        log,
+      );
       return child;
     },
     async startWorker(queue, readyMs) {
@@ -124,7 +143,13 @@ export async function startPipelineStack(options: PipelineStackOptions = {}): Pr
     },
     async startS3() {
       const { s3 } = services;
-      const record = await startS3Server({ dataDir: services.dataDir, host: '127.0.0.1', port: Number(new URL(s3.endpoint).port), ...s3, detached: false });
+      const record = await startS3Server({
+        dataDir: services.dataDir,
+        host: '127.0.0.1',
+        port: Number(new URL(s3.endpoint).port),
+        ...s3,
+        detached: false,
+      });
       restartedS3.push(record.pid);
     },
     async kill(what) {
@@ -164,7 +189,10 @@ export function tinyRunConfig(runId: string, overrides: Partial<RunConfigInput> 
       envAllowList: ['PATH', 'HOME', 'AGENT_MAX_TURNS', 'AGENT_MAX_TOKENS'],
       timeoutSec: 120,
     },
-    tasks: { trainFile: path.join(root, 'examples/calculator/tasks/train.jsonl'), evalFile: path.join(root, 'examples/calculator/tasks/eval.jsonl') },
+    tasks: {
+      trainFile: path.join(root, 'examples/calculator/tasks/train.jsonl'),
+      evalFile: path.join(root, 'examples/calculator/tasks/eval.jsonl'),
+    },
     rollouts: { groupSize: 2, tasksPerIteration: 2, concurrency: 2 },
     reward: {
       kind: 'weighted_sum',

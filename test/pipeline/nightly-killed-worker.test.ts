@@ -39,7 +39,16 @@ describe('a killed worker during a scheduled night', { timeout: 3_000_000 }, () 
     });
     const configFile = path.join(n.dir, 'run.json');
     writeFileSync(configFile, JSON.stringify(config));
-    const created = await n.cli(['schedule', 'create', '--lineage', LINEAGE, '--cron', '0 2 29 2 *', '--config', configFile]);
+    const created = await n.cli([
+      'schedule',
+      'create',
+      '--lineage',
+      LINEAGE,
+      '--cron',
+      '0 2 29 2 *',
+      '--config',
+      configFile,
+    ]);
     assert.equal(created.code, 0, created.stderr);
     await n.addTasks('night-0', trainLines.slice(0, 2));
     await n.trigger();
@@ -47,20 +56,35 @@ describe('a killed worker during a scheduled night', { timeout: 3_000_000 }, () 
     const runId = runIdFromWorkflowId(workflowId);
     const planned = config.rollouts!.groupSize! * config.rollouts!.tasksPerIteration!;
 
-    await until('a first training rollout of the night', async () => (await trainingOutcomes(n.store, runId)).length >= 1, 1_800_000, 250);
+    await until(
+      'a first training rollout of the night',
+      async () => (await trainingOutcomes(n.store, runId)).length >= 1,
+      1_800_000,
+      250,
+    );
     await killHard(n.worker, 'worker');
     const doneAtKill = (await trainingOutcomes(n.store, runId)).length;
-    assert.ok(doneAtKill < planned && !(await n.store.stat(keys.rewards(runId, 0))), `the kill landed mid-rollouts (${doneAtKill}/${planned} done)`);
+    assert.ok(
+      doneAtKill < planned && !(await n.store.stat(keys.rewards(runId, 0))),
+      `the kill landed mid-rollouts (${doneAtKill}/${planned} done)`,
+    );
     console.log(`worker killed with ${doneAtKill}/${planned} training rollouts of ${runId} done`);
     await n.stack.startWorker('all', 600_000);
 
     const status = (await n.client.workflow.getHandle(workflowId).result()) as RunStatus;
-    assert.equal((await n.actions()).recentActions.length, 1, 'the killed night resumed: the schedule started no other run');
+    assert.equal(
+      (await n.actions()).recentActions.length,
+      1,
+      'the killed night resumed: the schedule started no other run',
+    );
     assert.equal(status.history.length, 1);
     const finals = await trainingOutcomes(n.store, runId);
     assert.equal(finals.length, planned, 'every planned rollout has one outcome');
     assert.equal(new Set(finals.map((o) => o.rolloutId)).size, planned);
-    assert.ok(finals.every((o) => o.final.outcome !== 'infra_failed'), 'no rollout of the night ended as an infra failure');
+    assert.ok(
+      finals.every((o) => o.final.outcome !== 'infra_failed'),
+      'no rollout of the night ended as an infra failure',
+    );
 
     const h = status.history[0]!;
     const lineage = await n.store.getJson(keys.lineage(LINEAGE), lineageSchema);
@@ -68,17 +92,28 @@ describe('a killed worker during a scheduled night', { timeout: 3_000_000 }, () 
     assert.equal(lineage.runs[0]!.outcome, h.promoted ? 'promoted' : 'kept');
     const alias = await n.store.getJson(keys.deployAlias(ALIAS), deployAliasSchema);
     const promoted = h.promoted ? [h.candidate!.sha256!] : [];
-    assert.deepEqual(alias.current ? [alias.current.policy.sha256] : [], promoted, 'the alias is the promoted candidate, or still only claimed');
+    assert.deepEqual(
+      alias.current ? [alias.current.policy.sha256] : [],
+      promoted,
+      'the alias is the promoted candidate, or still only claimed',
+    );
     assert.equal(lineage.current?.policy.sha256 ?? null, promoted[0] ?? null);
 
     // Polled throughout, the kill included: the record and the model server only ever had promoted checkpoints under the alias.
     await watcher.stop();
     const { seen } = watcher;
-    console.log(`alias watcher: ${seen.polls} polls; record saw ${seen.record.size}, server served ${seen.served.size} checkpoint(s); promoted: ${h.promoted}`);
+    console.log(
+      `alias watcher: ${seen.polls} polls; record saw ${seen.record.size}, server served ${seen.served.size} checkpoint(s); promoted: ${h.promoted}`,
+    );
     assert.ok(seen.polls > 10);
     // A promoted night: the alias moved from its claim to exactly the candidate (record and server), and to nothing else.
     assert.deepEqual([...seen.record], promoted, 'the alias record held the promoted candidate and nothing else');
-    assert.deepEqual([...seen.served], promoted, 'the model server served the promoted candidate under the alias and nothing else');
-    for (const sha of [...seen.record, ...seen.served]) assert.ok(promoted.includes(sha), `the alias pointed at ${sha}, which was never promoted`);
+    assert.deepEqual(
+      [...seen.served],
+      promoted,
+      'the model server served the promoted candidate under the alias and nothing else',
+    );
+    for (const sha of [...seen.record, ...seen.served])
+      assert.ok(promoted.includes(sha), `the alias pointed at ${sha}, which was never promoted`);
   });
 });

@@ -52,7 +52,13 @@ export async function startNightlyStack(scheduleId: string, prefix: string): Pro
     throw new Error('the schedule started no run');
   };
   return {
-    stack, store, client, worker, dir, cli, nightStarted,
+    stack,
+    store,
+    client,
+    worker,
+    dir,
+    cli,
+    nightStarted,
     async addTasks(name, lines) {
       const file = path.join(dir, `${name}.jsonl`);
       writeFileSync(file, `${lines.join('\n')}\n`);
@@ -85,7 +91,10 @@ export function watchAlias(store: ObjectStore, modelUrl: string, alias: string) 
   const poll = async () => {
     const record = await store.getJsonOrNull(keys.deployAlias(alias), deployAliasSchema).catch(() => null);
     if (record?.current?.policy.sha256) seen.record.add(record.current.policy.sha256);
-    const models = await fetch(`${modelUrl}/v1/models`).then((r) => r.json() as Promise<{ data: { id: string; root: string }[] }>, () => null);
+    const models = await fetch(`${modelUrl}/v1/models`).then(
+      (r) => r.json() as Promise<{ data: { id: string; root: string }[] }>,
+      () => null,
+    );
     const served = models?.data.find((m) => m.id === alias);
     if (served) seen.served.add(path.basename(served.root));
     seen.polls += 1;
@@ -98,12 +107,20 @@ export function watchAlias(store: ObjectStore, modelUrl: string, alias: string) 
   })();
   // One last poll after the run ended: a promotion in its final second (the record written, the server repointed
   // after the loop's last look) is still seen in the end state.
-  return { seen, stop: async () => { stopped = true; await loop; await poll(); } };
+  return {
+    seen,
+    stop: async () => {
+      stopped = true;
+      await loop;
+      await poll();
+    },
+  };
 }
 
 /** The outcome records of a run's training rollouts in iteration 0. */
 export async function trainingOutcomes(store: ObjectStore, runId: string): Promise<RolloutOutcomeRecord[]> {
   const out: RolloutOutcomeRecord[] = [];
-  for await (const o of store.list(`${keys.iteration(runId, 0)}rollouts/g`)) if (o.key.endsWith('/outcome.json')) out.push(await store.getJson(o.key, rolloutOutcomeRecordSchema));
+  for await (const o of store.list(`${keys.iteration(runId, 0)}rollouts/g`))
+    if (o.key.endsWith('/outcome.json')) out.push(await store.getJson(o.key, rolloutOutcomeRecordSchema));
   return out;
 }

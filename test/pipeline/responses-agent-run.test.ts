@@ -31,7 +31,11 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
     const base = tinyRunConfig('responses-run');
     const config = parseRunConfig({
       ...base,
-      agent: { ...base.agent, command: [path.join(root, 'node_modules/.bin/tsx'), path.join(root, 'examples/calculator-responses/agent.ts')], env: { AGENT_MAX_TURNS: '3', AGENT_MAX_TOKENS: '24' } },
+      agent: {
+        ...base.agent,
+        command: [path.join(root, 'node_modules/.bin/tsx'), path.join(root, 'examples/calculator-responses/agent.ts')],
+        env: { AGENT_MAX_TURNS: '3', AGENT_MAX_TOKENS: '24' },
+      },
       // The Responses API has no stop strings, so every turn runs to max_output_tokens and a group of two wrong
       // answers scores the same; keep such groups (advantage 0) so the batch is never empty by chance.
       batch: { minGroupSize: 2, dropZeroVariance: false },
@@ -49,7 +53,8 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
     for await (const o of store.list(keys.iteration('responses-run', 0))) {
       if (!o.key.includes('/spans/')) continue;
       // Segments are compressed call records: decode them the way readSpans does.
-      for (const line of spanObjectText(await store.getBytes(o.key)).split('\n')) if (line) spans.push(spanOfStoredLine(line) as Span);
+      for (const line of spanObjectText(await store.getBytes(o.key)).split('\n'))
+        if (line) spans.push(spanOfStoredLine(line) as Span);
     }
     const train = spans.filter((s) => s.mode === 'train');
     const failed = train.filter((s) => s.status !== 'ok');
@@ -67,6 +72,9 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
     assert.ok(it0.candidate?.sha256, 'the update produced a content-addressed adapter');
     assert.ok(train.some((s) => s.status === 'ok' && s.choices[0]!.tokenIds!.length > 0));
     const manifest = await store.getJson(keys.batchManifest('responses-run', 0));
-    assert.ok(JSON.stringify(manifest).includes(train[0]!.rolloutId), 'the batch manifest ties samples back to the rollouts');
+    assert.ok(
+      JSON.stringify(manifest).includes(train[0]!.rolloutId),
+      'the batch manifest ties samples back to the rollouts',
+    );
   });
 });

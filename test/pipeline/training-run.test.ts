@@ -54,8 +54,15 @@ describe('trainingRun end to end (tiny settings), then its report', { timeout: 1
       assert.equal(status.best?.policy.sha256 ?? null, it0.promoted ? it0.candidate!.sha256 : null);
       await fetch(`${stack.modelUrl}/v1/load_lora_adapter`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.env.VOLT_MODEL_SERVER_ADMIN_KEY}` },
-        body: JSON.stringify({ lora_name: 'e2e-candidate', lora_path: `${stack.env.dataDir}/adapters/${it0.candidate!.sha256}`, load_inplace: true }),
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${stack.env.VOLT_MODEL_SERVER_ADMIN_KEY}`,
+        },
+        body: JSON.stringify({
+          lora_name: 'e2e-candidate',
+          lora_path: `${stack.env.dataDir}/adapters/${it0.candidate!.sha256}`,
+          load_inplace: true,
+        }),
       }).then((r) => assert.equal(r.status, 200));
 
       // The trained adapter is served and differs from the base model in what it says.
@@ -63,10 +70,19 @@ describe('trainingRun end to end (tiny settings), then its report', { timeout: 1
         const r = await fetch(`${stack.modelUrl}/v1/chat/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model, messages: [{ role: 'user', content: 'What is 17 times 3?' }], max_tokens: 24, temperature: 0, logprobs: true }),
+          body: JSON.stringify({
+            model,
+            messages: [{ role: 'user', content: 'What is 17 times 3?' }],
+            max_tokens: 24,
+            temperature: 0,
+            logprobs: true,
+          }),
         });
         assert.equal(r.status, 200, await r.clone().text());
-        return (await r.json()) as { choices: { logprobs: { content: { logprob: number }[] } }[]; system_fingerprint: string };
+        return (await r.json()) as {
+          choices: { logprobs: { content: { logprob: number }[] } }[];
+          system_fingerprint: string;
+        };
       };
       const base = await ask(config.model.base);
       const best = await ask('e2e-candidate');
@@ -79,7 +95,10 @@ describe('trainingRun end to end (tiny settings), then its report', { timeout: 1
 
     // The report is built from Temporal and the object store alone, after the worker is gone.
     worker.kill('SIGKILL');
-    const { stdout } = await run(process.execPath, [path.join(root, 'bin/volt.mjs'), 'report', 'e2e-run'], { cwd: root, env: { ...process.env, ...stack.vars } });
+    const { stdout } = await run(process.execPath, [path.join(root, 'bin/volt.mjs'), 'report', 'e2e-run'], {
+      cwd: root,
+      env: { ...process.env, ...stack.vars },
+    });
     const dir = path.join(stack.env.dataDir, 'reports', 'e2e-run');
     assert.deepEqual(stdout.trim().split('\n'), [path.join(dir, 'index.html'), path.join(dir, 'curve.png')]);
     assert.equal((await readFile(path.join(dir, 'curve.png'))).subarray(1, 4).toString(), 'PNG');

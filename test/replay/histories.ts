@@ -16,7 +16,11 @@ export interface RecordedHistory {
 }
 
 /** Fetch the histories of every closed Volt workflow of these types on the server; with `save`, write them as replay fixtures. */
-export async function recordHistories(client: Client, save: boolean, types = ['trainingRun', 'trainingIteration', 'evaluation']): Promise<RecordedHistory[]> {
+export async function recordHistories(
+  client: Client,
+  save: boolean,
+  types = ['trainingRun', 'trainingIteration', 'evaluation'],
+): Promise<RecordedHistory[]> {
   const out: RecordedHistory[] = [];
   const query = `WorkflowType IN (${types.map((t) => `'${t}'`).join(', ')}) AND ExecutionStatus != 'Running'`;
   for await (const w of client.workflow.list({ query })) {
@@ -26,7 +30,8 @@ export async function recordHistories(client: Client, save: boolean, types = ['t
   if (save) {
     mkdirSync(HISTORIES_DIR, { recursive: true });
     // The Temporal CLI's JSON form (`temporal workflow show --output json`), so files are readable and portable.
-    for (const h of out) writeFileSync(path.join(HISTORIES_DIR, `${h.workflowId}--${h.runId}.json`), historyToJSON(h.history as History));
+    for (const h of out)
+      writeFileSync(path.join(HISTORIES_DIR, `${h.workflowId}--${h.runId}.json`), historyToJSON(h.history as History));
   }
   return out;
 }
@@ -40,13 +45,20 @@ export function loadRecordedHistories(): RecordedHistory[] {
   }
   return files.map((f) => {
     const [workflowId = '', runId = ''] = f.replace(/\.json$/, '').split('--');
-    return { workflowId, runId, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES_DIR, f), 'utf8'))) };
+    return {
+      workflowId,
+      runId,
+      history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES_DIR, f), 'utf8'))),
+    };
   });
 }
 
 /** Replay with the current workflow code; any non-determinism fails with the workflow id that broke. */
 export async function replayAll(histories: RecordedHistory[]): Promise<void> {
-  const results = Worker.runReplayHistories({ workflowsPath: WORKFLOWS_PATH }, histories.map((h) => ({ workflowId: h.workflowId, history: h.history as never })));
+  const results = Worker.runReplayHistories(
+    { workflowsPath: WORKFLOWS_PATH },
+    histories.map((h) => ({ workflowId: h.workflowId, history: h.history as never })),
+  );
   const failures: string[] = [];
   for await (const r of results) if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
   // Several executions share a workflow id (continue-as-new); the SDK reports them by id, which is enough to find them.

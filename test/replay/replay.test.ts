@@ -11,8 +11,18 @@ describe('workflow replay', () => {
   it('replays every recorded history with the current workflow code', async () => {
     const histories = loadRecordedHistories();
     assert.ok(histories.length >= 4, `expected recorded histories in test/replay/histories, found ${histories.length}`);
-    const types = new Set(histories.map((h) => (h.history as { events?: { workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }[] }).events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name));
-    for (const t of ['trainingRun', 'trainingIteration', 'evaluation', 'promptOptimization']) assert.ok(types.has(t), `a ${t} history is recorded`);
+    const types = new Set(
+      histories.map(
+        (h) =>
+          (
+            h.history as {
+              events?: { workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }[];
+            }
+          ).events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name,
+      ),
+    );
+    for (const t of ['trainingRun', 'trainingIteration', 'evaluation', 'promptOptimization'])
+      assert.ok(types.has(t), `a ${t} history is recorded`);
     await replayAll(histories);
   });
 });

@@ -27,7 +27,11 @@ describe('run report from a real object store', { timeout: 120_000 }, () => {
     await store.putJson(keys.evaluation(RUN_ID, 0, 'base'), baseEval);
     await store.putJson(keys.rewards(RUN_ID, 1), lastRewards);
     await store.putJson(keys.modelAlias(RUN_ID, 'best'), alias);
-    for (const s of spans) await store.putJson(keys.span({ runId: RUN_ID, iteration: 1, rolloutId: s.rolloutId, attempt: s.attempt }, s.seq), s);
+    for (const s of spans)
+      await store.putJson(
+        keys.span({ runId: RUN_ID, iteration: 1, rolloutId: s.rolloutId, attempt: s.attempt }, s.seq),
+        s,
+      );
     out = await mkdtemp(path.join(os.tmpdir(), 'volt-report-'));
   });
   after(async () => {
@@ -43,7 +47,10 @@ describe('run report from a real object store', { timeout: 120_000 }, () => {
     const [best, worst] = got.samples!.rollouts;
     assert.deepEqual([best?.label, best?.rolloutId, best?.attempt, best?.reward], ['best', 'g0-r1', 1, 0.9]);
     assert.deepEqual([worst?.label, worst?.rolloutId, worst?.reward], ['worst', 'g0-r0', 0.2]);
-    assert.deepEqual(best!.turns.map((t) => t.completion), ['Let me compute: CALC 6*7', 'ANSWER: 42']);
+    assert.deepEqual(
+      best!.turns.map((t) => t.completion),
+      ['Let me compute: CALC 6*7', 'ANSWER: 42'],
+    );
     assert.equal(best!.turns[1]!.messages.length, 4);
     assert.equal(worst!.turns.length, 1);
   });
@@ -55,13 +62,24 @@ describe('run report from a real object store', { timeout: 120_000 }, () => {
 
   it('writes index.html and a real PNG curve, escaping what the agent said', async () => {
     const data: ReportData = {
-      runId: RUN_ID, status, config: { model: 'smollm2-135m-instruct', iterations: 2, groupSize: 2, tasksPerIteration: 2, rewardKind: 'numeric_match' },
+      runId: RUN_ID,
+      status,
+      config: {
+        model: 'smollm2-135m-instruct',
+        iterations: 2,
+        groupSize: 2,
+        tasksPerIteration: 2,
+        rewardKind: 'numeric_match',
+      },
       timing: { state: 'COMPLETED', startedAt: '2026-11-30T10:00:00.000Z', closedAt: '2026-11-30T10:42:05.000Z' },
-      ...(await readStoreData(store, RUN_ID, 1)), generatedAt: '2026-11-30T11:00:00.000Z',
+      ...(await readStoreData(store, RUN_ID, 1)),
+      generatedAt: '2026-11-30T11:00:00.000Z',
     };
     const written = await writeReport(data, path.join(out, RUN_ID), python);
     assert.deepEqual(written, {
-      html: path.join(out, RUN_ID, 'index.html'), png: path.join(out, RUN_ID, 'curve.png'), curveJson: path.join(out, RUN_ID, 'curve.json'),
+      html: path.join(out, RUN_ID, 'index.html'),
+      png: path.join(out, RUN_ID, 'curve.png'),
+      curveJson: path.join(out, RUN_ID, 'curve.json'),
     });
     const png = await readFile(written.png);
     assert.deepEqual(png.subarray(0, 8), PNG_SIGNATURE);

@@ -32,8 +32,14 @@ export function scriptedPipeline(store: ObjectStore, gate: (runId: string, itera
       if (mode === 'train') await gate(config.runId, iteration);
       const ids = input.tasks.flatMap((t) => t.rolloutIds);
       for (const rolloutId of ids) {
-        const s = { ...span(rolloutId, 0, [{ role: 'user', content: `task of ${rolloutId}` }], `answer of ${rolloutId}`), runId: config.runId, iteration, attempt: 0, mode,
-          servedBy: { model: input.policy.name, version: input.policy.sha256?.slice(0, 12) ?? null } };
+        const s = {
+          ...span(rolloutId, 0, [{ role: 'user', content: `task of ${rolloutId}` }], `answer of ${rolloutId}`),
+          runId: config.runId,
+          iteration,
+          attempt: 0,
+          mode,
+          servedBy: { model: input.policy.name, version: input.policy.sha256?.slice(0, 12) ?? null },
+        };
         await store.putJson(keys.span({ runId: config.runId, iteration, rolloutId, attempt: 0 }, 0), s);
       }
       return { results: ids.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const })) };
@@ -41,25 +47,67 @@ export function scriptedPipeline(store: ObjectStore, gate: (runId: string, itera
     async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
       const { config, iteration, mode, label } = input;
       const rollouts: RewardsFile['rollouts'] = input.results.map((r, i) => ({
-        rolloutId: r.rolloutId, attempt: 0, taskId: `t${i}`, groupId: r.rolloutId.split('-')[0]!, outcome: r.outcome,
-        reward: mode === 'eval' ? Number(i < evalCorrect(label, iteration)) : trainReward(r.rolloutId), parts: {}, flags: [], error: null,
+        rolloutId: r.rolloutId,
+        attempt: 0,
+        taskId: `t${i}`,
+        groupId: r.rolloutId.split('-')[0]!,
+        outcome: r.outcome,
+        reward: mode === 'eval' ? Number(i < evalCorrect(label, iteration)) : trainReward(r.rolloutId),
+        parts: {},
+        flags: [],
+        error: null,
       }));
       const meanReward = rollouts.reduce((a, r) => a + r.reward!, 0) / rollouts.length;
       const rewardsKey = rewardsKeyFor(config, iteration, mode, label);
-      await store.putJson(rewardsKey, { mode, label, meanReward, scored: rollouts.length, infraFailed: 0, rollouts } satisfies RewardsFile);
-      return { meanReward, rewardSum: meanReward * rollouts.length, scored: rollouts.length, infraFailed: 0, unscored: [], rewardsKey };
+      await store.putJson(rewardsKey, {
+        mode,
+        label,
+        meanReward,
+        scored: rollouts.length,
+        infraFailed: 0,
+        rollouts,
+      } satisfies RewardsFile);
+      return {
+        meanReward,
+        rewardSum: meanReward * rollouts.length,
+        scored: rollouts.length,
+        infraFailed: 0,
+        unscored: [],
+        rewardsKey,
+      };
     },
     async buildBatch(input: { config: RunConfig; iteration: number }) {
       const samples = input.config.rollouts.groupSize * input.config.rollouts.tasksPerIteration;
-      return { samples, tokens: samples * 50, batchKey: keys.batch(input.config.runId, input.iteration), manifestKey: keys.batchManifest(input.config.runId, input.iteration), dropReasons: '' };
+      return {
+        samples,
+        tokens: samples * 50,
+        batchKey: keys.batch(input.config.runId, input.iteration),
+        manifestKey: keys.batchManifest(input.config.runId, input.iteration),
+        dropReasons: '',
+      };
     },
     async trainPolicy(input: { config: RunConfig; iteration: number }) {
       const sha256 = String(input.iteration).repeat(64);
-      const policy: PolicyRef = { name: `${input.config.runId}-it${input.iteration}`, checkpointKey: keys.checkpoint(sha256), sha256, iteration: input.iteration };
+      const policy: PolicyRef = {
+        name: `${input.config.runId}-it${input.iteration}`,
+        checkpointKey: keys.checkpoint(sha256),
+        sha256,
+        iteration: input.iteration,
+      };
       return { policy, metrics: { loss: 0.5 - input.iteration / 10, kl: 0.01 * (input.iteration + 1), steps: 1 } };
     },
-    async promoteCheckpoint(input: { config: RunConfig; iteration: number; policy: PolicyRef; score: number }): Promise<void> {
-      await writeAlias(store, input.config.runId, { policy: input.policy, score: input.score, iteration: input.iteration, at: new Date().toISOString() });
+    async promoteCheckpoint(input: {
+      config: RunConfig;
+      iteration: number;
+      policy: PolicyRef;
+      score: number;
+    }): Promise<void> {
+      await writeAlias(store, input.config.runId, {
+        policy: input.policy,
+        score: input.score,
+        iteration: input.iteration,
+        at: new Date().toISOString(),
+      });
     },
   };
 }

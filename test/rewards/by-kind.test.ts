@@ -3,10 +3,14 @@ import { describe, it } from 'node:test';
 import { countsByKind, formatByKind } from '../../src/rewards/by-kind.js';
 
 describe('evaluation counts per task kind', () => {
-  it('counts each kind\'s reward sum, scored and tasks; unscored rollouts count as tasks only', () => {
+  it("counts each kind's reward sum, scored and tasks; unscored rollouts count as tasks only", () => {
     const byKind = countsByKind([
-      { taskKind: 'word', reward: 1 }, { taskKind: 'plain', reward: 1 }, { taskKind: 'word', reward: 0 },
-      { taskKind: 'word', reward: null }, { taskKind: 'plain', reward: 0.5 }, { taskKind: null, reward: 1 },
+      { taskKind: 'word', reward: 1 },
+      { taskKind: 'plain', reward: 1 },
+      { taskKind: 'word', reward: 0 },
+      { taskKind: 'word', reward: null },
+      { taskKind: 'plain', reward: 0.5 },
+      { taskKind: null, reward: 1 },
     ]);
     assert.deepEqual(byKind, {
       '(none)': { rewardSum: 1, scored: 1, tasks: 1 },

@@ -9,16 +9,32 @@ import { startScriptedJudge } from './scripted-judge.js';
 const task = { id: 'essay-1', input: { prompt: 'Explain GRPO in one sentence.' } };
 const evidence = makeEvidence({ lastAssistantMessage: 'GRPO normalises rewards within a group of samples.' });
 let judge: Awaited<ReturnType<typeof startScriptedJudge>>;
-const spec = () => rewardSpecSchema.parse({ kind: 'llm_judge', baseUrl: judge.baseUrl, model: 'judge-model', rubric: 'Grade accuracy.', apiKeyEnv: 'JUDGE_KEY', timeoutMs: 2_000 });
+const spec = () =>
+  rewardSpecSchema.parse({
+    kind: 'llm_judge',
+    baseUrl: judge.baseUrl,
+    model: 'judge-model',
+    rubric: 'Grade accuracy.',
+    apiKeyEnv: 'JUDGE_KEY',
+    timeoutMs: 2_000,
+  });
 const judgeCtx = { ...ctx, env: { JUDGE_KEY: 'sk-judge' } };
 
 void describe('llm_judge reward against a scripted local judge', () => {
-  before(async () => { judge = await startScriptedJudge(); });
-  after(async () => { await judge.close(); });
+  before(async () => {
+    judge = await startScriptedJudge();
+  });
+  after(async () => {
+    await judge.close();
+  });
 
   void it('sends rubric, task and answer with the key, and scales the parsed score', async () => {
     judge.steps.push({ content: 'Mostly right but vague.\nSCORE: 7' });
-    assert.deepEqual(await scoreRollout(spec(), task, evidence, judgeCtx), { value: 0.7, parts: { llm_judge: 0.7 }, flags: [] });
+    assert.deepEqual(await scoreRollout(spec(), task, evidence, judgeCtx), {
+      value: 0.7,
+      parts: { llm_judge: 0.7 },
+      flags: [],
+    });
     const req = judge.received.at(-1)!;
     assert.equal(req.authorization, 'Bearer sk-judge');
     assert.equal(req.body.model, 'judge-model');
@@ -28,9 +44,16 @@ void describe('llm_judge reward against a scripted local judge', () => {
 
   void it('an unparseable answer is an infra failure, not a zero', async () => {
     judge.steps.push({ content: 'I would rather not grade this.' });
-    await assert.rejects(scoreRollout(spec(), task, evidence, judgeCtx), (e: unknown) => e instanceof RewardInfraError && /unparseable judge answer/.test(e.message));
+    await assert.rejects(
+      scoreRollout(spec(), task, evidence, judgeCtx),
+      (e: unknown) => e instanceof RewardInfraError && /unparseable judge answer/.test(e.message),
+    );
     judge.steps.push({ content: 'SCORE: 15' });
-    await assert.rejects(scoreRollout(spec(), task, evidence, judgeCtx), RewardInfraError, 'out of range is not a score');
+    await assert.rejects(
+      scoreRollout(spec(), task, evidence, judgeCtx),
+      RewardInfraError,
+      'out of range is not a score',
+    );
   });
 
   void it('HTTP failures, an unreachable judge and a missing key are infra failures', async () => {

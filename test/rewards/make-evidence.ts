@@ -2,7 +2,9 @@ import type { RolloutEvidence } from '../../src/rewards/types.js';
 import { rolloutResult } from '../batches/scored-rollouts.js';
 
 /** Evidence for one rollout with the given answer texts and extras, for reward tests. */
-export function makeEvidence(o: Partial<Omit<RolloutEvidence, 'result'>> & { outputText?: string | null } = {}): RolloutEvidence {
+export function makeEvidence(
+  o: Partial<Omit<RolloutEvidence, 'result'>> & { outputText?: string | null } = {},
+): RolloutEvidence {
   const result = { ...rolloutResult('run1', 0, 'r1', 'g1'), outputText: o.outputText ?? null };
   return {
     result,

@@ -10,7 +10,13 @@ import { ctx, makeEvidence } from './make-evidence.js';
 
 let dir: string;
 /** Act as the agent: run SQL against the workdir's database with Python's sqlite3. */
-const agentSql = (sql: string) => execFileSync(ctx.python, ['-c', 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()', path.join(dir, 'shop.db'), sql]);
+const agentSql = (sql: string) =>
+  execFileSync(ctx.python, [
+    '-c',
+    'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()',
+    path.join(dir, 'shop.db'),
+    sql,
+  ]);
 
 const task = {
   id: 'orders-1',
@@ -18,8 +24,12 @@ const task = {
   reference: { expectedRows: { shipped: [[2, 'shipped']], customers: [['Ann'], ['Bob'], ['Dana']] } },
 };
 const spec = rewardSpecSchema.parse({
-  kind: 'sqlite_state', database: 'shop.db',
-  queries: { shipped: "SELECT id, status FROM orders WHERE status = 'shipped'", customers: 'SELECT name FROM customers' },
+  kind: 'sqlite_state',
+  database: 'shop.db',
+  queries: {
+    shipped: "SELECT id, status FROM orders WHERE status = 'shipped'",
+    customers: 'SELECT name FROM customers',
+  },
 });
 const score = () => scoreRollout(spec, task, makeEvidence({ workdir: dir }), ctx);
 
@@ -29,10 +39,16 @@ void describe('sqlite_state reward (real SQLite via Python sqlite3)', () => {
     agentSql(`CREATE TABLE orders(id INTEGER PRIMARY KEY, status TEXT); INSERT INTO orders VALUES (1,'new'),(2,'new');
               CREATE TABLE customers(name TEXT); INSERT INTO customers VALUES ('Bob'),('Ann');`);
   });
-  after(async () => { await rm(dir, { recursive: true, force: true }); });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
 
   void it('scores the fraction of queries whose rows match, naming the mismatches', async () => {
-    assert.deepEqual(await score(), { value: 0, parts: { sqlite_state: 0 }, flags: ['mismatch:shipped', 'mismatch:customers'] });
+    assert.deepEqual(await score(), {
+      value: 0,
+      parts: { sqlite_state: 0 },
+      flags: ['mismatch:shipped', 'mismatch:customers'],
+    });
     agentSql("UPDATE orders SET status='shipped' WHERE id=2;");
     assert.deepEqual(await score(), { value: 0.5, parts: { sqlite_state: 0.5 }, flags: ['mismatch:customers'] });
     agentSql("INSERT INTO customers VALUES ('Dana');");
@@ -46,7 +62,11 @@ void describe('sqlite_state reward (real SQLite via Python sqlite3)', () => {
   });
 
   void it('opens the database read-only: a writing query fails and changes nothing', async () => {
-    const writer = rewardSpecSchema.parse({ kind: 'sqlite_state', database: 'shop.db', queries: { customers: "DELETE FROM customers RETURNING name" } });
+    const writer = rewardSpecSchema.parse({
+      kind: 'sqlite_state',
+      database: 'shop.db',
+      queries: { customers: 'DELETE FROM customers RETURNING name' },
+    });
     const r = await scoreRollout(writer, task, makeEvidence({ workdir: dir }), ctx);
     assert.deepEqual(r.flags, ['query_failed:customers']);
     assert.equal((await score()).value, 1);

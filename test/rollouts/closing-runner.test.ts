@@ -6,18 +6,41 @@ import type { RunnerResult } from '../../src/contracts/rollout.js';
 
 const spec = {
   ref: { runId: 'r', iteration: 0, rolloutId: 'g0-r0', attempt: 0 },
-  taskId: 't', groupId: 'g0', mode: 'train' as const, taskInput: {},
-  agent: { command: ['true'] }, gateway: { baseUrl: 'http://127.0.0.1:1/r/x/v1', token: 'tok-1' }, timeoutMs: 1000,
+  taskId: 't',
+  groupId: 'g0',
+  mode: 'train' as const,
+  taskInput: {},
+  agent: { command: ['true'] },
+  gateway: { baseUrl: 'http://127.0.0.1:1/r/x/v1', token: 'tok-1' },
+  timeoutMs: 1000,
 };
 
 function finished(outcome: RunnerResult['outcome']): RolloutRunner {
-  return { run: async (s) => ({ ref: s.ref, taskId: s.taskId, groupId: s.groupId, mode: 'train', outcome, exitCode: 1, signal: null, durationMs: 1, outputText: null, stdoutKey: 'a', stderrKey: 'b', detail: null, workdir: null }) };
+  return {
+    run: async (s) => ({
+      ref: s.ref,
+      taskId: s.taskId,
+      groupId: s.groupId,
+      mode: 'train',
+      outcome,
+      exitCode: 1,
+      signal: null,
+      durationMs: 1,
+      outputText: null,
+      stdoutKey: 'a',
+      stderrKey: 'b',
+      detail: null,
+      workdir: null,
+    }),
+  };
 }
 
 describe('closingRunner', () => {
-  it('closes the attempt\'s token and keeps the outcome when the model answered every call', async () => {
+  it("closes the attempt's token and keeps the outcome when the model answered every call", async () => {
     const closed: string[] = [];
-    const runner = closingRunner(finished('agent_failed'), { close: async (t) => (closed.push(t), { spans: 2, upstreamFailures: 0 }) });
+    const runner = closingRunner(finished('agent_failed'), {
+      close: async (t) => (closed.push(t), { spans: 2, upstreamFailures: 0 }),
+    });
     const r = await runner.run(spec, new AbortController().signal);
     assert.equal(r.outcome, 'agent_failed');
     assert.deepEqual(closed, ['tok-1']);
@@ -25,8 +48,14 @@ describe('closingRunner', () => {
 
   it('closes the token of an attempt that was cancelled (run cancelled, activity retried), and rethrows', async () => {
     const closed: string[] = [];
-    const cancelled: RolloutRunner = { run: async () => { throw new Error('rollout cancelled'); } };
-    const runner = closingRunner(cancelled, { close: async (t) => (closed.push(t), { spans: 0, upstreamFailures: 0 }) });
+    const cancelled: RolloutRunner = {
+      run: async () => {
+        throw new Error('rollout cancelled');
+      },
+    };
+    const runner = closingRunner(cancelled, {
+      close: async (t) => (closed.push(t), { spans: 0, upstreamFailures: 0 }),
+    });
     await assert.rejects(runner.run(spec, new AbortController().signal), /rollout cancelled/);
     assert.deepEqual(closed, ['tok-1']);
   });

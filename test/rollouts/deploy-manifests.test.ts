@@ -11,12 +11,21 @@ import { specFor } from './fixtures.js';
 
 const deployDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../deploy');
 
-interface Doc { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } }
+interface Doc {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+}
 
 async function loadDeploy(): Promise<{ file: string; doc: Doc }[]> {
   const files = (await readdir(deployDir, { recursive: true })).filter((f) => /\.ya?ml$/.test(f)).sort();
-  const docs = await Promise.all(files.map(async (file) =>
-    loadAllYaml(await readFile(path.join(deployDir, file), 'utf8')).filter(Boolean).map((doc) => ({ file, doc: doc as Doc }))));
+  const docs = await Promise.all(
+    files.map(async (file) =>
+      loadAllYaml(await readFile(path.join(deployDir, file), 'utf8'))
+        .filter(Boolean)
+        .map((doc) => ({ file, doc: doc as Doc })),
+    ),
+  );
   return docs.flat();
 }
 
@@ -28,7 +37,8 @@ async function modelFor(doc: Doc): Promise<new (d: unknown) => { validate(): voi
 
 void describe('deploy/ manifests', async () => {
   const docs = await loadDeploy();
-  const find = <T>(kind: string, name: string) => docs.find((d) => d.doc.kind === kind && d.doc.metadata.name === name)?.doc as T | undefined;
+  const find = <T>(kind: string, name: string) =>
+    docs.find((d) => d.doc.kind === kind && d.doc.metadata.name === name)?.doc as T | undefined;
 
   void it('parse and pass Kubernetes schema validation', async () => {
     assert.ok(docs.length >= 8, `only ${docs.length} documents found`);
@@ -42,18 +52,38 @@ void describe('deploy/ manifests', async () => {
   void it('put every namespaced object into a namespace that deploy/ defines', () => {
     const namespaces = new Set(docs.filter((d) => d.doc.kind === 'Namespace').map((d) => d.doc.metadata.name));
     for (const { file, doc } of docs.filter((d) => d.doc.metadata.namespace)) {
-      assert.ok(namespaces.has(doc.metadata.namespace as string), `${file}: unknown namespace ${doc.metadata.namespace}`);
+      assert.ok(
+        namespaces.has(doc.metadata.namespace as string),
+        `${file}: unknown namespace ${doc.metadata.namespace}`,
+      );
     }
   });
 
   void it('give every Service pods to select, and every workload a selector matching its own template', () => {
-    type Workload = Doc & { spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> } } } };
-    const workloads = docs.map((d) => d.doc).filter((d): d is Workload => ['Deployment', 'StatefulSet'].includes(d.kind));
-    const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
-    for (const w of workloads) assert.ok(matches(w.spec.selector.matchLabels, w.spec.template.metadata.labels), `${w.metadata.name}: selector`);
-    for (const svc of docs.map((d) => d.doc).filter((d) => d.kind === 'Service') as (Doc & { spec: { selector: Record<string, string> } })[]) {
-      assert.ok(workloads.some((w) => w.metadata.namespace === svc.metadata.namespace && matches(svc.spec.selector, w.spec.template.metadata.labels)),
-        `Service ${svc.metadata.name} selects no pods`);
+    type Workload = Doc & {
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        template: { metadata: { labels: Record<string, string> } };
+      };
+    };
+    const workloads = docs
+      .map((d) => d.doc)
+      .filter((d): d is Workload => ['Deployment', 'StatefulSet'].includes(d.kind));
+    const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
+      Object.entries(selector).every(([k, v]) => labels[k] === v);
+    for (const w of workloads)
+      assert.ok(matches(w.spec.selector.matchLabels, w.spec.template.metadata.labels), `${w.metadata.name}: selector`);
+    for (const svc of docs.map((d) => d.doc).filter((d) => d.kind === 'Service') as (Doc & {
+      spec: { selector: Record<string, string> };
+    })[]) {
+      assert.ok(
+        workloads.some(
+          (w) =>
+            w.metadata.namespace === svc.metadata.namespace &&
+            matches(svc.spec.selector, w.spec.template.metadata.labels),
+        ),
+        `Service ${svc.metadata.name} selects no pods`,
+      );
     }
   });
 
@@ -64,11 +94,14 @@ void describe('deploy/ manifests', async () => {
 
   void it('grant the runner exactly the calls KubeRunner makes, and no secrets', () => {
     const role = find<V1Role>('Role', 'volt-rollout-runner');
-    const verbs = (resource: string) => role?.rules?.filter((r) => r.resources?.includes(resource)).flatMap((r) => r.verbs) ?? [];
+    const verbs = (resource: string) =>
+      role?.rules?.filter((r) => r.resources?.includes(resource)).flatMap((r) => r.verbs) ?? [];
     assert.deepEqual(verbs('jobs').sort(), ['create', 'delete', 'get', 'list', 'watch']);
     assert.deepEqual(verbs('pods').sort(), ['get', 'list', 'watch']);
     assert.deepEqual(verbs('pods/log'), ['get']);
-    assert.ok(!role?.rules?.some((r) => r.resources?.some((x) => x === '*' || x === 'secrets') || r.verbs.includes('*')));
+    assert.ok(
+      !role?.rules?.some((r) => r.resources?.some((x) => x === '*' || x === 'secrets') || r.verbs.includes('*')),
+    );
   });
 
   void it('deny all traffic by default and let rollout pods (as the runner labels them) reach only the gateway and DNS', () => {
@@ -80,7 +113,8 @@ void describe('deploy/ manifests', async () => {
     const allow = find<V1NetworkPolicy>('NetworkPolicy', 'rollouts-to-gateway-and-dns');
     const job = buildRolloutJob(rolloutSpecSchema.parse(specFor(['a'])), kubeRunnerConfigSchema.parse({ image: 'x' }));
     const podLabels = job.spec?.template.metadata?.labels ?? {};
-    for (const [k, v] of Object.entries(allow?.spec?.podSelector?.matchLabels ?? {})) assert.equal(podLabels[k], v, `pods lack ${k}=${v}`);
+    for (const [k, v] of Object.entries(allow?.spec?.podSelector?.matchLabels ?? {}))
+      assert.equal(podLabels[k], v, `pods lack ${k}=${v}`);
     const ports = allow?.spec?.egress?.flatMap((e) => e.ports?.map((p) => `${p.protocol}/${p.port}`) ?? []);
     assert.deepEqual(ports, ['TCP/8400', 'UDP/53', 'TCP/53']);
   });

@@ -52,51 +52,120 @@ export class FakeKubeApi {
     const pod = this.podOf(jobName);
     pod.status = {
       phase: exitCode === 0 ? 'Succeeded' : 'Failed',
-      containerStatuses: [{ name: 'agent', image: 'x', imageID: '', ready: false, restartCount: 0,
-        state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error' } } }],
+      containerStatuses: [
+        {
+          name: 'agent',
+          image: 'x',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error' } },
+        },
+      ],
     };
     this.logs.set(pod.metadata?.name as string, log);
-    this.setJobCondition(jobName, exitCode === 0 ? 'Complete' : 'Failed', exitCode === 0 ? 'Completed' : 'BackoffLimitExceeded');
+    this.setJobCondition(
+      jobName,
+      exitCode === 0 ? 'Complete' : 'Failed',
+      exitCode === 0 ? 'Completed' : 'BackoffLimitExceeded',
+    );
   }
 
   /** A pod with a scoring step ran both containers: the agent (init, its wrapper always exits 0), then `score`. */
   finishScored(jobName: string, agentLog: string, scoreLog: string, scoreExit = 0): void {
     const pod = this.podOf(jobName);
-    const terminated = (name: string, exitCode: number) => ({ name, image: 'x', imageID: '', ready: false, restartCount: 0,
-      state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error' } } });
-    pod.status = { phase: scoreExit === 0 ? 'Succeeded' : 'Failed', initContainerStatuses: [terminated('agent', 0)], containerStatuses: [terminated('score', scoreExit)] };
+    const terminated = (name: string, exitCode: number) => ({
+      name,
+      image: 'x',
+      imageID: '',
+      ready: false,
+      restartCount: 0,
+      state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error' } },
+    });
+    pod.status = {
+      phase: scoreExit === 0 ? 'Succeeded' : 'Failed',
+      initContainerStatuses: [terminated('agent', 0)],
+      containerStatuses: [terminated('score', scoreExit)],
+    };
     this.logs.set(pod.metadata?.name as string, agentLog);
     this.logs.set(`${pod.metadata?.name as string}/score`, scoreLog);
-    this.setJobCondition(jobName, scoreExit === 0 ? 'Complete' : 'Failed', scoreExit === 0 ? 'Completed' : 'BackoffLimitExceeded');
+    this.setJobCondition(
+      jobName,
+      scoreExit === 0 ? 'Complete' : 'Failed',
+      scoreExit === 0 ? 'Completed' : 'BackoffLimitExceeded',
+    );
   }
 
   /** The pod's prepare step (task setup) exited with `exitCode`: the agent never ran, the Job failed. */
   failPrepare(jobName: string, exitCode: number, log: string): void {
     const pod = this.podOf(jobName);
-    pod.status = { phase: 'Failed', initContainerStatuses: [{ name: 'prepare', image: 'x', imageID: '', ready: false, restartCount: 0,
-      state: { terminated: { exitCode, reason: 'Error' } } }] };
+    pod.status = {
+      phase: 'Failed',
+      initContainerStatuses: [
+        {
+          name: 'prepare',
+          image: 'x',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { terminated: { exitCode, reason: 'Error' } },
+        },
+      ],
+    };
     this.logs.set(`${pod.metadata?.name as string}/prepare`, log);
     this.setJobCondition(jobName, 'Failed', 'BackoffLimitExceeded');
   }
 
   evict(jobName: string): void {
-    this.podOf(jobName).status = { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' };
+    this.podOf(jobName).status = {
+      phase: 'Failed',
+      reason: 'Evicted',
+      message: 'The node was low on resource: memory.',
+    };
     this.setJobCondition(jobName, 'Failed', 'BackoffLimitExceeded');
   }
 
   exceedDeadline(jobName: string): void {
-    this.podOf(jobName).status = { phase: 'Failed', containerStatuses: [{ name: 'agent', image: 'x', imageID: '', ready: false,
-      restartCount: 0, state: { terminated: { exitCode: 137, reason: 'Error' } } }] };
+    this.podOf(jobName).status = {
+      phase: 'Failed',
+      containerStatuses: [
+        {
+          name: 'agent',
+          image: 'x',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { terminated: { exitCode: 137, reason: 'Error' } },
+        },
+      ],
+    };
     this.setJobCondition(jobName, 'Failed', 'DeadlineExceeded', 'Job was active longer than specified deadline');
   }
 
   failImagePull(jobName: string): void {
-    this.podOf(jobName).status = { phase: 'Pending', containerStatuses: [{ name: 'agent', image: 'x', imageID: '', ready: false,
-      restartCount: 0, state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image "registry.invalid/agent:1"' } } }] };
+    this.podOf(jobName).status = {
+      phase: 'Pending',
+      containerStatuses: [
+        {
+          name: 'agent',
+          image: 'x',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: {
+            waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image "registry.invalid/agent:1"' },
+          },
+        },
+      ],
+    };
   }
 
   loseNode(jobName: string): void {
-    this.podOf(jobName).status = { phase: 'Unknown', reason: 'NodeLost', message: 'Node node-1 which was running pod is unresponsive' };
+    this.podOf(jobName).status = {
+      phase: 'Unknown',
+      reason: 'NodeLost',
+      message: 'Node node-1 which was running pod is unresponsive',
+    };
   }
 
   private setJobCondition(jobName: string, type: string, reason: string, message = ''): void {
@@ -114,7 +183,15 @@ export class FakeKubeApi {
     };
     const status = (code: number, reason: string, message: string) => {
       if (code >= 400) this.rejected.push({ code, message });
-      send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: code < 400 ? 'Success' : 'Failure', message, reason, code });
+      send(code, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: code < 400 ? 'Success' : 'Failure',
+        message,
+        reason,
+        code,
+      });
     };
     if (req.headers.authorization !== `Bearer ${this.token}`) return status(401, 'Unauthorized', 'Unauthorized');
     const failure = this.failures.shift();
@@ -143,9 +220,13 @@ export class FakeKubeApi {
       if (req.method === 'GET') return send(200, job);
       if (req.method === 'DELETE') {
         const body = raw ? (JSON.parse(raw) as { propagationPolicy?: string }) : {};
-        this.deletes.push({ name: jobs[2], propagationPolicy: url.searchParams.get('propagationPolicy') ?? body.propagationPolicy ?? null });
+        this.deletes.push({
+          name: jobs[2],
+          propagationPolicy: url.searchParams.get('propagationPolicy') ?? body.propagationPolicy ?? null,
+        });
         this.jobs.delete(jobs[2]);
-        for (const [name, pod] of this.pods) if (pod.metadata?.labels?.['batch.kubernetes.io/job-name'] === jobs[2]) this.pods.delete(name);
+        for (const [name, pod] of this.pods)
+          if (pod.metadata?.labels?.['batch.kubernetes.io/job-name'] === jobs[2]) this.pods.delete(name);
         return status(200, '', 'deleted');
       }
     }
@@ -156,17 +237,29 @@ export class FakeKubeApi {
     }
     if (podLog && req.method === 'GET') {
       const container = url.searchParams.get('container');
-      const log = (container && container !== 'agent' ? this.logs.get(`${podLog[2] as string}/${container}`) : undefined) ?? this.logs.get(podLog[2] as string);
+      const log =
+        (container && container !== 'agent' ? this.logs.get(`${podLog[2] as string}/${container}`) : undefined) ??
+        this.logs.get(podLog[2] as string);
       if (log === undefined) return status(404, 'NotFound', `pods "${podLog[2]}" not found`);
       const limit = Number(url.searchParams.get('limitBytes') ?? Infinity);
       const tailLines = url.searchParams.get('tailLines');
-      const lines = tailLines ? log.split(/(?<=\n)/).slice(-Number(tailLines)).join('') : log;
+      const lines = tailLines
+        ? log
+            .split(/(?<=\n)/)
+            .slice(-Number(tailLines))
+            .join('')
+        : log;
       return send(200, Buffer.from(lines).subarray(0, limit).toString(), 'text/plain');
     }
     return status(404, 'NotFound', `fake: no route ${req.method} ${url.pathname}`);
   }
 
-  private createJob(namespace: string, raw: string, send: (c: number, b: unknown) => void, status: (c: number, r: string, m: string) => void): void {
+  private createJob(
+    namespace: string,
+    raw: string,
+    send: (c: number, b: unknown) => void,
+    status: (c: number, r: string, m: string) => void,
+  ): void {
     const body = JSON.parse(raw) as V1Job;
     try {
       new Job(body as ConstructorParameters<typeof Job>[0]).validate();
@@ -174,23 +267,40 @@ export class FakeKubeApi {
       return status(422, 'Invalid', `Job is invalid: ${(e as Error).message}`);
     }
     const name = body.metadata?.name ?? '';
-    const labelProblems = Object.entries({ ...body.metadata?.labels, ...body.spec?.template.metadata?.labels })
-      .filter(([k, v]) => !/^([a-z0-9.-]{1,253}\/)?[A-Za-z0-9]([\w.-]{0,61}[A-Za-z0-9])?$/.test(k) || !/^([A-Za-z0-9]([\w.-]{0,61}[A-Za-z0-9])?)?$/.test(v));
+    const labelProblems = Object.entries({ ...body.metadata?.labels, ...body.spec?.template.metadata?.labels }).filter(
+      ([k, v]) =>
+        !/^([a-z0-9.-]{1,253}\/)?[A-Za-z0-9]([\w.-]{0,61}[A-Za-z0-9])?$/.test(k) ||
+        !/^([A-Za-z0-9]([\w.-]{0,61}[A-Za-z0-9])?)?$/.test(v),
+    );
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name) || labelProblems.length) {
       return status(422, 'Invalid', `Job "${name}" is invalid: name or labels ${JSON.stringify(labelProblems)}`);
     }
-    if (body.metadata?.namespace && body.metadata.namespace !== namespace) return status(400, 'BadRequest', 'namespace mismatch');
+    if (body.metadata?.namespace && body.metadata.namespace !== namespace)
+      return status(400, 'BadRequest', 'namespace mismatch');
     const violations = restrictedViolations(body.spec?.template.spec);
-    if (violations.length) return status(403, 'Forbidden', `violates PodSecurity "restricted:latest": ${violations.join(', ')}`);
+    if (violations.length)
+      return status(403, 'Forbidden', `violates PodSecurity "restricted:latest": ${violations.join(', ')}`);
     if (this.jobs.has(name)) return status(409, 'AlreadyExists', `jobs.batch "${name}" already exists`);
     const uid = randomUUID();
     const created = new Date().toISOString();
-    const job: V1Job = { ...body, metadata: { ...body.metadata, namespace, uid, creationTimestamp: created as unknown as Date }, status: {} };
+    const job: V1Job = {
+      ...body,
+      metadata: { ...body.metadata, namespace, uid, creationTimestamp: created as unknown as Date },
+      status: {},
+    };
     this.jobs.set(name, job);
     const podName = `${name.slice(0, 57)}-${randomBytes(3).toString('hex').slice(0, 5)}`;
     this.pods.set(podName, {
-      metadata: { name: podName, namespace, creationTimestamp: created as unknown as Date,
-        labels: { ...body.spec?.template.metadata?.labels, 'batch.kubernetes.io/job-name': name, 'batch.kubernetes.io/controller-uid': uid } },
+      metadata: {
+        name: podName,
+        namespace,
+        creationTimestamp: created as unknown as Date,
+        labels: {
+          ...body.spec?.template.metadata?.labels,
+          'batch.kubernetes.io/job-name': name,
+          'batch.kubernetes.io/controller-uid': uid,
+        },
+      },
       spec: body.spec?.template.spec,
       status: { phase: 'Pending' },
     });

@@ -11,7 +11,12 @@ export const agentsDir = path.join(path.dirname(fileURLToPath(import.meta.url)),
 export const agent = (name: string) => path.join(agentsDir, name);
 
 /** A real S3 server (rclone) with the object store and the rollout log sink over it. */
-export async function startLogStore(): Promise<{ store: ObjectStore; sink: LogSink; read(key: string): Promise<Buffer>; stop(): Promise<void> }> {
+export async function startLogStore(): Promise<{
+  store: ObjectStore;
+  sink: LogSink;
+  read(key: string): Promise<Buffer>;
+  stop(): Promise<void>;
+}> {
   const services = await startTestServices({ s3: true });
   const store = createObjectStore(services.s3);
   return { store, sink: objectStoreLogSink(store), read: (key) => store.getBytes(key), stop: services.stop };

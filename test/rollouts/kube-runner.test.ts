@@ -25,7 +25,13 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
   let kc: KubeConfig;
   let s3: Awaited<ReturnType<typeof startLogStore>>;
   let runner: KubeRunner;
-  const config = { image: 'registry.invalid/agent:1', pollIntervalMs: 20, createsPerSecond: 1000, createBurst: 100, maxApiErrors: 3 };
+  const config = {
+    image: 'registry.invalid/agent:1',
+    pollIntervalMs: 20,
+    createsPerSecond: 1000,
+    createBurst: 100,
+    maxApiErrors: 3,
+  };
   void before(async () => {
     const server = await fake.start();
     kc = new KubeConfig();
@@ -70,12 +76,28 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     const c = pod?.containers[0];
     assert.deepEqual(c?.securityContext?.capabilities?.drop, ['ALL']);
     assert.equal(c?.securityContext?.readOnlyRootFilesystem, true);
-    assert.deepEqual(c?.env?.map((e) => e.name).sort(), ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'HOME', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'TMPDIR', 'VOLT_TASK', 'VOLT_TASK_FILE']);
+    assert.deepEqual(c?.env?.map((e) => e.name).sort(), [
+      'ANTHROPIC_API_KEY',
+      'ANTHROPIC_BASE_URL',
+      'HOME',
+      'OPENAI_API_KEY',
+      'OPENAI_BASE_URL',
+      'TMPDIR',
+      'VOLT_TASK',
+      'VOLT_TASK_FILE',
+    ]);
     const value = (name: string) => c?.env?.find((e) => e.name === name)?.value;
     assert.equal(value('ANTHROPIC_API_KEY'), value('OPENAI_API_KEY'));
     assert.equal(value('ANTHROPIC_BASE_URL'), value('OPENAI_BASE_URL')!.replace(/\/v1$/, ''));
-    assert.equal(job.spec?.template.metadata?.annotations?.['volt.dev/task'], JSON.stringify({ id: 'task-7', input: { question: 'What is 2+2?' } }));
-    assert.deepEqual(fake.deletes.filter((d) => d.name === name), [], 'a finished Job is left to its TTL');
+    assert.equal(
+      job.spec?.template.metadata?.annotations?.['volt.dev/task'],
+      JSON.stringify({ id: 'task-7', input: { question: 'What is 2+2?' } }),
+    );
+    assert.deepEqual(
+      fake.deletes.filter((d) => d.name === name),
+      [],
+      'a finished Job is left to its TTL',
+    );
   });
 
   void it('maps a non-zero agent exit to agent_failed, keeping head and tail of a long log', async () => {
@@ -99,7 +121,10 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     const pull = await drive('pull', (n) => fake.failImagePull(n));
     assert.equal(pull.result.outcome, 'infra_failed');
     assert.match(pull.result.detail ?? '', /ImagePullBackOff/);
-    assert.deepEqual(fake.deletes.find((d) => d.name === pull.name), { name: pull.name, propagationPolicy: 'Background' });
+    assert.deepEqual(
+      fake.deletes.find((d) => d.name === pull.name),
+      { name: pull.name, propagationPolicy: 'Background' },
+    );
   });
 
   void it('maps an exceeded activeDeadlineSeconds to timed_out', async () => {
@@ -127,20 +152,32 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     await created(fake, name);
     controller.abort(new Error('run cancelled'));
     await assert.rejects(running, { name: 'AbortError' });
-    assert.deepEqual(fake.deletes.find((d) => d.name === name), { name, propagationPolicy: 'Background' });
+    assert.deepEqual(
+      fake.deletes.find((d) => d.name === name),
+      { name, propagationPolicy: 'Background' },
+    );
     assert.equal(fake.jobs.has(name), false);
   });
 
   void it('retries an evicted rollout as a new Job with a new token', async () => {
-    const register = async (r: RolloutRef) => ({ baseUrl: `http://gateway.volt:8400/r/tok-${r.attempt}/v1`, token: `tok-${r.attempt}` });
+    const register = async (r: RolloutRef) => ({
+      baseUrl: `http://gateway.volt:8400/r/tok-${r.attempt}/v1`,
+      token: `tok-${r.attempt}`,
+    });
     const spec = specFor(['agent'], { ref: ref('retry') });
     const done = runWithRetries(runner, spec, { maxAttempts: 3, register, signal: new AbortController().signal });
     await created(fake, jobName(ref('retry', 0)));
     fake.evict(jobName(ref('retry', 0)));
     const second = await created(fake, jobName(ref('retry', 1)));
-    assert.equal(second.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === 'OPENAI_API_KEY')?.value, 'tok-1');
+    assert.equal(
+      second.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === 'OPENAI_API_KEY')?.value,
+      'tok-1',
+    );
     fake.finish(jobName(ref('retry', 1)), 0);
-    assert.deepEqual((await done).map((r) => r.outcome), ['infra_failed', 'succeeded']);
+    assert.deepEqual(
+      (await done).map((r) => r.outcome),
+      ['infra_failed', 'succeeded'],
+    );
   });
 
   void it('watches many running Jobs with one LIST of Jobs and one of pods per poll, not one call per Job', async () => {
@@ -151,19 +188,34 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     await Promise.all(ids.map((id) => created(fake, jobName(ref(id)))));
     await sleep(200);
     for (const id of ids) fake.finish(jobName(ref(id)), 0);
-    assert.deepEqual((await Promise.all(runs)).map((r) => r.outcome), ids.map(() => 'succeeded'));
+    assert.deepEqual(
+      (await Promise.all(runs)).map((r) => r.outcome),
+      ids.map(() => 'succeeded'),
+    );
     const polls = Math.ceil((performance.now() - t0) / config.pollIntervalMs) + 1;
     const calls = fake.requests.slice(before);
     const lists = calls.filter((c) => c === 'GET /apis/batch/v1/namespaces/volt-rollouts/jobs').length;
     assert.ok(lists <= polls, `${lists} Job LISTs for at most ${polls} polls`);
-    assert.equal(calls.filter((c) => /^GET \/apis\/batch\/v1\/namespaces\/[^/]+\/jobs\/./.test(c)).length, 0, 'no per-Job GETs');
+    assert.equal(
+      calls.filter((c) => /^GET \/apis\/batch\/v1\/namespaces\/[^/]+\/jobs\/./.test(c)).length,
+      0,
+      'no per-Job GETs',
+    );
   });
 
   void it('the fake rejects a Job that fails schema validation with a 422 Status', async () => {
     const batch = kc.makeApiClient(BatchV1Api);
-    const bad = { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'bad' }, spec: { template: { spec: { containers: [{ image: 'x' }] } } } };
-    await assert.rejects(batch.createNamespacedJob({ namespace: 'volt-rollouts', body: bad as V1Job }),
-      (e: unknown) => e instanceof ApiException && e.code === 422 && /must have required property name/.test(String(e.body)));
+    const bad = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'bad' },
+      spec: { template: { spec: { containers: [{ image: 'x' }] } } },
+    };
+    await assert.rejects(
+      batch.createNamespacedJob({ namespace: 'volt-rollouts', body: bad as V1Job }),
+      (e: unknown) =>
+        e instanceof ApiException && e.code === 422 && /must have required property name/.test(String(e.body)),
+    );
   });
 
   void it('rate-limits Job creation with a token bucket', async () => {
@@ -173,8 +225,13 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     const jobs = await Promise.all(ids.map((id) => created(fake, jobName(ref(id)))));
     for (const id of ids) fake.finish(jobName(ref(id)), 0);
     await Promise.all(runs);
-    const times = jobs.map((j) => new Date(j.metadata?.creationTimestamp as unknown as string).getTime()).sort((a, b) => a - b);
+    const times = jobs
+      .map((j) => new Date(j.metadata?.creationTimestamp as unknown as string).getTime())
+      .sort((a, b) => a - b);
     // Burst 1 at 10/s: four creations span at least three refill intervals of 100 ms.
-    assert.ok((times[3] as number) - (times[0] as number) >= 280, `4 creations took only ${(times[3] as number) - (times[0] as number)} ms`);
+    assert.ok(
+      (times[3] as number) - (times[0] as number) >= 280,
+      `4 creations took only ${(times[3] as number) - (times[0] as number)} ms`,
+    );
   });
 });

@@ -29,11 +29,17 @@ void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
     const server = await fake.start();
     const kc = new KubeConfig();
     kc.loadFromOptions({
-      clusters: [{ name: 'fake', server, skipTLSVerify: true }], users: [{ name: 'volt', token: fake.token }],
-      contexts: [{ name: 'fake', cluster: 'fake', user: 'volt' }], currentContext: 'fake',
+      clusters: [{ name: 'fake', server, skipTLSVerify: true }],
+      users: [{ name: 'volt', token: fake.token }],
+      contexts: [{ name: 'fake', cluster: 'fake', user: 'volt' }],
+      currentContext: 'fake',
     });
     s3 = await startLogStore();
-    runner = new KubeRunner(kc, { image: 'registry.invalid/agent:1', pollIntervalMs: 20, createsPerSecond: 1000, createBurst: 100 }, s3.sink);
+    runner = new KubeRunner(
+      kc,
+      { image: 'registry.invalid/agent:1', pollIntervalMs: 20, createsPerSecond: 1000, createBurst: 100 },
+      s3.sink,
+    );
     dir = await tempDir('kube-pod');
   });
   after(async () => {
@@ -49,7 +55,11 @@ void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
 
   void it('runs the checks after the agent in the pod, with hidden files the agent never had, and reports them with the outcome', async () => {
     // The agent writes its answer and a file the check wants, looks for the hidden files, and exits 3.
-    const agent = ['/bin/sh', '-c', 'echo 42 > "$VOLT_OUTPUT_FILE"; touch fixed.txt; ls /volt/hidden hidden_tests 2>&1 | head -3; cat /volt/task/task.json; exit 3'];
+    const agent = [
+      '/bin/sh',
+      '-c',
+      'echo 42 > "$VOLT_OUTPUT_FILE"; touch fixed.txt; ls /volt/hidden hidden_tests 2>&1 | head -3; cat /volt/task/task.json; exit 3',
+    ];
     const spec = specFor(agent, {
       ref: { runId: 'run-k', iteration: 0, rolloutId: 'scored', attempt: 0 },
       hiddenFiles: { 'hidden_tests/check.txt': 'HIDDEN-CONTENT\n' },
@@ -67,13 +77,27 @@ void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
     const name = jobName(spec.ref);
     const job = await created(name);
     const pod = job.spec!.template.spec!;
-    assert.deepEqual(pod.initContainers?.map((c) => c.name), ['agent']);
-    assert.deepEqual(pod.containers.map((c) => c.name), ['score']);
-    assert.ok(!pod.initContainers![0]!.volumeMounts!.some((m) => m.name === 'hidden'), 'the agent never mounts the hidden files');
-    assert.equal(pod.initContainers![0]!.env!.find((e) => e.name === 'VOLT_OUTPUT_FILE')?.value, '/volt/out/output.txt');
+    assert.deepEqual(
+      pod.initContainers?.map((c) => c.name),
+      ['agent'],
+    );
+    assert.deepEqual(
+      pod.containers.map((c) => c.name),
+      ['score'],
+    );
+    assert.ok(
+      !pod.initContainers![0]!.volumeMounts!.some((m) => m.name === 'hidden'),
+      'the agent never mounts the hidden files',
+    );
+    assert.equal(
+      pod.initContainers![0]!.env!.find((e) => e.name === 'VOLT_OUTPUT_FILE')?.value,
+      '/volt/out/output.txt',
+    );
     assert.equal(JSON.stringify(pod.initContainers![0]!.env).includes('HIDDEN-CONTENT'), false);
 
-    const { logs: { agent: agentLog = '', score: scoreLog = '' } } = await playPod(job, dir);
+    const {
+      logs: { agent: agentLog = '', score: scoreLog = '' },
+    } = await playPod(job, dir);
     assert.match(agentLog, /No such file or directory/);
     assert.doesNotMatch(agentLog, /HIDDEN-CONTENT/);
     fake.finishScored(name, agentLog, scoreLog);
@@ -89,10 +113,15 @@ void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
 
   void it('a pod whose scoring step never reported is infra_failed, not a score', async () => {
     const spec = specFor(['/bin/true'], {
-      ref: { runId: 'run-k', iteration: 0, rolloutId: 'silent', attempt: 0 }, scoringCommands: [{ argv: CHECK, timeoutMs: 10_000 }],
+      ref: { runId: 'run-k', iteration: 0, rolloutId: 'silent', attempt: 0 },
+      scoringCommands: [{ argv: CHECK, timeoutMs: 10_000 }],
     });
     let called = false;
-    const running = runner.run(spec, new AbortController().signal, { afterAgent: async () => { called = true; } });
+    const running = runner.run(spec, new AbortController().signal, {
+      afterAgent: async () => {
+        called = true;
+      },
+    });
     const name = jobName(spec.ref);
     await created(name);
     // Whatever the agent printed, without the Job's nonce it is not the step's report.
@@ -109,7 +138,10 @@ void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
     const name = jobName(spec.ref);
     const job = await created(name);
     assert.equal(job.spec?.template.spec?.initContainers, undefined);
-    assert.deepEqual(job.spec?.template.spec?.containers.map((c) => c.name), ['agent']);
+    assert.deepEqual(
+      job.spec?.template.spec?.containers.map((c) => c.name),
+      ['agent'],
+    );
     fake.finish(name, 0);
     assert.equal((await running).outcome, 'succeeded');
   });

@@ -48,7 +48,12 @@ void describe('LocalRunner stopping agents', () => {
 
   void it('abort kills the whole group and rejects with AbortError', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink, killGraceMs: 300 });
-    const spec = specFor([agent('hang-fork.sh')], { timeoutMs: 60_000, keepWorkdir: true, sandbox: 'none', ref: { runId: 'run-1', iteration: 0, rolloutId: 'abort-me', attempt: 0 } });
+    const spec = specFor([agent('hang-fork.sh')], {
+      timeoutMs: 60_000,
+      keepWorkdir: true,
+      sandbox: 'none',
+      ref: { runId: 'run-1', iteration: 0, rolloutId: 'abort-me', attempt: 0 },
+    });
     const controller = new AbortController();
     const running = runner.run(spec, controller.signal);
     const workdir = path.join(root, 'run-1', '000000', 'abort-me', 'attempt-0', 'work');
@@ -62,7 +67,11 @@ void describe('LocalRunner stopping agents', () => {
 
   void it('an agent that exits leaves no background child behind', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink });
-    const spec = specFor(['/bin/sh', '-c', 'sleep 600 & echo $! > bg; echo $$ >> bg'], { keepWorkdir: true, sandbox: 'none', ref: { runId: 'run-1', iteration: 0, rolloutId: 'bg', attempt: 0 } });
+    const spec = specFor(['/bin/sh', '-c', 'sleep 600 & echo $! > bg; echo $$ >> bg'], {
+      keepWorkdir: true,
+      sandbox: 'none',
+      ref: { runId: 'run-1', iteration: 0, rolloutId: 'bg', attempt: 0 },
+    });
     const result = await runner.run(spec, new AbortController().signal);
     assert.equal(result.outcome, 'succeeded');
     const pids = (await readFile(path.join(result.workdir as string, 'bg'), 'utf8')).trim().split('\n').map(Number);
@@ -71,19 +80,33 @@ void describe('LocalRunner stopping agents', () => {
 
   void it('kills a descendant that escaped the group with setsid but still holds the pipes', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink, drainMs: 300 });
-    const script = 'setsid sh -c \'echo $$ > escaped; exec sleep 600\' & sleep 0.2; echo started';
-    const spec = specFor(['/bin/sh', '-c', script], { keepWorkdir: true, sandbox: 'none', ref: { runId: 'run-1', iteration: 0, rolloutId: 'escape', attempt: 0 } });
+    const script = "setsid sh -c 'echo $$ > escaped; exec sleep 600' & sleep 0.2; echo started";
+    const spec = specFor(['/bin/sh', '-c', script], {
+      keepWorkdir: true,
+      sandbox: 'none',
+      ref: { runId: 'run-1', iteration: 0, rolloutId: 'escape', attempt: 0 },
+    });
     const result = await runner.run(spec, new AbortController().signal);
     assert.equal(result.outcome, 'succeeded');
     const pid = Number((await readFile(path.join(result.workdir as string, 'escaped'), 'utf8')).trim());
     assert.match(result.detail ?? '', new RegExp(`killed escaped processes .*\\b${pid}\\b`));
     await sleep(50);
-    assert.deepEqual((await listProcesses()).filter((p) => p.pid === pid && p.state !== 'Z'), []);
+    assert.deepEqual(
+      (await listProcesses()).filter((p) => p.pid === pid && p.state !== 'Z'),
+      [],
+    );
   });
 
   void it('keeps head and tail of a 200 MiB stdout flood with bounded memory', async () => {
-    const runner = new LocalRunner({ root, logs: s3.sink, parentEnv: { ...process.env, FLOOD_BYTES: String(200 * 1024 * 1024) } });
-    const spec = specFor([agent('flood.sh')], { envAllowList: ['PATH', 'FLOOD_BYTES'], ref: { runId: 'run-1', iteration: 0, rolloutId: 'flood', attempt: 0 } });
+    const runner = new LocalRunner({
+      root,
+      logs: s3.sink,
+      parentEnv: { ...process.env, FLOOD_BYTES: String(200 * 1024 * 1024) },
+    });
+    const spec = specFor([agent('flood.sh')], {
+      envAllowList: ['PATH', 'FLOOD_BYTES'],
+      ref: { runId: 'run-1', iteration: 0, rolloutId: 'flood', attempt: 0 },
+    });
     global.gc?.();
     const baseline = process.memoryUsage().rss;
     let peak = baseline;

@@ -27,10 +27,15 @@ void describe('LocalRunner', () => {
       req.on('end', () => {
         Object.assign(seen, { url: req.url, auth: req.headers.authorization, body: JSON.parse(raw) });
         res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({
-          id: 'c1', object: 'chat.completion', created: 1, model: 'policy',
-          choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: '4' } }],
-        }));
+        res.end(
+          JSON.stringify({
+            id: 'c1',
+            object: 'chat.completion',
+            created: 1,
+            model: 'policy',
+            choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: '4' } }],
+          }),
+        );
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -63,20 +68,51 @@ void describe('LocalRunner', () => {
 
   void it('passes only allow-listed variables and the contract, never operator secrets', async () => {
     const parentEnv: NodeJS.ProcessEnv = {
-      ...process.env, VOLT_GATEWAY_ADMIN_KEY: 'admin-secret-1', VOLT_S3_SECRET_KEY: 's3-secret-1',
-      VOLT_S3_ACCESS_KEY: 's3-access', AWS_SECRET_ACCESS_KEY: 'aws-secret', LANG: 'C.UTF-8',
+      ...process.env,
+      VOLT_GATEWAY_ADMIN_KEY: 'admin-secret-1',
+      VOLT_S3_SECRET_KEY: 's3-secret-1',
+      VOLT_S3_ACCESS_KEY: 's3-access',
+      AWS_SECRET_ACCESS_KEY: 'aws-secret',
+      LANG: 'C.UTF-8',
     };
     const runner = new LocalRunner({ root, logs, parentEnv });
-    const result = await runner.run(specFor([agent('print-env.sh')], { keepWorkdir: true }), new AbortController().signal);
+    const result = await runner.run(
+      specFor([agent('print-env.sh')], { keepWorkdir: true }),
+      new AbortController().signal,
+    );
     assert.equal(result.outcome, 'succeeded');
     const text = (await s3.read(result.stdoutKey)).toString();
     assert.doesNotMatch(text, /admin-secret-1|s3-secret-1|s3-access|aws-secret/);
-    const env = new Map(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const env = new Map(
+      text
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
     // The shell itself adds PWD (and some shells SHLVL, _); everything else must be ours.
     const names = [...env.keys()].filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n)).sort();
-    const allowed = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'TERM', 'USER', 'LOGNAME', 'SHELL']
-      .filter((n) => parentEnv[n] !== undefined);
-    const contract = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'VOLT_OUTPUT_FILE', 'VOLT_TASK', 'VOLT_TASK_FILE'];
+    const allowed = [
+      'PATH',
+      'HOME',
+      'LANG',
+      'LC_ALL',
+      'LC_CTYPE',
+      'TZ',
+      'TMPDIR',
+      'TERM',
+      'USER',
+      'LOGNAME',
+      'SHELL',
+    ].filter((n) => parentEnv[n] !== undefined);
+    const contract = [
+      'ANTHROPIC_API_KEY',
+      'ANTHROPIC_BASE_URL',
+      'OPENAI_API_KEY',
+      'OPENAI_BASE_URL',
+      'VOLT_OUTPUT_FILE',
+      'VOLT_TASK',
+      'VOLT_TASK_FILE',
+    ];
     assert.deepEqual(names, [...allowed, ...contract].sort());
     assert.equal(env.get('VOLT_TASK'), JSON.stringify({ id: 'task-7', input: { question: 'What is 2+2?' } }));
     assert.equal(env.get('OPENAI_API_KEY'), 'tok-0');
@@ -88,8 +124,10 @@ void describe('LocalRunner', () => {
   void it('refuses an allow-list naming VOLT_* secrets, naming the field', async () => {
     const runner = new LocalRunner({ root, logs });
     const spec = specFor(['/bin/true'], { envAllowList: ['PATH', 'VOLT_S3_SECRET_KEY'] });
-    await assert.rejects(runner.run(spec, new AbortController().signal), (e: unknown) =>
-      e instanceof ConfigError && e.issues.some((i) => i.path === 'envAllowList.1'));
+    await assert.rejects(
+      runner.run(spec, new AbortController().signal),
+      (e: unknown) => e instanceof ConfigError && e.issues.some((i) => i.path === 'envAllowList.1'),
+    );
   });
 
   void it('calls prepareWorkdir before the agent, and a failing hook is infra_failed', async () => {
@@ -112,19 +150,28 @@ void describe('LocalRunner', () => {
 
   void it('ignores a VOLT_OUTPUT_FILE that is a FIFO or a symlink instead of blocking on it or following it', async () => {
     const runner = new LocalRunner({ root, logs });
-    const fifo = await runner.run(specFor(['/bin/sh', '-c', 'mkfifo "$VOLT_OUTPUT_FILE"']), new AbortController().signal);
+    const fifo = await runner.run(
+      specFor(['/bin/sh', '-c', 'mkfifo "$VOLT_OUTPUT_FILE"']),
+      new AbortController().signal,
+    );
     assert.equal(fifo.outcome, 'succeeded');
     assert.equal(fifo.outputText, null);
-    const link = await runner.run(specFor(['/bin/sh', '-c', 'ln -s /etc/passwd "$VOLT_OUTPUT_FILE"']), new AbortController().signal);
+    const link = await runner.run(
+      specFor(['/bin/sh', '-c', 'ln -s /etc/passwd "$VOLT_OUTPUT_FILE"']),
+      new AbortController().signal,
+    );
     assert.equal(link.outputText, null);
   });
 
   void it('runs a venv Python agent in the sandbox even when its interpreter lives under the hidden home (pyenv)', async () => {
     const runner = new LocalRunner({ root, logs });
     const python = path.resolve('.venv/bin/python');
-    const result = await runner.run(specFor([python, '-c', 'import json, os, sys; print(json.dumps([sys.prefix, os.getcwd()]))'], {
-      ref: { runId: 'run-1', iteration: 0, rolloutId: 'py', attempt: 0 },
-    }), new AbortController().signal);
+    const result = await runner.run(
+      specFor([python, '-c', 'import json, os, sys; print(json.dumps([sys.prefix, os.getcwd()]))'], {
+        ref: { runId: 'run-1', iteration: 0, rolloutId: 'py', attempt: 0 },
+      }),
+      new AbortController().signal,
+    );
     assert.equal(result.outcome, 'succeeded', (await s3.read(result.stderrKey)).toString());
     const [prefix, cwd] = JSON.parse((await s3.read(result.stdoutKey)).toString()) as [string, string];
     assert.equal(prefix, path.resolve('.venv'));
@@ -135,14 +182,23 @@ void describe('LocalRunner', () => {
     const shared = await tempDir('shared');
     const runner = new LocalRunner({ root, logs, concurrency: 2 });
     const script = 'touch "running.$$"; ls running.* | wc -l >> counts; sleep 0.3; rm "running.$$"';
-    const results = await Promise.all([0, 1, 2, 3, 4, 5].map((i) =>
-      runner.run(specFor([], {
-        ref: { runId: 'run-1', iteration: 0, rolloutId: `c-${i}`, attempt: 0 },
-        agent: { command: ['/bin/sh', '-c', script], cwd: shared },
-        // The agents share a directory outside their attempt dirs, which a sandbox would hide.
-        sandbox: 'none',
-      }), new AbortController().signal)));
-    assert.deepEqual(results.map((r) => r.outcome), Array(6).fill('succeeded'));
+    const results = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map((i) =>
+        runner.run(
+          specFor([], {
+            ref: { runId: 'run-1', iteration: 0, rolloutId: `c-${i}`, attempt: 0 },
+            agent: { command: ['/bin/sh', '-c', script], cwd: shared },
+            // The agents share a directory outside their attempt dirs, which a sandbox would hide.
+            sandbox: 'none',
+          }),
+          new AbortController().signal,
+        ),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      Array(6).fill('succeeded'),
+    );
     const counts = (await readFile(path.join(shared, 'counts'), 'utf8')).trim().split('\n').map(Number);
     assert.equal(counts.length, 6);
     assert.ok(Math.max(...counts) <= 2, `saw ${Math.max(...counts)} agents at once`);

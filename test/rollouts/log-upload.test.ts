@@ -30,12 +30,18 @@ void describe('uploadLogs waits out an unreachable object store (FAKE sink)', ()
     const sink = flakySink(3, refused);
     await uploadLogs(sink, ref, Buffer.from('out'), Buffer.from('err'), 10_000);
     assert.equal(sink.calls, 5);
-    assert.deepEqual(sink.stored.map((k) => k.split('/').at(-1)), ['stdout.log', 'stderr.log']);
+    assert.deepEqual(
+      sink.stored.map((k) => k.split('/').at(-1)),
+      ['stdout.log', 'stderr.log'],
+    );
   });
 
-  void it('gives up after its patience with the store\'s own error', async () => {
+  void it("gives up after its patience with the store's own error", async () => {
     const sink = flakySink(1_000, refused);
-    await assert.rejects(uploadLogs(sink, ref, Buffer.from('out'), Buffer.from('err'), 600), /unavailable: ECONNREFUSED during put/);
+    await assert.rejects(
+      uploadLogs(sink, ref, Buffer.from('out'), Buffer.from('err'), 600),
+      /unavailable: ECONNREFUSED during put/,
+    );
     assert.ok(sink.calls >= 2 && sink.calls <= 4, `${sink.calls} tries in 600 ms`);
   });
 

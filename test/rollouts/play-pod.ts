@@ -7,9 +7,33 @@ import type { V1Container, V1Job } from '@kubernetes/client-node';
 const run = promisify(execFile);
 
 /** One container of the pod, run in bwrap: the pod's volumes (host dirs) bound at the container's mount paths. */
-async function playContainer(c: V1Container, volumes: Record<string, string>): Promise<{ log: string; exitCode: number }> {
-  const argv = ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
-    '--symlink', 'usr/lib64', '/lib64', '--ro-bind', '/etc', '/etc', '--proc', '/proc', '--dev', '/dev'];
+async function playContainer(
+  c: V1Container,
+  volumes: Record<string, string>,
+): Promise<{ log: string; exitCode: number }> {
+  const argv = [
+    '--unshare-all',
+    '--die-with-parent',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
+    '--ro-bind',
+    '/etc',
+    '/etc',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+  ];
   for (const m of c.volumeMounts ?? []) argv.push(m.readOnly ? '--ro-bind' : '--bind', volumes[m.name]!, m.mountPath);
   for (const e of c.env ?? []) argv.push('--setenv', e.name, e.value ?? '');
   argv.push('--chdir', c.workingDir ?? '/', ...(c.command ?? []));
@@ -27,7 +51,10 @@ async function playContainer(c: V1Container, volumes: Record<string, string>): P
  * first that fails, as Kubernetes does) and then its container, each in bwrap with the pod's volumes as host dirs
  * under `dir` and its downward-API files written from the pod template's annotations.
  */
-export async function playPod(job: V1Job, dir: string): Promise<{ logs: Record<string, string>; failed: { name: string; exitCode: number } | null }> {
+export async function playPod(
+  job: V1Job,
+  dir: string,
+): Promise<{ logs: Record<string, string>; failed: { name: string; exitCode: number } | null }> {
   const pod = job.spec!.template.spec!;
   const annotations = job.spec!.template.metadata!.annotations!;
   const volumes: Record<string, string> = {};

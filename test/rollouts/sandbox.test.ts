@@ -51,11 +51,22 @@ void describe('sandboxed local runner', () => {
     other.kill('SIGKILL');
     await runner.close();
     await gateway.close();
-    await Promise.all([model.stop(), services.stop(), rm(homeFile, { force: true }), rm(outsideFile, { force: true }), rm(path.join('/tmp', tmpName), { force: true })]);
+    await Promise.all([
+      model.stop(),
+      services.stop(),
+      rm(homeFile, { force: true }),
+      rm(outsideFile, { force: true }),
+      rm(path.join('/tmp', tmpName), { force: true }),
+    ]);
   });
 
-  async function probe(rolloutId: string, over: Partial<RolloutSpecInput>): Promise<{ report: Report; spans: number; outcome: string }> {
-    const reg = await gateway.admin.register(rolloutInput({ runId: 'run-1', iteration: 0, rolloutId, policyModel: SERVED_MODEL }));
+  async function probe(
+    rolloutId: string,
+    over: Partial<RolloutSpecInput>,
+  ): Promise<{ report: Report; spans: number; outcome: string }> {
+    const reg = await gateway.admin.register(
+      rolloutInput({ runId: 'run-1', iteration: 0, rolloutId, policyModel: SERVED_MODEL }),
+    );
     const s3Port = Number(new URL(services.s3.endpoint).port);
     const spec = specFor([process.execPath, agent('escape-probe.mjs')], {
       ref: { runId: 'run-1', iteration: 0, rolloutId, attempt: 0 },
@@ -82,18 +93,37 @@ void describe('sandboxed local runner', () => {
     });
     const result = await runner.run(spec, new AbortController().signal);
     const closed = await gateway.admin.close(reg.token);
-    assert.ok(result.outputText, `no report; stderr: ${(await store.getBytes(result.stderrKey)).toString().slice(0, 2000)}`);
+    assert.ok(
+      result.outputText,
+      `no report; stderr: ${(await store.getBytes(result.stderrKey)).toString().slice(0, 2000)}`,
+    );
     return { report: JSON.parse(result.outputText) as Report, spans: closed.spans, outcome: result.outcome };
   }
 
-  void it('contains every escape while the agent\'s own gateway call succeeds and is recorded', async () => {
+  void it("contains every escape while the agent's own gateway call succeeds and is recorded", async () => {
     const { report, spans, outcome } = await probe('sandboxed', {});
     assert.equal(outcome, 'succeeded');
     assert.equal(report.ownGatewayCall?.breached, true, report.ownGatewayCall?.detail);
     assert.equal(spans, 1, 'the call was recorded as a span');
-    assert.ok(await store.getBytes(keys.rolloutLog({ runId: 'run-1', iteration: 0, rolloutId: 'sandboxed', attempt: 0 }, 'stderr')));
-    for (const name of ['gatewayRegistry', 'otherProcessEnviron', 'otherWorkdir', 'homeFile', 'homeListing', 'connect:s3',
-      'connect:temporal', 'connect:modelServer', 'adminApi', 'writeOutside', 'forkBomb', 'overAllocate']) {
+    assert.ok(
+      await store.getBytes(
+        keys.rolloutLog({ runId: 'run-1', iteration: 0, rolloutId: 'sandboxed', attempt: 0 }, 'stderr'),
+      ),
+    );
+    for (const name of [
+      'gatewayRegistry',
+      'otherProcessEnviron',
+      'otherWorkdir',
+      'homeFile',
+      'homeListing',
+      'connect:s3',
+      'connect:temporal',
+      'connect:modelServer',
+      'adminApi',
+      'writeOutside',
+      'forkBomb',
+      'overAllocate',
+    ]) {
       assert.equal(report[name]?.breached, false, `${name}: ${report[name]?.detail}`);
     }
     assert.match(report.adminApi?.detail ?? '', /^401$/, 'the admin API refuses a caller without the admin key');
@@ -102,15 +132,28 @@ void describe('sandboxed local runner', () => {
     assert.equal(report.writePrivateTmp?.breached, true);
     await assert.rejects(access(path.join('/tmp', tmpName)), { code: 'ENOENT' });
     await assert.rejects(access(outsideFile), { code: 'ENOENT' });
-    assert.equal(await readFile(path.join(root, 'run-1', '000000', 'other', 'attempt-0', 'work', 'secret.txt'), 'utf8'), secret);
+    assert.equal(
+      await readFile(path.join(root, 'run-1', '000000', 'other', 'attempt-0', 'work', 'secret.txt'), 'utf8'),
+      secret,
+    );
   });
 
   void it('the same agent with sandbox "none" gets through (the difference the sandbox makes)', async () => {
     const { report, outcome } = await probe('unsandboxed', { sandbox: 'none' });
     assert.equal(outcome, 'succeeded');
     assert.equal(report.ownGatewayCall?.breached, true);
-    for (const name of ['gatewayRegistry', 'otherProcessEnviron', 'otherWorkdir', 'homeFile', 'connect:s3', 'connect:temporal',
-      'connect:modelServer', 'writeOutside', 'forkBomb', 'overAllocate']) {
+    for (const name of [
+      'gatewayRegistry',
+      'otherProcessEnviron',
+      'otherWorkdir',
+      'homeFile',
+      'connect:s3',
+      'connect:temporal',
+      'connect:modelServer',
+      'writeOutside',
+      'forkBomb',
+      'overAllocate',
+    ]) {
       assert.equal(report[name]?.breached, true, `${name}: ${report[name]?.detail}`);
     }
     assert.match(report.otherProcessEnviron?.detail ?? '', new RegExp(secret));

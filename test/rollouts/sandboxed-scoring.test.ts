@@ -32,7 +32,11 @@ void describe('scoring inside the sandbox, after the agent exits', () => {
   void after(async () => {
     await runner.close();
     await logs.stop();
-    await Promise.all([rm(root, { recursive: true, force: true }), rm(outside, { recursive: true, force: true }), rm(homeFile, { force: true })]);
+    await Promise.all([
+      rm(root, { recursive: true, force: true }),
+      rm(outside, { recursive: true, force: true }),
+      rm(homeFile, { force: true }),
+    ]);
   });
 
   async function score(rolloutId: string, over: Partial<RolloutSpecInput>) {
@@ -55,12 +59,12 @@ void describe('scoring inside the sandbox, after the agent exits', () => {
     return { result, checks };
   }
 
-  void it('the agent finds no hidden file; the sandboxed check sees them and not the operator\'s home', async () => {
+  void it("the agent finds no hidden file; the sandboxed check sees them and not the operator's home", async () => {
     const { result, checks } = await score('sandboxed', {});
     assert.equal(result.outcome, 'succeeded', result.detail ?? '');
     assert.equal(result.outputText?.trim(), 'found:nothing');
     assert.equal(checks.hidden?.stdout, HIDDEN, checks.hidden?.stderr);
-    assert.notEqual(checks.home?.exitCode, 0, 'the operator\'s home is hidden from the check');
+    assert.notEqual(checks.home?.exitCode, 0, "the operator's home is hidden from the check");
     assert.match(checks.home?.stderr ?? '', /No such file/);
     // The planted symlink was replaced, not written through.
     assert.deepEqual(await readdir(outside), []);
@@ -78,7 +82,9 @@ void describe('scoring inside the sandbox, after the agent exits', () => {
   void it('a missing check program rejects the scoring step (reward infra), never a score', async () => {
     const spec = specFor(['/bin/true'], { ref: { runId: 'run-1', iteration: 0, rolloutId: 'missing', attempt: 0 } });
     await assert.rejects(
-      runner.run(spec, new AbortController().signal, { afterAgent: (_w, _r, exec) => exec(['no-such-check-program'], { timeoutMs: 5000 }) }),
+      runner.run(spec, new AbortController().signal, {
+        afterAgent: (_w, _r, exec) => exec(['no-such-check-program'], { timeoutMs: 5000 }),
+      }),
       /ENOENT/,
     );
   });

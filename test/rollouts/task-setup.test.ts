@@ -12,8 +12,17 @@ const root = path.resolve(import.meta.dirname, '../..');
 
 describe('task setup and agent commands', () => {
   it('resolves repo-relative file paths in a command, leaving flags and PATH names alone', () => {
-    const cmd = resolveAgentCommand(['node', '--import', 'tsx', 'examples/calculator-ts/agent.ts', 'no/such/file'], root);
-    assert.deepEqual(cmd, ['node', '--import', 'tsx', path.join(root, 'examples/calculator-ts/agent.ts'), 'no/such/file']);
+    const cmd = resolveAgentCommand(
+      ['node', '--import', 'tsx', 'examples/calculator-ts/agent.ts', 'no/such/file'],
+      root,
+    );
+    assert.deepEqual(cmd, [
+      'node',
+      '--import',
+      'tsx',
+      path.join(root, 'examples/calculator-ts/agent.ts'),
+      'no/such/file',
+    ]);
   });
 
   it("runs a SQL task's setup in a fresh workdir, so the agent finds its database", async () => {
@@ -30,6 +39,9 @@ describe('task setup and agent commands', () => {
   it('rejects a task set whose setup is malformed, naming line and field', async () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'volt-tasks-')), 't.jsonl');
     (await import('node:fs')).writeFileSync(file, '{"id":"a","input":{},"setup":{"command":[]}}\n');
-    await assert.rejects(readTaskSet(file), (e: unknown) => e instanceof TaskSetError && /t\.jsonl:1: setup\.command/.test(e.message));
+    await assert.rejects(
+      readTaskSet(file),
+      (e: unknown) => e instanceof TaskSetError && /t\.jsonl:1: setup\.command/.test(e.message),
+    );
   });
 });

@@ -27,7 +27,8 @@ void describe('test layers (scripts/test-layers.ts)', () => {
         'export const startStoreTwice = async () => [await startLogStore(), await startLogStore()];',
       ].join('\n'),
       'a/pure.test.ts': "import { specFor } from './fixtures.js';\nspecFor(['x']);\n",
-      'a/type-only.test.ts': "import type { startLogStore } from './fixtures.js';\nimport { type startStoreTwice, specFor } from './fixtures.js';\n",
+      'a/type-only.test.ts':
+        "import type { startLogStore } from './fixtures.js';\nimport { type startStoreTwice, specFor } from './fixtures.js';\n",
       'a/store.test.ts': "import { startStoreTwice as twice } from './fixtures.js';\nawait twice();\n",
       'b/model.test.ts': `spawn(python, ['-m', '${modelServer}', '--port', '1']);\n`,
       'b/cli.test.ts': `run(process.execPath, [path.join(root, '${cli}'), 'up']);\n`,
@@ -52,10 +53,22 @@ void describe('test layers (scripts/test-layers.ts)', () => {
     const layers = testLayers(repoTest);
     const byFile = new Map(layers.map((t) => [t.file, t.layer]));
     assert.equal(byFile.size, layers.length);
-    for (const f of ['test/temporal/smoke.test.ts', 'test/pipeline/durability.test.ts', 'test/gateway/admin.test.ts', 'test/rollouts/local-runner.test.ts', 'test/cli/up-down.test.ts']) {
+    for (const f of [
+      'test/temporal/smoke.test.ts',
+      'test/pipeline/durability.test.ts',
+      'test/gateway/admin.test.ts',
+      'test/rollouts/local-runner.test.ts',
+      'test/cli/up-down.test.ts',
+    ]) {
       assert.equal(byFile.get(f), 'integration', f);
     }
-    for (const f of ['test/config/env.test.ts', 'test/workflows/training-run.test.ts', 'test/rollouts/deploy-manifests.test.ts', 'test/replay/replay.test.ts', 'test/scripts/test-layers.test.ts']) {
+    for (const f of [
+      'test/config/env.test.ts',
+      'test/workflows/training-run.test.ts',
+      'test/rollouts/deploy-manifests.test.ts',
+      'test/replay/replay.test.ts',
+      'test/scripts/test-layers.test.ts',
+    ]) {
       assert.equal(byFile.get(f), 'unit', f);
     }
   });

@@ -4,7 +4,14 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { assertPortFree, freePort, isPortFree, loopbackHost, PortInUseError, splitHostPort } from '../../src/stack/ports.js';
+import {
+  assertPortFree,
+  freePort,
+  isPortFree,
+  loopbackHost,
+  PortInUseError,
+  splitHostPort,
+} from '../../src/stack/ports.js';
 import { isOurProcess, processGone, readRecord, spawnService, stopProcess } from '../../src/stack/processes.js';
 import { devServerArgs, loadTemporalConfig } from '../../src/stack/temporal-config.js';
 
@@ -39,7 +46,14 @@ void describe('ports', () => {
 
 void describe('processes', () => {
   void it('records a detached process and stops it only when the cmdline is ours', async () => {
-    const { record } = spawnService({ name: 'sleeper', dataDir, command: '/bin/sleep', args: ['30'], address: '-', detached: true });
+    const { record } = spawnService({
+      name: 'sleeper',
+      dataDir,
+      command: '/bin/sleep',
+      args: ['30'],
+      address: '-',
+      detached: true,
+    });
     assert.deepEqual(readRecord(dataDir, 'sleeper'), record);
     assert.equal(fs.readFileSync(path.join(dataDir, 'run', 'sleeper.pid'), 'utf8').trim(), String(record.pid));
     assert.equal(isOurProcess(record), true);
@@ -55,7 +69,14 @@ void describe('processes', () => {
 
   void it('escalates to SIGKILL when SIGTERM is ignored', async () => {
     const script = "trap '' TERM; while true; do sleep 0.1; done";
-    const { record } = spawnService({ name: 'stubborn', dataDir, command: '/bin/sh', args: ['-c', script], address: '-', detached: true });
+    const { record } = spawnService({
+      name: 'stubborn',
+      dataDir,
+      command: '/bin/sh',
+      args: ['-c', script],
+      address: '-',
+      detached: true,
+    });
     await new Promise((r) => setTimeout(r, 200)); // let the shell install its trap
     const started = Date.now();
     assert.equal(await stopProcess(record, 500), true);
@@ -68,12 +89,33 @@ void describe('temporal-config', () => {
   void it('builds dev-server flags with every Volt search attribute and the Web UI switch', () => {
     const { searchAttributes } = loadTemporalConfig();
     assert.equal(searchAttributes.VoltRunId, 'Keyword');
-    const args = devServerArgs({ dbFile: '/d/volt.db', host: '127.0.0.1', port: 7000, uiPort: 8000, namespace: 'volt' });
-    assert.deepEqual(args.slice(0, 8), ['server', 'start-dev', '--db-filename', '/d/volt.db', '--ip', '127.0.0.1', '--port', '7000']);
+    const args = devServerArgs({
+      dbFile: '/d/volt.db',
+      host: '127.0.0.1',
+      port: 7000,
+      uiPort: 8000,
+      namespace: 'volt',
+    });
+    assert.deepEqual(args.slice(0, 8), [
+      'server',
+      'start-dev',
+      '--db-filename',
+      '/d/volt.db',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      '7000',
+    ]);
     assert.ok(args.includes('--ui-port') && args[args.indexOf('--ui-port') + 1] === '8000');
     assert.ok(args.includes('--namespace') && args[args.indexOf('--namespace') + 1] === 'volt');
     for (const [name, type] of Object.entries(searchAttributes)) assert.ok(args.includes(`${name}=${type}`), name);
-    const headless = devServerArgs({ dbFile: '/d/volt.db', host: '127.0.0.1', port: 7000, uiPort: null, namespace: 'default' });
+    const headless = devServerArgs({
+      dbFile: '/d/volt.db',
+      host: '127.0.0.1',
+      port: 7000,
+      uiPort: null,
+      namespace: 'default',
+    });
     assert.ok(headless.includes('--headless') && !headless.includes('--ui-port') && !headless.includes('--namespace'));
   });
 });

@@ -11,8 +11,14 @@ import { startTestServices, type TestServices } from '../helpers/services.js';
 /** A directory shaped like a PEFT LoRA adapter, with a nested folder and binary weights. */
 function writeAdapter(dir: string, weightsSeed: number): void {
   fs.mkdirSync(path.join(dir, 'nested'), { recursive: true });
-  fs.writeFileSync(path.join(dir, 'adapter_config.json'), JSON.stringify({ r: 8, lora_alpha: 16, target_modules: ['q_proj', 'v_proj'] }));
-  fs.writeFileSync(path.join(dir, 'adapter_model.safetensors'), Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * weightsSeed) % 256)));
+  fs.writeFileSync(
+    path.join(dir, 'adapter_config.json'),
+    JSON.stringify({ r: 8, lora_alpha: 16, target_modules: ['q_proj', 'v_proj'] }),
+  );
+  fs.writeFileSync(
+    path.join(dir, 'adapter_model.safetensors'),
+    Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * weightsSeed) % 256)),
+  );
   fs.writeFileSync(path.join(dir, 'nested', 'tokenizer notes.txt'), 'spaces and unicode: ü\n');
 }
 
@@ -35,16 +41,23 @@ void describe('content-addressed directories against a real S3 server', () => {
     const up = await store.putDirContentAddressed(src);
     assert.equal(up.prefix, keys.checkpoint(up.sha256));
     assert.equal(up.reused, false);
-    assert.deepEqual(up.files.map((f) => f.path), ['adapter_config.json', 'adapter_model.safetensors', 'nested/tokenizer notes.txt']);
+    assert.deepEqual(
+      up.files.map((f) => f.path),
+      ['adapter_config.json', 'adapter_model.safetensors', 'nested/tokenizer notes.txt'],
+    );
 
     const listed = [];
     for await (const o of store.list(up.prefix)) listed.push(o.key.slice(up.prefix.length));
-    assert.deepEqual(listed, up.files.map((f) => f.path));
+    assert.deepEqual(
+      listed,
+      up.files.map((f) => f.path),
+    );
 
     const out = path.join(tmp, 'a-copy');
     const got = await store.getDir(up.prefix, out);
     assert.equal(got.files.length, 3);
-    for (const f of up.files) assert.deepEqual(fs.readFileSync(path.join(out, f.path)), fs.readFileSync(path.join(src, f.path)));
+    for (const f of up.files)
+      assert.deepEqual(fs.readFileSync(path.join(out, f.path)), fs.readFileSync(path.join(src, f.path)));
     assert.equal((await sha256Dir(out)).sha256, up.sha256);
 
     const verified = path.join(tmp, 'a-verified');
@@ -75,7 +88,10 @@ void describe('content-addressed directories against a real S3 server', () => {
     writeAdapter(src, 11);
     const up = await store.putDirContentAddressed(src);
     await store.putBytes(`${up.prefix}adapter_model.safetensors`, Buffer.from('not the weights'));
-    await assert.rejects(store.getCheckpoint(up.sha256, path.join(tmp, 'tamper-out')), /adapter_model\.safetensors has sha256 .* manifest says/);
+    await assert.rejects(
+      store.getCheckpoint(up.sha256, path.join(tmp, 'tamper-out')),
+      /adapter_model\.safetensors has sha256 .* manifest says/,
+    );
   });
 
   void it('refuses an empty directory and prefixes without a trailing slash', async () => {

@@ -52,11 +52,17 @@ void describe('JSONL streams against a real S3 server', () => {
       if (n % 5000 === 0) peak = Math.max(peak, memory() - base);
     }
     assert.equal(n, LINES);
-    assert.ok(peak < MAX_GROWTH, `memory grew by ${(peak / 2 ** 20).toFixed(1)} MiB while streaming ${(put.size / 2 ** 20).toFixed(1)} MiB`);
+    assert.ok(
+      peak < MAX_GROWTH,
+      `memory grew by ${(peak / 2 ** 20).toFixed(1)} MiB while streaming ${(put.size / 2 ** 20).toFixed(1)} MiB`,
+    );
   });
 
   void it('stops downloading when the reader stops early', async () => {
-    await store.putJsonl('t/jsonl/small.jsonl', Array.from({ length: 100 }, (_, i) => ({ i })));
+    await store.putJsonl(
+      't/jsonl/small.jsonl',
+      Array.from({ length: 100 }, (_, i) => ({ i })),
+    );
     const seen: number[] = [];
     for await (const row of store.readJsonl<{ i: number }>('t/jsonl/small.jsonl')) {
       seen.push(row.i);
@@ -68,14 +74,20 @@ void describe('JSONL streams against a real S3 server', () => {
   void it('names the line of a corrupt record and skips blank lines', async () => {
     await store.putBytes('t/jsonl/bad.jsonl', Buffer.from('{"a":1}\n\n{"a":2}\n{"a":\n'));
     const seen: unknown[] = [];
-    await assert.rejects(async () => {
-      for await (const row of store.readJsonl('t/jsonl/bad.jsonl')) seen.push(row);
-    }, (e: Error) => e instanceof CorruptObjectError && /line 4/.test(e.message) && /bad\.jsonl/.test(e.message));
+    await assert.rejects(
+      async () => {
+        for await (const row of store.readJsonl('t/jsonl/bad.jsonl')) seen.push(row);
+      },
+      (e: Error) => e instanceof CorruptObjectError && /line 4/.test(e.message) && /bad\.jsonl/.test(e.message),
+    );
     assert.deepEqual(seen, [{ a: 1 }, { a: 2 }]);
   });
 
   void it('rejects items that are not JSON-serialisable', async () => {
-    await assert.rejects(store.putJsonl('t/jsonl/undef.jsonl', [{ a: 1 }, undefined]), /item 1 is not JSON-serialisable/);
+    await assert.rejects(
+      store.putJsonl('t/jsonl/undef.jsonl', [{ a: 1 }, undefined]),
+      /item 1 is not JSON-serialisable/,
+    );
     assert.equal(await store.stat('t/jsonl/undef.jsonl'), null);
   });
 });

@@ -35,24 +35,36 @@ void describe('storage keys', () => {
   });
 
   void it('keeps every key built from arbitrary strings inside its run prefix (property)', () => {
-    const idLike = fc.oneof(fc.string({ maxLength: 140 }), fc.stringMatching(/^[A-Za-z0-9_./-]{1,20}$/), fc.constantFrom('..', '.', 'a/../b', '%2e%2e'));
-    fc.assert(fc.property(idLike, idLike, (runId, rolloutId) => {
-      let key: string;
-      try {
-        key = keys.rolloutResult({ runId, iteration: 1, rolloutId, attempt: 0 });
-      } catch (err) {
-        assert.ok(err instanceof UnsafeIdError);
-        return;
-      }
-      assert.equal(assertKey(key), key);
-      assert.ok(key.startsWith(`runs/${runId}/iterations/000001/rollouts/${rolloutId}/`));
-      assert.equal(key.split('/').length, 8, 'an id never adds a path segment');
-    }), { numRuns: 2000 });
+    const idLike = fc.oneof(
+      fc.string({ maxLength: 140 }),
+      fc.stringMatching(/^[A-Za-z0-9_./-]{1,20}$/),
+      fc.constantFrom('..', '.', 'a/../b', '%2e%2e'),
+    );
+    fc.assert(
+      fc.property(idLike, idLike, (runId, rolloutId) => {
+        let key: string;
+        try {
+          key = keys.rolloutResult({ runId, iteration: 1, rolloutId, attempt: 0 });
+        } catch (err) {
+          assert.ok(err instanceof UnsafeIdError);
+          return;
+        }
+        assert.equal(assertKey(key), key);
+        assert.ok(key.startsWith(`runs/${runId}/iterations/000001/rollouts/${rolloutId}/`));
+        assert.equal(key.split('/').length, 8, 'an id never adds a path segment');
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   void it('nests attempts, their outcome and markers under the rollout', () => {
     const attempts = keys.rolloutAttempts('run-1', 3, 'r7');
-    for (const k of [keys.rolloutOutcome('run-1', 3, 'r7'), keys.rolloutStarted(ref), keys.rolloutLog(ref, 'stderr'), keys.agentRewards(ref)]) {
+    for (const k of [
+      keys.rolloutOutcome('run-1', 3, 'r7'),
+      keys.rolloutStarted(ref),
+      keys.rolloutLog(ref, 'stderr'),
+      keys.agentRewards(ref),
+    ]) {
       assert.ok(k.startsWith(attempts), k);
     }
   });

@@ -30,7 +30,10 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
   let old: ObjectStore;
   let compact: ObjectStore;
   let records: ObjectStore;
-  const scored = scoredGroups('fmt-run', 1, [[1, 0, 0.5], [0, 1]]);
+  const scored = scoredGroups('fmt-run', 1, [
+    [1, 0, 0.5],
+    [0, 1],
+  ]);
 
   before(async () => {
     services = await startTestServices({ s3: true });
@@ -45,16 +48,30 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
     // gzip'd segment for seqs 0..2, a plain compact segment for 3..4 and a single compact span for the last).
     for (const { result } of scored) {
       const r = result.ref;
-      const calls = recordedRollout(r, { turns: 6, seed: r.rolloutId.charCodeAt(1) * 13 + r.rolloutId.length, promptLen: 300, completionLen: 40 });
+      const calls = recordedRollout(r, {
+        turns: 6,
+        seed: r.rolloutId.charCodeAt(1) * 13 + r.rolloutId.length,
+        promptLen: 300,
+        completionLen: 40,
+      });
       await old.putBytes(keys.spanSegment(r, 0, 5), lines(calls.map((c) => c.today)));
       await compact.putBytes(keys.spanSegment(r, 0, 2), gzipSync(lines(calls.slice(0, 3).map((c) => c.stored))));
       await compact.putBytes(keys.spanSegment(r, 3, 4), lines(calls.slice(3, 5).map((c) => c.stored)));
       await compact.putBytes(keys.span(r, 5), Buffer.from(calls[5]!.stored));
       // And as the gateway stores them now: its WAL's call records as they are (the uploader's encoder thread only
       // compresses them), a brotli segment for 0..3, single records for 4 and 5; readSpans builds the spans.
-      const seg = await encoder.encode({ entries: calls.slice(0, 4).map((c) => ({ json: c.record })), segment: true, compression: 'brotli' });
+      const seg = await encoder.encode({
+        entries: calls.slice(0, 4).map((c) => ({ json: c.record })),
+        segment: true,
+        compression: 'brotli',
+      });
       await records.putBytes(keys.spanSegment(r, 0, 3), seg.body, seg.body.length, seg.contentType);
-      for (const seq of [4, 5]) await records.putBytes(keys.span(r, seq), (await encoder.encode({ entries: [{ json: calls[seq]!.record }], segment: false, compression: 'brotli' })).body);
+      for (const seq of [4, 5])
+        await records.putBytes(
+          keys.span(r, seq),
+          (await encoder.encode({ entries: [{ json: calls[seq]!.record }], segment: false, compression: 'brotli' }))
+            .body,
+        );
     }
     await encoder.close();
   });
@@ -67,9 +84,16 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
       assert.equal(now.length, 6);
       assert.deepStrictEqual(now, before);
       assert.deepStrictEqual(await collect(records, result.ref), before, 'stored call records read as the same spans');
-      const answer = now[2]!.response as { prompt_token_ids: number[]; choices: { token_ids: number[]; logprobs: { content: Record<string, unknown>[] } }[] };
+      const answer = now[2]!.response as {
+        prompt_token_ids: number[];
+        choices: { token_ids: number[]; logprobs: { content: Record<string, unknown>[] } }[];
+      };
       assert.deepEqual(answer.prompt_token_ids, now[2]!.promptTokenIds);
-      assert.deepEqual(Object.keys(answer.choices[0]!.logprobs.content[0]!), ['token', 'logprob', 'bytes', 'top_logprobs'], 'entries keep the engine\'s field order');
+      assert.deepEqual(
+        Object.keys(answer.choices[0]!.logprobs.content[0]!),
+        ['token', 'logprob', 'bytes', 'top_logprobs'],
+        "entries keep the engine's field order",
+      );
     }
   });
 
@@ -77,14 +101,25 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-fmt-'));
     try {
       const config = batchConfigSchema.parse({ estimator: 'grpo', minGroupSize: 2 });
-      const a = await buildBatchFile(path.join(dir, 'old.safetensors'), scored, config, storeSpanSource(old), { tmpDir: dir });
-      const b = await buildBatchFile(path.join(dir, 'new.safetensors'), scored, config, storeSpanSource(compact), { tmpDir: dir });
+      const a = await buildBatchFile(path.join(dir, 'old.safetensors'), scored, config, storeSpanSource(old), {
+        tmpDir: dir,
+      });
+      const b = await buildBatchFile(path.join(dir, 'new.safetensors'), scored, config, storeSpanSource(compact), {
+        tmpDir: dir,
+      });
       assert.ok(a.manifest.counts.samples > 0);
       assert.deepEqual(b.manifest, a.manifest);
-      assert.ok(fs.readFileSync(path.join(dir, 'new.safetensors')).equals(fs.readFileSync(path.join(dir, 'old.safetensors'))));
-      const c = await buildBatchFile(path.join(dir, 'rec.safetensors'), scored, config, storeSpanSource(records), { tmpDir: dir });
+      assert.ok(
+        fs.readFileSync(path.join(dir, 'new.safetensors')).equals(fs.readFileSync(path.join(dir, 'old.safetensors'))),
+      );
+      const c = await buildBatchFile(path.join(dir, 'rec.safetensors'), scored, config, storeSpanSource(records), {
+        tmpDir: dir,
+      });
       assert.deepEqual(c.manifest, a.manifest);
-      assert.ok(fs.readFileSync(path.join(dir, 'rec.safetensors')).equals(fs.readFileSync(path.join(dir, 'old.safetensors'))), 'from call records too');
+      assert.ok(
+        fs.readFileSync(path.join(dir, 'rec.safetensors')).equals(fs.readFileSync(path.join(dir, 'old.safetensors'))),
+        'from call records too',
+      );
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -96,18 +131,40 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
     const wrong = JSON.parse(call!.stored) as Record<string, unknown>;
     wrong.elided = ['choices.4.token_ids'];
     await compact.putBytes(keys.span(r, 0), Buffer.from(JSON.stringify(wrong)));
-    await assert.rejects(collect(compact, r), (e: Error) => e instanceof CorruptSpanError && /00000000\.json/.test(e.message) && /choices\.4\.token_ids/.test(e.message));
+    await assert.rejects(
+      collect(compact, r),
+      (e: Error) =>
+        e instanceof CorruptSpanError && /00000000\.json/.test(e.message) && /choices\.4\.token_ids/.test(e.message),
+    );
     const r2 = { ...r, rolloutId: 'bad-gz' };
     await compact.putBytes(keys.spanSegment(r2, 0, 1), gzipSync(lines([call!.stored])).subarray(0, 20));
-    await assert.rejects(collect(compact, r2), (e: Error) => e instanceof CorruptSpanError && /00000000-00000001\.jsonl/.test(e.message));
+    await assert.rejects(
+      collect(compact, r2),
+      (e: Error) => e instanceof CorruptSpanError && /00000000-00000001\.jsonl/.test(e.message),
+    );
     const r3 = { ...r, rolloutId: 'bad-br' };
-    await compact.putBytes(keys.spanSegment(r3, 0, 1), compressSegment(lines([call!.stored]), 'brotli').subarray(0, 20));
-    await assert.rejects(collect(compact, r3), (e: Error) => e instanceof CorruptSpanError && /not brotli, gzip or JSON text/.test(e.message));
+    await compact.putBytes(
+      keys.spanSegment(r3, 0, 1),
+      compressSegment(lines([call!.stored]), 'brotli').subarray(0, 20),
+    );
+    await assert.rejects(
+      collect(compact, r3),
+      (e: Error) => e instanceof CorruptSpanError && /not brotli, gzip or JSON text/.test(e.message),
+    );
     // A stored call record whose meta breaks the Span contract is named by line and field.
     const r4 = { ...r, rolloutId: 'bad-rec' };
     const record = JSON.parse(call!.record) as { meta: Record<string, unknown> };
     record.meta.seq = 'one';
-    await records.putBytes(keys.spanSegment(r4, 0, 1), compressSegment(lines([call!.record, JSON.stringify(record)]), 'brotli'));
-    await assert.rejects(collect(records, r4), (e: Error) => e instanceof CorruptSpanError && /line 2: seq:/.test(e.message) && (e as CorruptSpanError & { fields: string[] }).fields.includes('seq'));
+    await records.putBytes(
+      keys.spanSegment(r4, 0, 1),
+      compressSegment(lines([call!.record, JSON.stringify(record)]), 'brotli'),
+    );
+    await assert.rejects(
+      collect(records, r4),
+      (e: Error) =>
+        e instanceof CorruptSpanError &&
+        /line 2: seq:/.test(e.message) &&
+        (e as CorruptSpanError & { fields: string[] }).fields.includes('seq'),
+    );
   });
 });

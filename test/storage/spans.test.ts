@@ -9,7 +9,11 @@ import type { RolloutRef } from '../../src/contracts/rollout.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
 
 // A full span (it must pass the Span contract on read); the note rides in spanId so tests can tell copies apart.
-const span = (ref: RolloutRef, seq: number, note = 'a'): Span => ({ ...syntheticRollout(ref, { turns: 1, seed: seq })[0]!, seq, spanId: note });
+const span = (ref: RolloutRef, seq: number, note = 'a'): Span => ({
+  ...syntheticRollout(ref, { turns: 1, seed: seq })[0]!,
+  seq,
+  spanId: note,
+});
 const jsonl = (spans: Span[]) => Buffer.from(spans.map((s) => `${JSON.stringify(s)}\n`).join(''));
 
 async function collect(store: ObjectStore, ref: RolloutRef) {
@@ -32,7 +36,10 @@ void describe('readSpans against a real S3 server (rclone serve s3)', () => {
 
   void it('names segments next to single spans, and parses both back', () => {
     const r = ref('keys');
-    assert.equal(keys.spanSegment(r, 3, 12), 'runs/spans-run/iterations/000002/rollouts/keys/attempt-001/spans/00000003-00000012.jsonl');
+    assert.equal(
+      keys.spanSegment(r, 3, 12),
+      'runs/spans-run/iterations/000002/rollouts/keys/attempt-001/spans/00000003-00000012.jsonl',
+    );
     assert.equal(segmentKeyFor(keys.span(r, 7), 3, 12), keys.spanSegment(r, 3, 12));
     assert.deepEqual(parseSpanKey(keys.spanSegment(r, 3, 12)), { spansPrefix: keys.spans(r), first: 3, last: 12 });
     assert.deepEqual(parseSpanKey(keys.span(r, 9)), { spansPrefix: keys.spans(r), first: 9, last: 9 });
@@ -52,7 +59,10 @@ void describe('readSpans against a real S3 server (rclone serve s3)', () => {
     await store.putBytes(keys.spanSegment(r, 10, 11), jsonl([span(r, 11), span(r, 10)]));
     await store.putBytes(keys.spanSegment(r, 2, 9), jsonl([2, 3, 4, 5, 6, 7, 8, 9].map((s) => span(r, s))));
     await store.putBytes(keys.spanSegment(r, 0, 1), jsonl([span(r, 0), span(r, 1)]));
-    assert.deepEqual((await collect(store, r)).map((s) => s.seq), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    assert.deepEqual(
+      (await collect(store, r)).map((s) => s.seq),
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+    );
     assert.equal(await countSpans(store, r), 12);
   });
 
@@ -65,13 +75,19 @@ void describe('readSpans against a real S3 server (rclone serve s3)', () => {
     await store.putBytes(keys.spanSegment(r, 2, 5), jsonl([2, 3, 4, 5].map((s) => span(r, s))));
     await store.putJson(`${keys.spans(r)}notes.json`, { not: 'a span' });
     const got = await collect(store, r);
-    assert.deepEqual(got.map((s) => s.seq), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      got.map((s) => s.seq),
+      [0, 1, 2, 3, 4, 5],
+    );
     assert.equal(await countSpans(store, r), 6);
   });
 
   void it('names the object and line of a corrupt span', async () => {
     const r = ref('corrupt');
     await store.putBytes(keys.spanSegment(r, 0, 1), Buffer.from(`${JSON.stringify(span(r, 0))}\n{"seq":\n`));
-    await assert.rejects(collect(store, r), (err: Error) => err instanceof CorruptSpanError && err.message.includes('00000000-00000001.jsonl: line 2'));
+    await assert.rejects(
+      collect(store, r),
+      (err: Error) => err instanceof CorruptSpanError && err.message.includes('00000000-00000001.jsonl: line 2'),
+    );
   });
 });

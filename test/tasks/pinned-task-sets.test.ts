@@ -25,7 +25,12 @@ import { CPU_QUEUE, GPU_QUEUE } from '../../src/workflows/proxies.js';
 import type { RunStatus } from '../../src/workflows/types.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
-const tasks = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, input: { q: `${prefix} question ${i}` }, reference: { answer: i } }));
+const tasks = (prefix: string, n: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    id: `${prefix}${i}`,
+    input: { q: `${prefix} question ${i}` },
+    reference: { answer: i },
+  }));
 const jsonl = (ts: object[], sep = '\n') => ts.map((t) => JSON.stringify(t)).join(sep);
 
 void describe('task sets are pinned by content in the object store when a run starts', { timeout: 300_000 }, () => {
@@ -49,19 +54,32 @@ void describe('task sets are pinned by content in the object store when a run st
     const pinner = new PinnedTaskSets(store, dir);
     const a = await pinner.pinFile('a.jsonl');
     assert.equal(a.sha256, sha256Bytes(canonicalTaskLines(tasks('t', 3))));
-    assert.equal((await pinner.pinFile('b.jsonl')).sha256, a.sha256, 'the same tasks hash the same, whatever the file layout');
+    assert.equal(
+      (await pinner.pinFile('b.jsonl')).sha256,
+      a.sha256,
+      'the same tasks hash the same, whatever the file layout',
+    );
     assert.ok(await store.stat(keys.taskSet(a.sha256)));
 
     const remote = new PinnedTaskSets(store, path.join(dir, 'no-such-dir'));
     assert.deepEqual((await remote.load(a.sha256)).tasks, tasks('t', 3));
 
     const unknown = 'f'.repeat(64);
-    await assert.rejects(remote.load(unknown), (e: unknown) => e instanceof TaskSetError && e.message.includes(unknown));
+    await assert.rejects(
+      remote.load(unknown),
+      (e: unknown) => e instanceof TaskSetError && e.message.includes(unknown),
+    );
     await store.putBytes(keys.taskSet(unknown), Buffer.from('{"id":"x","input":{}}\n'));
-    await assert.rejects(new PinnedTaskSets(store, dir).load(unknown), (e: unknown) => e instanceof CorruptObjectError && /content has sha256/.test(e.message));
+    await assert.rejects(
+      new PinnedTaskSets(store, dir).load(unknown),
+      (e: unknown) => e instanceof CorruptObjectError && /content has sha256/.test(e.message),
+    );
 
     writeFileSync(path.join(dir, 'bad.jsonl'), `${jsonl(tasks('t', 1))}\n{"id":"t9","input":"not an object"}\n`);
-    await assert.rejects(pinner.pinFile('bad.jsonl'), (e: unknown) => e instanceof TaskSetError && /bad\.jsonl:2: input/.test(e.message));
+    await assert.rejects(
+      pinner.pinFile('bad.jsonl'),
+      (e: unknown) => e instanceof TaskSetError && /bad\.jsonl:2: input/.test(e.message),
+    );
   });
 
   void it('eval.extraSets are pinned with the run: validateRunConfig fills in each set hash, a bad file fails naming its field', async () => {
@@ -70,17 +88,40 @@ void describe('task sets are pinned by content in the object store when a run st
     writeFileSync(path.join(dir, 'x-b.jsonl'), jsonl(tasks('xb', 3)));
     const { validateRunConfig } = createConfigActivities({ taskSets: new PinnedTaskSets(store, dir) });
     const raw = {
-      runId: 'extra-sets', agent: { command: ['true'] }, reward: { kind: 'numeric_match' },
-      tasks: { trainFile: 'x-train.jsonl', evalFile: 'x-eval.jsonl' }, eval: { extraSets: [{ name: 'b', file: 'x-b.jsonl' }] },
+      runId: 'extra-sets',
+      agent: { command: ['true'] },
+      reward: { kind: 'numeric_match' },
+      tasks: { trainFile: 'x-train.jsonl', evalFile: 'x-eval.jsonl' },
+      eval: { extraSets: [{ name: 'b', file: 'x-b.jsonl' }] },
     };
     const config = await validateRunConfig(raw);
     const b = config.eval.extraSets[0]!;
     assert.equal(b.set, sha256Bytes(canonicalTaskLines(tasks('xb', 3))));
-    assert.deepEqual((await new PinnedTaskSets(store, path.join(dir, 'no-such-dir')).load(b.set!)).tasks, tasks('xb', 3));
+    assert.deepEqual(
+      (await new PinnedTaskSets(store, path.join(dir, 'no-such-dir')).load(b.set!)).tasks,
+      tasks('xb', 3),
+    );
     // A config that names the set by hash (what `volt train` starts the workflow with) needs no file.
-    assert.equal((await validateRunConfig({ ...raw, eval: { extraSets: [{ name: 'b', set: b.set }] } })).eval.extraSets[0]!.set, b.set);
-    await assert.rejects(validateRunConfig({ ...raw, eval: { extraSets: [{ name: 'b', set: b.set }, { name: 'c', file: 'missing.jsonl' }] } }), (e: unknown) =>
-      e instanceof ApplicationFailure && e.type === FailureType.InvalidTaskSet && e.nonRetryable && /^eval\.extraSets\.1\.file: /.test(e.message));
+    assert.equal(
+      (await validateRunConfig({ ...raw, eval: { extraSets: [{ name: 'b', set: b.set }] } })).eval.extraSets[0]!.set,
+      b.set,
+    );
+    await assert.rejects(
+      validateRunConfig({
+        ...raw,
+        eval: {
+          extraSets: [
+            { name: 'b', set: b.set },
+            { name: 'c', file: 'missing.jsonl' },
+          ],
+        },
+      }),
+      (e: unknown) =>
+        e instanceof ApplicationFailure &&
+        e.type === FailureType.InvalidTaskSet &&
+        e.nonRetryable &&
+        /^eval\.extraSets\.1\.file: /.test(e.message),
+    );
   });
 
   void it('a task file changed under a running run does not change the run: it keeps using the pinned set', async () => {
@@ -98,13 +139,31 @@ void describe('task sets are pinned by content in the object store when a run st
       ...createConfigActivities({ taskSets: new PinnedTaskSets(store, dir) }),
       async servePolicy(): Promise<void> {},
       async launchRollouts(input: LaunchRolloutsInput) {
-        if (input.iteration === 1) { reach(); await released; }
+        if (input.iteration === 1) {
+          reach();
+          await released;
+        }
         const { byId } = await remote.load(input.taskSet!);
-        seen.push({ iteration: input.iteration, taskSet: input.taskSet, tasks: input.tasks.map((t) => ({ id: t.taskId, input: byId.get(t.taskId)?.input })) });
-        return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
+        seen.push({
+          iteration: input.iteration,
+          taskSet: input.taskSet,
+          tasks: input.tasks.map((t) => ({ id: t.taskId, input: byId.get(t.taskId)?.input })),
+        });
+        return {
+          results: input.tasks.flatMap((t) =>
+            t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const })),
+          ),
+        };
       },
       async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
-        return { meanReward: 0, rewardSum: 0, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: keys.rewards(input.config.runId, input.iteration) };
+        return {
+          meanReward: 0,
+          rewardSum: 0,
+          scored: input.results.length,
+          infraFailed: 0,
+          unscored: [],
+          rewardsKey: keys.rewards(input.config.runId, input.iteration),
+        };
       },
       // No trainable samples: each iteration ends after its rollouts, which is all this test needs.
       async buildBatch() {
@@ -112,13 +171,20 @@ void describe('task sets are pinned by content in the object store when a run st
       },
     };
     const config = parseRunConfig({
-      runId: 'pinned-run', iterations: 2, agent: { command: ['true'] },
+      runId: 'pinned-run',
+      iterations: 2,
+      agent: { command: ['true'] },
       tasks: { trainFile, evalFile: path.join(dir, 'eval.jsonl') },
-      rollouts: { groupSize: 2, tasksPerIteration: 4 }, reward: { kind: 'numeric_match' }, eval: { everyIterations: 0 },
+      rollouts: { groupSize: 2, tasksPerIteration: 4 },
+      reward: { kind: 'numeric_match' },
+      eval: { everyIterations: 0 },
     });
     const connection = await NativeConnection.connect({ address: services.temporalAddress });
     const common = { connection, namespace: services.namespace, activities };
-    const workers = [await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }), await Worker.create({ ...common, taskQueue: GPU_QUEUE })];
+    const workers = [
+      await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }),
+      await Worker.create({ ...common, taskQueue: GPU_QUEUE }),
+    ];
     const running = Promise.all(workers.map((w) => w.run()));
     const { client, close } = await connectClient(loadEnv({ ...services.env }, dir));
     try {
@@ -137,11 +203,18 @@ void describe('task sets are pinned by content in the object store when a run st
       await close();
     }
     const pinned = sha256Bytes(canonicalTaskLines(tasks('orig', 4)));
-    assert.deepEqual(seen.map((s) => [s.iteration, s.taskSet]), [[0, pinned], [1, pinned]]);
+    assert.deepEqual(
+      seen.map((s) => [s.iteration, s.taskSet]),
+      [
+        [0, pinned],
+        [1, pinned],
+      ],
+    );
     const original = new Map(tasks('orig', 4).map((t) => [t.id, t.input]));
     for (const s of seen) {
       assert.equal(s.tasks.length, 4);
-      for (const t of s.tasks) assert.deepEqual(t.input, original.get(t.id), `iteration ${s.iteration} ran ${t.id} from the pinned set`);
+      for (const t of s.tasks)
+        assert.deepEqual(t.input, original.get(t.id), `iteration ${s.iteration} ran ${t.id} from the pinned set`);
     }
   });
 
@@ -153,10 +226,18 @@ void describe('task sets are pinned by content in the object store when a run st
     writeFileSync(path.join(taskDir, 'eval.jsonl'), jsonl(tasks('held', 2)));
     const runConfig = (runId: string, taskConfig: object) => {
       const file = path.join(dir, `${runId}.json`);
-      writeFileSync(file, JSON.stringify({
-        runId, iterations: 1, agent: { command: ['true'] }, tasks: taskConfig,
-        rollouts: { groupSize: 2, tasksPerIteration: 3 }, reward: { kind: 'numeric_match' }, eval: { everyIterations: 0 },
-      }));
+      writeFileSync(
+        file,
+        JSON.stringify({
+          runId,
+          iterations: 1,
+          agent: { command: ['true'] },
+          tasks: taskConfig,
+          rollouts: { groupSize: 2, tasksPerIteration: 3 },
+          reward: { kind: 'numeric_match' },
+          eval: { everyIterations: 0 },
+        }),
+      );
       return file;
     };
     const cli = async (args: string[]) => {
@@ -166,7 +247,13 @@ void describe('task sets are pinned by content in the object store when a run st
     };
     const trainSet = sha256Bytes(canonicalTaskLines(tasks('cli', 3)));
 
-    const started = await cli(['train', runConfig('cli-pinned', { trainFile: path.join(taskDir, 'train.jsonl'), evalFile: path.join(taskDir, 'eval.jsonl') })]);
+    const started = await cli([
+      'train',
+      runConfig('cli-pinned', {
+        trainFile: path.join(taskDir, 'train.jsonl'),
+        evalFile: path.join(taskDir, 'eval.jsonl'),
+      }),
+    ]);
     assert.equal(started.code, 0, started.out);
     assert.ok(await store.stat(keys.taskSet(trainSet)), 'pinned by the CLI, before any worker ran');
     // The files are gone before a worker polls: the run can only get its tasks from the object store, by hash.
@@ -185,10 +272,21 @@ void describe('task sets are pinned by content in the object store when a run st
       async launchRollouts(input: LaunchRolloutsInput) {
         const { byId } = await remote.load(input.taskSet!);
         seen.push({ taskSet: input.taskSet, inputs: input.tasks.map((t) => byId.get(t.taskId)?.input) });
-        return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
+        return {
+          results: input.tasks.flatMap((t) =>
+            t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const })),
+          ),
+        };
       },
       async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
-        return { meanReward: 0, rewardSum: 0, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: keys.rewards(input.config.runId, input.iteration) };
+        return {
+          meanReward: 0,
+          rewardSum: 0,
+          scored: input.results.length,
+          infraFailed: 0,
+          unscored: [],
+          rewardsKey: keys.rewards(input.config.runId, input.iteration),
+        };
       },
       async buildBatch() {
         return { samples: 0, tokens: 0, batchKey: 'unused', manifestKey: 'unused', dropReasons: 'zero_variance: 3' };
@@ -196,23 +294,51 @@ void describe('task sets are pinned by content in the object store when a run st
     };
     const connection = await NativeConnection.connect({ address: services.temporalAddress });
     const common = { connection, namespace: services.namespace, activities };
-    const workers = [await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }), await Worker.create({ ...common, taskQueue: GPU_QUEUE })];
+    const workers = [
+      await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }),
+      await Worker.create({ ...common, taskQueue: GPU_QUEUE }),
+    ];
     const running = Promise.all(workers.map((w) => w.run()));
     const { client, close } = await connectClient(loadEnv({ ...services.env }, dir));
     try {
       const handle = client.workflow.getHandle('cli-pinned');
       const status: RunStatus = await handle.result();
       assert.equal(status.history.length, 1);
-      const startedWith = (await handle.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!;
-      assert.equal(JSON.parse(Buffer.from(startedWith).toString('utf8')).tasks.trainSet, trainSet, 'the workflow was started with the hash');
-      assert.deepEqual(seen.map((s) => s.taskSet), [trainSet]);
-      assert.deepEqual(seen[0]!.inputs.map((i) => JSON.stringify(i)).sort(), tasks('cli', 3).map((t) => JSON.stringify(t.input)).sort());
-      await assert.rejects(client.workflow.getHandle('cli-unknown').describe(), /not found/i, 'a refused start starts nothing');
+      const startedWith = (await handle.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!.input!
+        .payloads![0]!.data!;
+      assert.equal(
+        JSON.parse(Buffer.from(startedWith).toString('utf8')).tasks.trainSet,
+        trainSet,
+        'the workflow was started with the hash',
+      );
+      assert.deepEqual(
+        seen.map((s) => s.taskSet),
+        [trainSet],
+      );
+      assert.deepEqual(
+        seen[0]!.inputs.map((i) => JSON.stringify(i)).sort(),
+        tasks('cli', 3)
+          .map((t) => JSON.stringify(t.input))
+          .sort(),
+      );
+      await assert.rejects(
+        client.workflow.getHandle('cli-unknown').describe(),
+        /not found/i,
+        'a refused start starts nothing',
+      );
 
       // A raw start (temporal workflow start, the Web UI) naming an unknown hash fails in its first activity, non-retryably.
-      const raw = parseRunConfig({ runId: 'raw-unknown', agent: { command: ['true'] }, tasks: { trainSet: unknown, evalSet: trainSet }, reward: { kind: 'numeric_match' } });
+      const raw = parseRunConfig({
+        runId: 'raw-unknown',
+        agent: { command: ['true'] },
+        tasks: { trainSet: unknown, evalSet: trainSet },
+        reward: { kind: 'numeric_match' },
+      });
       const rawRun = await startTrainingRun(client, raw);
-      const failure = await rawRun.handle.result().then(() => null, (e: unknown) => e);
+      const failure = await rawRun.handle.result().then(
+        () => null,
+        (e: unknown) => e,
+      );
       let cause: unknown = failure;
       while (cause && !(cause instanceof ApplicationFailure)) cause = (cause as { cause?: unknown }).cause;
       assert.ok(cause instanceof ApplicationFailure, `typed failure, got ${String(failure)}`);

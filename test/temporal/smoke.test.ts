@@ -28,10 +28,17 @@ void describe('smoke workflow on a real Temporal dev server and S3', () => {
     const workflowId = 'smoke-test-1';
     try {
       const result = await worker.runUntil(
-        client.workflow.execute(smokeWorkflow, { taskQueue, workflowId, args: [{ runId: 'run-smoke', message: 'ping' }] }),
+        client.workflow.execute(smokeWorkflow, {
+          taskQueue,
+          workflowId,
+          args: [{ runId: 'run-smoke', message: 'ping' }],
+        }),
       );
       assert.equal(result.key, 'runs/run-smoke/smoke.json');
-      assert.deepEqual({ runId: result.record.runId, message: result.record.message }, { runId: 'run-smoke', message: 'ping' });
+      assert.deepEqual(
+        { runId: result.record.runId, message: result.record.message },
+        { runId: 'run-smoke', message: 'ping' },
+      );
 
       const stat = await s3Client(services.s3).statObject(services.s3.bucket, result.key);
       assert.equal(stat.size, result.bytes);
@@ -51,7 +58,11 @@ void describe('smoke workflow on a real Temporal dev server and S3', () => {
     const { worker, connection: workerConnection } = await createSmokeWorker(env, taskQueue);
     const client = new Client({ connection, namespace: services.namespace });
     try {
-      const run = client.workflow.execute(smokeWorkflow, { taskQueue, workflowId: 'smoke-test-bad', args: [{ runId: '../escape', message: 'x' }] });
+      const run = client.workflow.execute(smokeWorkflow, {
+        taskQueue,
+        workflowId: 'smoke-test-bad',
+        args: [{ runId: '../escape', message: 'x' }],
+      });
       await assert.rejects(worker.runUntil(run), (err: Error) => {
         const cause = (err.cause as { cause?: { type?: string; message?: string } } | undefined)?.cause;
         assert.equal(cause?.type, FailureType.InvalidConfig);
@@ -59,10 +70,16 @@ void describe('smoke workflow on a real Temporal dev server and S3', () => {
         return true;
       });
       const history = await client.workflow.getHandle('smoke-test-bad').fetchHistory();
-      const attempts = history.events?.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes?.attempt);
+      const attempts = history.events
+        ?.filter((e) => e.activityTaskStartedEventAttributes)
+        .map((e) => e.activityTaskStartedEventAttributes?.attempt);
       assert.deepEqual(attempts, [1], 'non-retryable: exactly one attempt');
       const objects = await s3Client(services.s3).listObjectsV2(services.s3.bucket, '', true).toArray();
-      assert.deepEqual(objects.map((o: { name?: string }) => o.name), ['runs/run-smoke/smoke.json'], 'only the first test wrote');
+      assert.deepEqual(
+        objects.map((o: { name?: string }) => o.name),
+        ['runs/run-smoke/smoke.json'],
+        'only the first test wrote',
+      );
     } finally {
       await workerConnection.close();
     }

@@ -27,7 +27,12 @@ const evalScore = (label: string, iteration: number) => (label === 'base' ? 0.2 
 function hold() {
   let reach!: () => void;
   let release!: () => void;
-  return { reached: new Promise<void>((r) => (reach = r)), released: new Promise<void>((r) => (release = r)), reach: () => reach(), release: () => release() };
+  return {
+    reached: new Promise<void>((r) => (reach = r)),
+    released: new Promise<void>((r) => (release = r)),
+    reach: () => reach(),
+    release: () => release(),
+  };
 }
 
 // Real Temporal dev server, real S3, the real trainingRun/trainingIteration/evaluation workflows; agents, model and trainer
@@ -43,52 +48,98 @@ void describe('rollback is a workflow update: the run owns "best"', { timeout: 3
   after(async () => services?.stop());
 
   void it('rolls back to the base model and to the previous promotion; the next candidate is compared against the rolled-back score', async () => {
-    const holds = new Map([[1, hold()], [2, hold()]]);
+    const holds = new Map([
+      [1, hold()],
+      [2, hold()],
+    ]);
     const served: string[] = [];
     const activities = {
       ...createConfigActivities({ taskSets: new PinnedTaskSets(store, root) }),
       async servePolicy(): Promise<void> {},
       async launchRollouts(input: LaunchRolloutsInput) {
         const h = input.mode === 'train' ? holds.get(input.iteration) : undefined;
-        if (h) { h.reach(); await h.released; }
-        return { results: input.tasks.flatMap((t) => t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const }))) };
+        if (h) {
+          h.reach();
+          await h.released;
+        }
+        return {
+          results: input.tasks.flatMap((t) =>
+            t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const })),
+          ),
+        };
       },
       async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
         const meanReward = input.mode === 'eval' ? evalScore(input.label, input.iteration) : 0.5;
-        return { meanReward, rewardSum: meanReward * input.results.length, scored: input.results.length, infraFailed: 0, unscored: [], rewardsKey: keys.rewards(input.config.runId, input.iteration) };
+        return {
+          meanReward,
+          rewardSum: meanReward * input.results.length,
+          scored: input.results.length,
+          infraFailed: 0,
+          unscored: [],
+          rewardsKey: keys.rewards(input.config.runId, input.iteration),
+        };
       },
       async buildBatch(input: { config: RunConfig; iteration: number }) {
-        return { samples: 4, tokens: 100, batchKey: keys.batch(input.config.runId, input.iteration), manifestKey: keys.batchManifest(input.config.runId, input.iteration), dropReasons: '' };
+        return {
+          samples: 4,
+          tokens: 100,
+          batchKey: keys.batch(input.config.runId, input.iteration),
+          manifestKey: keys.batchManifest(input.config.runId, input.iteration),
+          dropReasons: '',
+        };
       },
       async trainPolicy(input: { config: RunConfig; iteration: number }) {
         const sha256 = String(input.iteration + 1).repeat(64);
-        const policy: PolicyRef = { name: `it${input.iteration}`, checkpointKey: keys.checkpoint(sha256), sha256, iteration: input.iteration };
+        const policy: PolicyRef = {
+          name: `it${input.iteration}`,
+          checkpointKey: keys.checkpoint(sha256),
+          sha256,
+          iteration: input.iteration,
+        };
         return { policy, metrics: { loss: 0.1 } };
       },
       async promoteCheckpoint(input: { config: RunConfig; iteration: number; policy: PolicyRef; score: number }) {
         served.push(`promote ${input.policy.name}`);
-        await writeAlias(store, input.config.runId, { policy: input.policy, score: input.score, iteration: input.iteration, at: new Date().toISOString() });
+        await writeAlias(store, input.config.runId, {
+          policy: input.policy,
+          score: input.score,
+          iteration: input.iteration,
+          at: new Date().toISOString(),
+        });
       },
-      async rollbackCheckpoint(input: { config: RunConfig; to: { policy: PolicyRef; score: number; iteration: number | null } }) {
+      async rollbackCheckpoint(input: {
+        config: RunConfig;
+        to: { policy: PolicyRef; score: number; iteration: number | null };
+      }) {
         served.push(`rollback ${input.to.policy.name}`);
         await writeAlias(store, input.config.runId, { ...input.to, at: new Date().toISOString() });
       },
     };
     const config = parseRunConfig({
-      runId: 'rollback-run', iterations: 3, agent: { command: ['true'] },
+      runId: 'rollback-run',
+      iterations: 3,
+      agent: { command: ['true'] },
       tasks: { trainFile: 'examples/calculator/tasks/train.jsonl', evalFile: 'examples/calculator/tasks/eval.jsonl' },
-      rollouts: { groupSize: 2, tasksPerIteration: 2 }, reward: { kind: 'numeric_match' }, eval: { tasks: 2, promoteMargin: 0 },
+      rollouts: { groupSize: 2, tasksPerIteration: 2 },
+      reward: { kind: 'numeric_match' },
+      eval: { tasks: 2, promoteMargin: 0 },
     });
     const connection = await NativeConnection.connect({ address: services.temporalAddress });
     const common = { connection, namespace: services.namespace, activities };
-    const workers = [await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }), await Worker.create({ ...common, taskQueue: GPU_QUEUE })];
+    const workers = [
+      await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }),
+      await Worker.create({ ...common, taskQueue: GPU_QUEUE }),
+    ];
     const running = Promise.all(workers.map((w) => w.run()));
     const { client, close } = await connectClient(loadEnv({ ...services.env }, root));
     let status: RunStatus;
     try {
       const { handle } = await startTrainingRun(client, config);
       await holds.get(1)!.reached; // iteration 0 promoted it0 (0.5 > 0.2)
-      await assert.rejects(rollbackRun(client, config.runId, { to: 7 }), /iteration 7 promoted nothing \(promotions: 0\)/);
+      await assert.rejects(
+        rollbackRun(client, config.runId, { to: 7 }),
+        /iteration 7 promoted nothing \(promotions: 0\)/,
+      );
       await assert.rejects(rollbackRun(client, config.runId, { to: 'latest' as never }), /rollback\.to: expected/);
       const toBase = await rollbackRun(client, config.runId, { to: 'base' });
       assert.deepEqual([toBase.iteration, toBase.best.score, toBase.best.policy.sha256], [null, 0.2, null]);
@@ -106,11 +157,24 @@ void describe('rollback is a workflow update: the run owns "best"', { timeout: 3
       await connection.close();
       await close();
     }
-    assert.deepEqual(status.history.map((h) => [h.iteration, h.evalScore, h.promoted]), [[0, 0.5, true], [1, 0.4, true], [2, 0.4, false]]);
+    assert.deepEqual(
+      status.history.map((h) => [h.iteration, h.evalScore, h.promoted]),
+      [
+        [0, 0.5, true],
+        [1, 0.4, true],
+        [2, 0.4, false],
+      ],
+    );
     assert.deepEqual([status.best?.policy.name, status.best?.score], ['it0', 0.5]);
     assert.deepEqual(served, ['promote it0', 'rollback smollm2-135m-instruct', 'promote it1', 'rollback it0']);
     const alias = await store.getJson(keys.modelAlias(config.runId, 'best'), modelAliasSchema);
-    assert.deepEqual([alias.current.policy.name, alias.current.iteration, alias.servedAs], ['it0', 0, 'rollback-run-best']);
-    assert.deepEqual(alias.history.map((h) => h.policy.name), ['it0', 'smollm2-135m-instruct', 'it1']);
+    assert.deepEqual(
+      [alias.current.policy.name, alias.current.iteration, alias.servedAs],
+      ['it0', 0, 'rollback-run-best'],
+    );
+    assert.deepEqual(
+      alias.history.map((h) => h.policy.name),
+      ['it0', 'smollm2-135m-instruct', 'it1'],
+    );
   });
 });

@@ -36,7 +36,12 @@ describe('setHyperParameters / volt tune', { timeout: 300_000 }, () => {
     writeFileSync(path.join(dir, 'tasks.jsonl'), `${JSON.stringify({ id: 't0', input: { q: 'x' } })}\n`);
     Runtime.install({ logger: new DefaultLogger('ERROR') });
     const connection = await NativeConnection.connect({ address: services.temporalAddress });
-    worker = await Worker.create({ connection, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH, activities: createConfigActivities({ taskSets: new PinnedTaskSets(store, dir) }) });
+    worker = await Worker.create({
+      connection,
+      taskQueue: CPU_QUEUE,
+      workflowsPath: WORKFLOWS_PATH,
+      activities: createConfigActivities({ taskSets: new PinnedTaskSets(store, dir) }),
+    });
     running = worker.run().finally(() => connection.close());
   });
   after(async () => {
@@ -48,10 +53,18 @@ describe('setHyperParameters / volt tune', { timeout: 300_000 }, () => {
 
   it('rejects at the update what the next iteration would fail on, and applies valid values', async () => {
     const config = parseRunConfig({
-      runId, agent: { command: ['true'] }, tasks: { trainFile: 'tasks.jsonl', evalFile: 'tasks.jsonl' }, reward: { kind: 'numeric_match' },
-      rollouts: { groupSize: 4 }, batch: { minGroupSize: 3 }, eval: { everyIterations: 0 },
+      runId,
+      agent: { command: ['true'] },
+      tasks: { trainFile: 'tasks.jsonl', evalFile: 'tasks.jsonl' },
+      reward: { kind: 'numeric_match' },
+      rollouts: { groupSize: 4 },
+      batch: { minGroupSize: 3 },
+      eval: { everyIterations: 0 },
     });
-    const { client, close } = await connectClient({ VOLT_TEMPORAL_ADDRESS: services.temporalAddress, VOLT_TEMPORAL_NAMESPACE: 'default' });
+    const { client, close } = await connectClient({
+      VOLT_TEMPORAL_ADDRESS: services.temporalAddress,
+      VOLT_TEMPORAL_NAMESPACE: 'default',
+    });
     try {
       await startTrainingRun(client, config);
       for (let i = 0; (await queryStatus(client, runId)).phase !== 'rollouts'; i++) {
@@ -59,7 +72,10 @@ describe('setHyperParameters / volt tune', { timeout: 300_000 }, () => {
         await sleep(100);
       }
       const volt = (...args: string[]) =>
-        run(process.execPath, [path.join(root, 'bin/volt.mjs'), ...args], { cwd: root, env: { ...process.env, ...services.env } }).then(
+        run(process.execPath, [path.join(root, 'bin/volt.mjs'), ...args], {
+          cwd: root,
+          env: { ...process.env, ...services.env },
+        }).then(
           (r) => ({ code: 0, out: r.stdout + r.stderr }),
           (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
         );
@@ -68,14 +84,23 @@ describe('setHyperParameters / volt tune', { timeout: 300_000 }, () => {
       assert.notEqual(clip.code, 0, clip.out);
       assert.match(clip.out, /clipLow \(trainer\.clipLow\): expected a finite number > 0 and < 1, got 0/);
       // Below batch.minGroupSize every group would be dropped silently.
-      await assert.rejects(setHyperParameters(client, runId, { groupSize: 2 }), /batch\.minGroupSize: must be <= rollouts\.groupSize \(2\)/);
+      await assert.rejects(
+        setHyperParameters(client, runId, { groupSize: 2 }),
+        /batch\.minGroupSize: must be <= rollouts\.groupSize \(2\)/,
+      );
       // A negative margin is a non-inferiority margin, allowed down to -1.
-      await assert.rejects(setHyperParameters(client, runId, { promoteMargin: -1.5 }), /promoteMargin \(eval\.promoteMargin\): expected a finite number >= -1 and <= 1, got -1\.5/);
+      await assert.rejects(
+        setHyperParameters(client, runId, { promoteMargin: -1.5 }),
+        /promoteMargin \(eval\.promoteMargin\): expected a finite number >= -1 and <= 1, got -1\.5/,
+      );
       const ok = await volt('tune', runId, '--set', 'clipLow=0.1', '--set', 'groupSize=3');
       assert.equal(ok.code, 0, ok.out);
       assert.match(ok.out, /applied from the next iteration: \{"clipLow":0.1,"groupSize":3\}/);
     } finally {
-      await client.workflow.getHandle(runId).terminate('test done').catch(() => undefined);
+      await client.workflow
+        .getHandle(runId)
+        .terminate('test done')
+        .catch(() => undefined);
       await close();
     }
   });

@@ -1,5 +1,11 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Runtime,
+  Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import type { createCpuActivities, createGpuActivities } from '../../src/activities/index.js';
 import { TEMPORAL_BIN } from '../../src/stack/temporal.js';
 import { WORKFLOWS_PATH } from '../../src/workers/workers.js';
@@ -10,7 +16,9 @@ type Cpu = ReturnType<typeof createCpuActivities>;
 type Gpu = ReturnType<typeof createGpuActivities>;
 
 /** Stub activities: same names and input/output types as the real ones, so a changed signature fails tsc here. */
-export type StubActivities<A> = { [K in keyof A]?: A[K] extends (...args: infer P) => infer R ? (...args: P) => R : never };
+export type StubActivities<A> = {
+  [K in keyof A]?: A[K] extends (...args: infer P) => infer R ? (...args: P) => R : never;
+};
 export type CpuStubs = StubActivities<Cpu>;
 export type GpuStubs = StubActivities<Gpu>;
 
@@ -19,11 +27,17 @@ export type GpuStubs = StubActivities<Gpu>;
  * nothing downloaded; the time-skipping server is a separate download, and these workflows wait on no timers) with
  * Volt's search attributes, and the workflow bundle built once per file.
  */
-export async function startWorkflowEnv(): Promise<{ env: TestWorkflowEnvironment; bundle: WorkflowBundleWithSourceMap }> {
+export async function startWorkflowEnv(): Promise<{
+  env: TestWorkflowEnvironment;
+  bundle: WorkflowBundleWithSourceMap;
+}> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const [env, bundle] = await Promise.all([
     TestWorkflowEnvironment.createLocal({
-      server: { executable: { type: 'existing-path', path: TEMPORAL_BIN }, searchAttributes: [RunIdKey, IterationKey, PhaseKey, BestScoreKey] },
+      server: {
+        executable: { type: 'existing-path', path: TEMPORAL_BIN },
+        searchAttributes: [RunIdKey, IterationKey, PhaseKey, BestScoreKey],
+      },
     }),
     bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') }),
   ]);

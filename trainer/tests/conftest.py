@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from volt_trainer.model import DEFAULT_MODEL, load_model, resolve_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -57,8 +56,25 @@ ADMIN_HEADERS = {"authorization": f"Bearer {ADMIN_KEY}"}
 @pytest.fixture(scope="session")
 def server_url(model_dir: Path) -> Iterator[str]:
     """A real ``python -m volt_trainer.serve`` on a free loopback port, serving the default model."""
-    command = [sys.executable, "-m", "volt_trainer.serve", "--model", str(model_dir), "--served-model-name", DEFAULT_MODEL,
-               "--host", "127.0.0.1", "--port", "0", "--threads", "1", "--max-batch", "8", "--max-model-len", "1024"]
+    command = [
+        sys.executable,
+        "-m",
+        "volt_trainer.serve",
+        "--model",
+        str(model_dir),
+        "--served-model-name",
+        DEFAULT_MODEL,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--threads",
+        "1",
+        "--max-batch",
+        "8",
+        "--max-model-len",
+        "1024",
+    ]
     env = {**os.environ, "VOLT_MODEL_SERVER_ADMIN_KEY": ADMIN_KEY}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert process.stdout is not None

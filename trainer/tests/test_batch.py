@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from volt_trainer.batch import BatchError, pad, read_batch, split_minibatches
 
 FIXTURE = Path(__file__).resolve().parents[2] / "schemas" / "fixtures" / "samples.safetensors"

@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-
 from volt_trainer.loss import policy_loss, token_weights
 
 CLIP = dict(clip_low=0.2, clip_high=0.28)
@@ -16,8 +15,15 @@ def run(logp, old, rollout, ref, adv, mask, rollout_index=None, aggregation="tok
     index = torch.tensor(rollout_index if rollout_index is not None else list(range(mask.shape[0])))
     weights = token_weights(mask, index, aggregation)
     parts = policy_loss(
-        logp, torch.tensor(old), torch.tensor(rollout), torch.tensor(ref), torch.tensor(adv), weights,
-        tis_cap=tis_cap, kl_coef=kl_coef, **CLIP,
+        logp,
+        torch.tensor(old),
+        torch.tensor(rollout),
+        torch.tensor(ref),
+        torch.tensor(adv),
+        weights,
+        tis_cap=tis_cap,
+        kl_coef=kl_coef,
+        **CLIP,
     )
     parts.loss.backward()
     return parts, logp.grad

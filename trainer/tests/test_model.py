@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from volt_trainer.model import DEFAULT_MODEL, load_model, resolve_model
 
 
@@ -35,7 +34,6 @@ def test_local_directory_resolves_to_itself(model_dir: Path, tmp_path: Path) -> 
 
 def test_cached_weights_match_the_gguf(model, tokenizer) -> None:
     from transformers import AutoModelForCausalLM
-
     from volt_trainer.model import gguf_path
 
     gguf = gguf_path()

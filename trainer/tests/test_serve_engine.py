@@ -6,7 +6,6 @@ import threading
 
 import pytest
 import torch
-
 from volt_trainer.server.engine import Engine, TokenEvent
 from volt_trainer.server.packed_engine import PackedEngine
 from volt_trainer.server.sampling import SamplingParams
@@ -47,7 +46,15 @@ def test_staggered_admission_and_retirement_match_cache_free_greedy(engine_class
     engine.start()
     try:
         collectors = [Collector() for _ in PROMPTS]
-        submit = lambda i: engine.submit("base", tokenizer(PROMPTS[i])["input_ids"], [SamplingParams(max_tokens=lengths[i], temperature=0, ignore_eos=True)], [collectors[i]])  # noqa: E731
+
+        def submit(i):
+            return engine.submit(
+                "base",
+                tokenizer(PROMPTS[i])["input_ids"],
+                [SamplingParams(max_tokens=lengths[i], temperature=0, ignore_eos=True)],
+                [collectors[i]],
+            )
+
         submit(0)
         assert collectors[0].first.wait(120)
         submit(1)  # joins a batch already decoding, with a different prompt length
@@ -63,8 +70,15 @@ def test_staggered_admission_and_retirement_match_cache_free_greedy(engine_class
 
 def _sequences(engine, tokenizer, max_tokens: list[int]) -> tuple[list, list[Collector]]:
     collectors = [Collector() for _ in max_tokens]
-    seqs = [engine.submit("base", tokenizer(PROMPTS[i])["input_ids"], [SamplingParams(max_tokens=n, temperature=0, ignore_eos=True)], [c])[1][0]
-            for i, (n, c) in enumerate(zip(max_tokens, collectors))]
+    seqs = [
+        engine.submit(
+            "base",
+            tokenizer(PROMPTS[i])["input_ids"],
+            [SamplingParams(max_tokens=n, temperature=0, ignore_eos=True)],
+            [c],
+        )[1][0]
+        for i, (n, c) in enumerate(zip(max_tokens, collectors))
+    ]
     engine._waiting.clear()  # the test drives the steps itself (the scheduler thread is not started)
     return seqs, collectors
 

@@ -6,7 +6,6 @@ import time
 
 import httpx2 as httpx
 import pytest
-
 from conftest import ADMIN_HEADERS, ADMIN_KEY
 from volt_trainer.model import DEFAULT_MODEL
 
@@ -15,7 +14,12 @@ CASES = [
     ("/v1/chat/completions", {"model": DEFAULT_MODEL}, 400, "messages"),
     ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": []}, 400, "messages"),
     ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": "hi"}, 400, "messages"),
-    ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": [{"role": "wizard", "content": "x"}]}, 400, "messages.0.role"),
+    (
+        "/v1/chat/completions",
+        {"model": DEFAULT_MODEL, "messages": [{"role": "wizard", "content": "x"}]},
+        400,
+        "messages.0.role",
+    ),
     ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": USER, "max_tokens": -1}, 400, "max_tokens"),
     ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": USER, "temperature": "hot"}, 400, "temperature"),
     ("/v1/chat/completions", {"model": DEFAULT_MODEL, "messages": USER, "top_p": 0}, 400, "top_p"),
@@ -74,11 +78,15 @@ def test_client_that_disconnects_mid_stream_frees_its_batch_slot(http: httpx.Cli
 @pytest.mark.parametrize("auth", [None, "Bearer wrong-key-123", ADMIN_KEY])
 def test_control_endpoints_need_the_admin_key(server_url: str, path: str, auth: str | None) -> None:
     headers = {"authorization": auth} if auth else {}
-    response = httpx.post(f"{server_url}{path}", json={"lora_name": "policy", "lora_path": "/tmp"}, headers=headers, timeout=60)
+    response = httpx.post(
+        f"{server_url}{path}", json={"lora_name": "policy", "lora_path": "/tmp"}, headers=headers, timeout=60
+    )
     assert response.status_code == 401, response.text
     assert response.json()["error"] == {
         "message": "control endpoints need the admin key (Authorization: Bearer <VOLT_MODEL_SERVER_ADMIN_KEY>)",
-        "type": "authentication_error", "param": None, "code": "invalid_admin_key",
+        "type": "authentication_error",
+        "param": None,
+        "code": "invalid_admin_key",
     }
     assert httpx.get(f"{server_url}/health", timeout=60).json()["status"] == "ok"
 

@@ -10,12 +10,16 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 import torch
-from peft import LoraConfig, get_peft_model
-
 from conftest import ADMIN_HEADERS
+from peft import LoraConfig, get_peft_model
 from volt_trainer.model import DEFAULT_MODEL
 
-PROMPT = {"messages": [{"role": "user", "content": "What is 2 + 2?"}], "max_tokens": 6, "temperature": 0, "return_token_ids": True}
+PROMPT = {
+    "messages": [{"role": "user", "content": "What is 2 + 2?"}],
+    "max_tokens": 6,
+    "temperature": 0,
+    "return_token_ids": True,
+}
 
 
 def _make_adapters(model, directories: list[Path]) -> list[str]:
@@ -57,7 +61,9 @@ def test_adapter_load_swap_unload(http: httpx.Client, model, tmp_path: Path) -> 
     assert "policy" in [m["id"] for m in http.get("/v1/models").json()["data"]]
     # Base and adapter requests in flight together are decoded in separate per-adapter batches.
     with ThreadPoolExecutor(max_workers=4) as pool:
-        mixed = list(pool.map(lambda name: _chat(http, name).json()["choices"][0]["token_ids"], [DEFAULT_MODEL, "policy"] * 2))
+        mixed = list(
+            pool.map(lambda name: _chat(http, name).json()["choices"][0]["token_ids"], [DEFAULT_MODEL, "policy"] * 2)
+        )
     assert mixed == [base["choices"][0]["token_ids"], served["choices"][0]["token_ids"]] * 2
 
     again = http.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": str(tmp_path / "v1")})
@@ -68,7 +74,10 @@ def test_adapter_load_swap_unload(http: httpx.Client, model, tmp_path: Path) -> 
     with http.stream("POST", "/v1/chat/completions", json=stream_body) as streaming:
         lines = streaming.iter_lines()
         first = json.loads(next(line for line in lines if line.startswith("data: "))[6:])
-        swapped = http.post("/v1/load_lora_adapter", json={"lora_name": "policy", "lora_path": str(tmp_path / "v2"), "load_inplace": True})
+        swapped = http.post(
+            "/v1/load_lora_adapter",
+            json={"lora_name": "policy", "lora_path": str(tmp_path / "v2"), "load_inplace": True},
+        )
         chunks = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
     assert swapped.status_code == 200, swapped.text
     streamed_ids = [i for c in chunks for i in c["choices"][0].get("token_ids", [])]

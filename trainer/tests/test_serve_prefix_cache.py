@@ -13,7 +13,6 @@ import httpx2 as httpx
 import pytest
 import torch
 from peft import LoraConfig, get_peft_model
-
 from volt_trainer.model import DEFAULT_MODEL
 from volt_trainer.server.engine import Engine, TokenEvent
 from volt_trainer.server.packed_engine import PackedEngine
@@ -68,18 +67,25 @@ def _generate_twice(engine: Engine, jobs) -> tuple[list[Output], list[Output], l
     for capacity in (0, 64 << 20):
         engine.prefix_cache.max_bytes = capacity
         first = _run(engine, jobs)
-        follow = [(m, p + out.ids + engine.tokenizer(" Result: 276.")["input_ids"], params) for (m, p, params), out in zip(jobs, first)]
+        follow = [
+            (m, p + out.ids + engine.tokenizer(" Result: 276.")["input_ids"], params)
+            for (m, p, params), out in zip(jobs, first)
+        ]
         results += [first, _run(engine, follow)]
     return results[0], results[1], results[2], results[3]
 
 
 @ENGINES
-def test_greedy_and_seeded_sampling_match_the_uncached_path_in_concurrent_batches(engine_class, model, tokenizer) -> None:
+def test_greedy_and_seeded_sampling_match_the_uncached_path_in_concurrent_batches(
+    engine_class, model, tokenizer
+) -> None:
     engine = engine_class(model, tokenizer, "base", max_batch=8, max_model_len=1024)
     engine.start()
     try:
-        for params in (lambda i: SamplingParams(max_tokens=4, temperature=0, ignore_eos=True),
-                       lambda i: SamplingParams(max_tokens=4, temperature=1.0, seed=1000 + i, ignore_eos=True, logprobs=True)):
+        for params in (
+            lambda i: SamplingParams(max_tokens=4, temperature=0, ignore_eos=True),
+            lambda i: SamplingParams(max_tokens=4, temperature=1.0, seed=1000 + i, ignore_eos=True, logprobs=True),
+        ):
             engine.prefix_cache.stats.hits = 0
             jobs = _rollout_jobs(tokenizer, params)
             off_1, off_2, on_1, on_2 = _generate_twice(engine, jobs)
@@ -99,7 +105,9 @@ def test_a_small_cache_evicts_within_its_bound_and_stays_correct(engine_class, m
     engine.start()
     try:
         prompts = [tokenizer(q + " " + SYSTEM)["input_ids"] for q in QUESTIONS]  # no two share a first block
-        jobs = [("base", p, SamplingParams(max_tokens=3, temperature=0, ignore_eos=True)) for p in prompts for _ in range(2)]
+        jobs = [
+            ("base", p, SamplingParams(max_tokens=3, temperature=0, ignore_eos=True)) for p in prompts for _ in range(2)
+        ]
         uncached = _run(engine, jobs)
         block_bytes = 30 * 2 * 3 * 16 * 64 * 4  # layers x (k, v) x kv heads x block tokens x head dim x fp32
         engine.prefix_cache.max_bytes = 3 * block_bytes  # fewer blocks than one prompt has
@@ -115,7 +123,10 @@ def test_a_small_cache_evicts_within_its_bound_and_stays_correct(engine_class, m
 @ENGINES
 def test_a_new_adapter_version_never_reuses_the_old_versions_kv(engine_class, model, tokenizer, tmp_path: Path) -> None:
     dirs = [tmp_path / "v1", tmp_path / "v2"]
-    fresh = get_peft_model(type(model).from_pretrained(model.name_or_path), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    fresh = get_peft_model(
+        type(model).from_pretrained(model.name_or_path),
+        LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+    )
     for seed, directory in enumerate(dirs):
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():
@@ -172,4 +183,8 @@ def test_metrics_report_hits_and_prefill_tokens(server_url: str) -> None:
 def _metrics(http: httpx.Client) -> dict[str, float]:
     response = http.get("/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
-    return {line.split()[0]: float(line.split()[1]) for line in response.text.splitlines() if line and not line.startswith("#")}
+    return {
+        line.split()[0]: float(line.split()[1])
+        for line in response.text.splitlines()
+        if line and not line.startswith("#")
+    }

@@ -6,7 +6,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from openai import OpenAI
-
 from volt_trainer.model import DEFAULT_MODEL
 
 
@@ -16,7 +15,13 @@ def client(server_url: str) -> OpenAI:
 
 
 def _complete(client: OpenAI, prompt: str, **overrides) -> dict:
-    args = {"model": DEFAULT_MODEL, "prompt": prompt, "max_tokens": 6, "temperature": 0, "extra_body": {"return_token_ids": True}} | overrides
+    args = {
+        "model": DEFAULT_MODEL,
+        "prompt": prompt,
+        "max_tokens": 6,
+        "temperature": 0,
+        "extra_body": {"return_token_ids": True},
+    } | overrides
     return client.completions.create(**args).to_dict()
 
 
@@ -38,14 +43,23 @@ def test_stop_string_truncates_text_in_both_modes(client: OpenAI) -> None:
     choice = stopped["choices"][0]
     assert choice["finish_reason"] == "stop"
     assert choice["text"] == free["choices"][0]["text"].split(".")[0]
-    streamed = client.completions.create(model=DEFAULT_MODEL, prompt="The capital of France is", max_tokens=6, temperature=0, stop=["."], stream=True)
+    streamed = client.completions.create(
+        model=DEFAULT_MODEL, prompt="The capital of France is", max_tokens=6, temperature=0, stop=["."], stream=True
+    )
     pieces = [c.choices[0] for c in streamed if c.choices]
     assert "".join(p.text for p in pieces) == choice["text"] and pieces[-1].finish_reason == "stop"
 
 
 def test_eight_concurrent_requests_match_their_sequential_results(client: OpenAI) -> None:
-    prompts = [f"{topic} is" for topic in ("Water", "The sun", "A cat", "Python", "Music", "The moon", "Bread", "Winter")]
+    prompts = [
+        f"{topic} is" for topic in ("Water", "The sun", "A cat", "Python", "Music", "The moon", "Bread", "Winter")
+    ]
     sequential = [_complete(client, p, max_tokens=5 + i % 3)["choices"][0]["token_ids"] for i, p in enumerate(prompts)]
     with ThreadPoolExecutor(max_workers=8) as pool:
-        concurrent = list(pool.map(lambda ip: _complete(client, ip[1], max_tokens=5 + ip[0] % 3)["choices"][0]["token_ids"], enumerate(prompts)))
+        concurrent = list(
+            pool.map(
+                lambda ip: _complete(client, ip[1], max_tokens=5 + ip[0] % 3)["choices"][0]["token_ids"],
+                enumerate(prompts),
+            )
+        )
     assert concurrent == sequential

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import torch
-
 from volt_trainer.server.chat_format import parse_tool_calls, render_chat_prompt
 from volt_trainer.server.detokenize import IncrementalText, token_bytes
 from volt_trainer.server.engine import TokenEvent
@@ -13,7 +12,10 @@ from volt_trainer.server.generation import ChoiceState
 from volt_trainer.server.protocol import ChatMessage
 from volt_trainer.server.sampling import SampledToken, SamplingParams, make_generator, sample_token
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+WEATHER = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+}
 
 
 def _stream(tokenizer, text: str, stop: tuple[str, ...]) -> tuple[list[str], IncrementalText]:
@@ -51,7 +53,13 @@ def test_tools_go_into_the_prompt(tokenizer) -> None:
 def test_assistant_tool_calls_and_tool_results_render(tokenizer) -> None:
     messages = [
         ChatMessage(role="user", content="Weather in Paris?"),
-        ChatMessage(role="assistant", content=None, tool_calls=[{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]),
+        ChatMessage(
+            role="assistant",
+            content=None,
+            tool_calls=[
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+            ],
+        ),
         ChatMessage(role="tool", content="sunny", tool_call_id="c1"),
     ]
     text = tokenizer.decode(render_chat_prompt(tokenizer, messages, [WEATHER]))
@@ -60,7 +68,9 @@ def test_assistant_tool_calls_and_tool_results_render(tokenizer) -> None:
 
 
 def test_tool_calls_parse_list_and_object_forms() -> None:
-    content, calls = parse_tool_calls('<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call>')
+    content, calls = parse_tool_calls(
+        '<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call>'
+    )
     assert content is None and [c["function"]["name"] for c in calls] == ["get_weather"]
     assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Paris"}
     content, calls = parse_tool_calls('Sure. <tool_call>{"name": "a", "arguments": {}}</tool_call>')

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 from openai import OpenAI
-
 from volt_trainer.model import DEFAULT_MODEL
 
 # Served logprobs come from batched decoding with a KV cache; a single full forward pass agrees to fp32 rounding.
@@ -19,8 +18,15 @@ def client(server_url: str) -> OpenAI:
 
 
 def _chat(client: OpenAI, **overrides) -> dict:
-    args = {"model": DEFAULT_MODEL, "messages": MESSAGES, "max_tokens": 8, "temperature": 0.8, "seed": 11,
-            "logprobs": True, "extra_body": {"return_token_ids": True}} | overrides
+    args = {
+        "model": DEFAULT_MODEL,
+        "messages": MESSAGES,
+        "max_tokens": 8,
+        "temperature": 0.8,
+        "seed": 11,
+        "logprobs": True,
+        "extra_body": {"return_token_ids": True},
+    } | overrides
     return client.chat.completions.create(**args).to_dict()
 
 
@@ -28,7 +34,12 @@ def test_token_ids_decode_to_text_and_logprobs_match_a_forward_pass(client: Open
     body = _chat(client)
     choice = body["choices"][0]
     prompt_ids, ids = body["prompt_token_ids"], choice["token_ids"]
-    assert prompt_ids == tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
+    assert (
+        prompt_ids
+        == tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=True, return_dict=True)[
+            "input_ids"
+        ]
+    )
     assert len(ids) == body["usage"]["completion_tokens"] and 1 <= len(ids) <= 8
     assert tokenizer.decode(ids, skip_special_tokens=True) == choice["message"]["content"]
     assert body["system_fingerprint"] == f"{DEFAULT_MODEL}@base" and body["model"] == DEFAULT_MODEL
@@ -41,7 +52,19 @@ def test_token_ids_decode_to_text_and_logprobs_match_a_forward_pass(client: Open
 
 def test_streaming_and_non_streaming_agree_for_the_same_seed(client: OpenAI) -> None:
     whole = _chat(client, seed=123)
-    chunks = [c.to_dict() for c in client.chat.completions.create(model=DEFAULT_MODEL, messages=MESSAGES, max_tokens=8, temperature=0.8, seed=123, logprobs=True, stream=True, extra_body={"return_token_ids": True})]
+    chunks = [
+        c.to_dict()
+        for c in client.chat.completions.create(
+            model=DEFAULT_MODEL,
+            messages=MESSAGES,
+            max_tokens=8,
+            temperature=0.8,
+            seed=123,
+            logprobs=True,
+            stream=True,
+            extra_body={"return_token_ids": True},
+        )
+    ]
     assert chunks[0]["prompt_token_ids"] == whole["prompt_token_ids"]
     choices = [c["choices"][0] for c in chunks if c["choices"]]
     ids = [i for c in choices for i in c.get("token_ids", [])]
@@ -55,7 +78,14 @@ def test_streaming_and_non_streaming_agree_for_the_same_seed(client: OpenAI) -> 
 
 
 def test_completions_return_token_ids_and_legacy_logprobs(client: OpenAI, tokenizer) -> None:
-    body = client.completions.create(model=DEFAULT_MODEL, prompt="The capital of France is", max_tokens=4, temperature=0, logprobs=2, extra_body={"return_token_ids": True}).to_dict()
+    body = client.completions.create(
+        model=DEFAULT_MODEL,
+        prompt="The capital of France is",
+        max_tokens=4,
+        temperature=0,
+        logprobs=2,
+        extra_body={"return_token_ids": True},
+    ).to_dict()
     choice = body["choices"][0]
     assert body["prompt_token_ids"] == tokenizer("The capital of France is")["input_ids"]
     assert tokenizer.decode(choice["token_ids"]) == choice["text"]
@@ -65,15 +95,29 @@ def test_completions_return_token_ids_and_legacy_logprobs(client: OpenAI, tokeni
         assert len(top) == 2 and chosen == pytest.approx(max(top.values()))
 
 
-WEATHER_TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
-                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 def test_tools_reach_the_prompt_and_streaming_matches_non_streaming(client: OpenAI, tokenizer) -> None:
-    args = {"model": DEFAULT_MODEL, "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
-            "tools": [WEATHER_TOOL], "max_tokens": 24, "temperature": 0, "extra_body": {"return_token_ids": True}}
+    args = {
+        "model": DEFAULT_MODEL,
+        "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+        "tools": [WEATHER_TOOL],
+        "max_tokens": 24,
+        "temperature": 0,
+        "extra_body": {"return_token_ids": True},
+    }
     whole = client.chat.completions.create(**args).to_dict()
-    assert "<tools>" in tokenizer.decode(whole["prompt_token_ids"]) and "get_weather" in tokenizer.decode(whole["prompt_token_ids"])
+    assert "<tools>" in tokenizer.decode(whole["prompt_token_ids"]) and "get_weather" in tokenizer.decode(
+        whole["prompt_token_ids"]
+    )
     message = whole["choices"][0]["message"]
     chunks = [c.to_dict() for c in client.chat.completions.create(stream=True, **args)]
     deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]

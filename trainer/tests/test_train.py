@@ -10,7 +10,6 @@ import pytest
 import torch
 from peft import PeftModel
 from safetensors.torch import load_file
-
 from volt_trainer.batch import pad, read_batch
 from volt_trainer.config import load_config
 from volt_trainer.logprobs import response_logprobs
@@ -20,7 +19,14 @@ from volt_trainer.train import train
 FIXTURE = Path(__file__).resolve().parent / "data" / "smollm2-samples.jsonl"
 TRAINER_DIR = Path(__file__).resolve().parents[1]
 # 2 epochs x 2 minibatches = 4 optimizer steps; KL on, rollout_mean on: every part of the loss is exercised
-FLAGS = {"lr": 1e-3, "epochs": 2, "num_minibatches": 2, "micro_batch_size": 2, "aggregation": "rollout_mean", "kl_coef": 0.01}
+FLAGS = {
+    "lr": 1e-3,
+    "epochs": 2,
+    "num_minibatches": 2,
+    "micro_batch_size": 2,
+    "aggregation": "rollout_mean",
+    "kl_coef": 0.01,
+}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -65,14 +71,31 @@ def test_same_seed_gives_a_bitwise_identical_adapter(full_run, tmp_path, data_di
     out, done = full_run
     again = train(str(FIXTURE), str(tmp_path), load_config(None, {**FLAGS, "data_dir": data_dir}))
     assert again["adapter_sha256"] == done["adapter_sha256"]
-    assert (tmp_path / "adapter" / "adapter_model.safetensors").read_bytes() == (out / "adapter" / "adapter_model.safetensors").read_bytes()
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").read_bytes() == (
+        out / "adapter" / "adapter_model.safetensors"
+    ).read_bytes()
 
 
 def cli(out: Path, data_dir: str, *extra: str) -> tuple[int, list[dict], str]:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in FLAGS.items()]
     proc = subprocess.run(
-        [sys.executable, "-m", "volt_trainer.train", "--batch", str(FIXTURE), "--out", str(out), f"--data-dir={data_dir}", *flags, *extra],
-        cwd=TRAINER_DIR, capture_output=True, text=True, timeout=600, env={**os.environ, "VOLT_DATA_DIR": data_dir},
+        [
+            sys.executable,
+            "-m",
+            "volt_trainer.train",
+            "--batch",
+            str(FIXTURE),
+            "--out",
+            str(out),
+            f"--data-dir={data_dir}",
+            *flags,
+            *extra,
+        ],
+        cwd=TRAINER_DIR,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "VOLT_DATA_DIR": data_dir},
     )
     return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
 

@@ -11,16 +11,19 @@ from __future__ import annotations
 import torch
 from peft import LoraConfig, get_peft_model
 from safetensors.torch import load_file
-
 from volt_trainer.batch import Sample, pad
 from volt_trainer.config import load_config
 from volt_trainer.logprobs import response_logprobs
 from volt_trainer.shared_prefix import micro_batches, prefix_tree, shared_prefix_logprobs
 from volt_trainer.train import train
 
-SYSTEM = "<|im_start|>system\nYou solve math word problems with a calculator. Write <calc>expression</calc>.<|im_end|>\n"
-QUESTIONS = ["<|im_start|>user\nWhat is 23 * 12?<|im_end|>\n<|im_start|>assistant\n",
-             "<|im_start|>user\nA farmer packs 261 pens into boxes of 9. How many boxes?<|im_end|>\n<|im_start|>assistant\n"]
+SYSTEM = (
+    "<|im_start|>system\nYou solve math word problems with a calculator. Write <calc>expression</calc>.<|im_end|>\n"
+)
+QUESTIONS = [
+    "<|im_start|>user\nWhat is 23 * 12?<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nA farmer packs 261 pens into boxes of 9. How many boxes?<|im_end|>\n<|im_start|>assistant\n",
+]
 ANSWERS = ["<calc>23*12</calc>", "<answer>276</answer>", "I think <calc>261/9</calc>", "<answer>29</answer>"]
 
 
@@ -33,12 +36,29 @@ def demo_samples(tokenizer) -> list[Sample]:
             answer = tokenizer(ANSWERS[(g + i) % 4], add_special_tokens=False)["input_ids"]
             mask = [1] * len(answer)
             if i == 2:  # merged multi-turn: the tool result (not trained) then the second answer
-                tool = tokenizer("<|im_end|>\n<|im_start|>user\nResult: 276<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
+                tool = tokenizer(
+                    "<|im_end|>\n<|im_start|>user\nResult: 276<|im_end|>\n<|im_start|>assistant\n",
+                    add_special_tokens=False,
+                )["input_ids"]
                 second = tokenizer("<answer>276</answer>", add_special_tokens=False)["input_ids"]
                 answer, mask = answer + tool + second, mask + [0] * len(tool) + [1] * len(second)
-            samples.append(Sample(sample_id=f"s{g}{i}", run_id="r", iteration=0, rollout_id=f"ro{g}{i}", attempt=0, task_id=f"t{g}",
-                                  group_id=f"g{g}", span_ids=["x"], prompt_ids=prompt, response_ids=answer, loss_mask=mask,
-                                  rollout_logprobs=[-1.5] * len(answer), advantage=1.0 if i % 2 else -0.5))
+            samples.append(
+                Sample(
+                    sample_id=f"s{g}{i}",
+                    run_id="r",
+                    iteration=0,
+                    rollout_id=f"ro{g}{i}",
+                    attempt=0,
+                    task_id=f"t{g}",
+                    group_id=f"g{g}",
+                    span_ids=["x"],
+                    prompt_ids=prompt,
+                    response_ids=answer,
+                    loss_mask=mask,
+                    rollout_logprobs=[-1.5] * len(answer),
+                    advantage=1.0 if i % 2 else -0.5,
+                )
+            )
     return samples
 
 
@@ -61,7 +81,10 @@ def test_shared_prefix_logprobs_and_gradients_equal_the_padded_batch(model, toke
         padded = pad(batch)
         weights = padded.loss_mask / padded.loss_mask.sum()
         results = []
-        for fn in (lambda: (response_logprobs(peft_model, padded), padded.tokens), lambda: shared_prefix_logprobs(peft_model, batch)):
+        for fn in (
+            lambda: (response_logprobs(peft_model, padded), padded.tokens),  # noqa: B023 (called in this loop)
+            lambda: shared_prefix_logprobs(peft_model, batch),  # noqa: B023
+        ):
             peft_model.zero_grad(set_to_none=True)
             logp, ran = fn()
             (logp * weights * padded.advantages[:, None]).sum().backward()
@@ -110,21 +133,30 @@ def test_fast_and_reference_updates_save_the_same_adapter(tmp_path, data_dir, to
     batch.write_text("".join(s.model_dump_json() + "\n" for s in demo_samples(tokenizer)))
     try:
         # the demo's shape (one step, no KL: no old and no ref pass), then 2 epochs x 2 minibatches with KL on
-        for flags in ({"micro_batch_size": 8}, {"epochs": 2, "num_minibatches": 2, "micro_batch_size": 2, "kl_coef": 0.05, "aggregation": "rollout_mean"}):
+        for flags in (
+            {"micro_batch_size": 8},
+            {"epochs": 2, "num_minibatches": 2, "micro_batch_size": 2, "kl_coef": 0.05, "aggregation": "rollout_mean"},
+        ):
             ref_done, ref_w, ref_hist = _run(tmp_path, "ref", str(batch), data_dir, update_path="reference", **flags)
             fast_done, fast_w, fast_hist = _run(tmp_path, "fast", str(batch), data_dir, update_path="fast", **flags)
             again_done, _, _ = _run(tmp_path, "again", str(batch), data_dir, update_path="fast", **flags)
             assert again_done["adapter_sha256"] == fast_done["adapter_sha256"]  # same seed: bitwise identical
             assert [h["step"] for h in fast_hist] == [h["step"] for h in ref_hist]
             for a, b in zip(fast_hist, ref_hist):
-                assert abs(a["loss"] - b["loss"]) <= 1e-4 and a["tokens"] == b["tokens"] and a["decoder_tokens"] < b["decoder_tokens"]
+                assert (
+                    abs(a["loss"] - b["loss"]) <= 1e-4
+                    and a["tokens"] == b["tokens"]
+                    and a["decoder_tokens"] < b["decoder_tokens"]
+                )
                 assert abs(a["grad_norm"] - b["grad_norm"]) <= 1e-4 * b["grad_norm"]
                 assert ("kl" in a) == (flags.get("kl_coef", 0) > 0)
             initial = {k: v for k, v in _adapter_init(tmp_path, str(batch), data_dir, flags).items()}
             change = max((ref_w[k] - initial[k]).abs().max() for k in ref_w)
             assert change > 0
             diff = torch.cat([(fast_w[k] - ref_w[k]).abs().flatten() for k in ref_w])
-            assert (diff <= 1e-3 * change).float().mean() >= 0.995, f"{(diff > 1e-3 * change).sum()} of {diff.numel()} differ"
+            assert (diff <= 1e-3 * change).float().mean() >= 0.995, (
+                f"{(diff > 1e-3 * change).sum()} of {diff.numel()} differ"
+            )
             assert diff.max() <= 1e-3 * len(ref_hist) * 2
             assert "old_ref_passes" in fast_done["profile_s"]
     finally:

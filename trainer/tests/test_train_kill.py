@@ -16,23 +16,45 @@ import pytest
 FIXTURE = Path(__file__).resolve().parent / "data" / "smollm2-samples.jsonl"
 TRAINER_DIR = Path(__file__).resolve().parents[1]
 # 2 epochs x 2 minibatches = 4 optimizer steps, so a kill can land after step 2 or 3 with state saved
-FLAGS = {"lr": 1e-3, "epochs": 2, "num_minibatches": 2, "micro_batch_size": 2, "aggregation": "rollout_mean", "update_path": "fast"}
+FLAGS = {
+    "lr": 1e-3,
+    "epochs": 2,
+    "num_minibatches": 2,
+    "micro_batch_size": 2,
+    "aggregation": "rollout_mean",
+    "update_path": "fast",
+}
 
 
 def command(out: Path, data_dir: str, kl: float, *extra: str) -> list[str]:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in {**FLAGS, "kl_coef": kl}.items()]
-    return [sys.executable, "-m", "volt_trainer.train", "--batch", str(FIXTURE), "--out", str(out), f"--data-dir={data_dir}", *flags, *extra]
+    return [
+        sys.executable,
+        "-m",
+        "volt_trainer.train",
+        "--batch",
+        str(FIXTURE),
+        "--out",
+        str(out),
+        f"--data-dir={data_dir}",
+        *flags,
+        *extra,
+    ]
 
 
 def run(out: Path, data_dir: str, kl: float, *extra: str) -> list[dict]:
-    proc = subprocess.run(command(out, data_dir, kl, *extra), cwd=TRAINER_DIR, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        command(out, data_dir, kl, *extra), cwd=TRAINER_DIR, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
 def kill_after_step(out: Path, data_dir: str, kl: float, step: int) -> list[dict]:
     """Start the update, SIGKILL it as soon as it reports `step` (it is then saving that step or running the next)."""
-    proc = subprocess.Popen(command(out, data_dir, kl), cwd=TRAINER_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        command(out, data_dir, kl), cwd=TRAINER_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     assert proc.stdout is not None
     seen = []
     for line in proc.stdout:
@@ -59,7 +81,11 @@ def test_sigkill_mid_update_then_resume_equals_uninterrupted(tmp_path, data_dir,
         assert again["event"] == "done", resumed
         # state.pt of step (step - 1) was written before step `step` began, so at least that much is resumed
         assert step - 1 <= again["metrics"]["resumed_from_step"] <= 3
-        assert again["adapter_sha256"] == done["adapter_sha256"], f"resumed from step {again['metrics']['resumed_from_step']}"
-        assert (out / "adapter" / "adapter_model.safetensors").read_bytes() == (tmp_path / "whole" / "adapter" / "adapter_model.safetensors").read_bytes()
+        assert again["adapter_sha256"] == done["adapter_sha256"], (
+            f"resumed from step {again['metrics']['resumed_from_step']}"
+        )
+        assert (out / "adapter" / "adapter_model.safetensors").read_bytes() == (
+            tmp_path / "whole" / "adapter" / "adapter_model.safetensors"
+        ).read_bytes()
         losses = [e["loss"] for e in whole if e["event"] == "step"]
-        assert [e["loss"] for e in resumed if e["event"] == "step"] == losses[again["metrics"]["resumed_from_step"]:]
+        assert [e["loss"] for e in resumed if e["event"] == "step"] == losses[again["metrics"]["resumed_from_step"] :]

@@ -7,7 +7,6 @@ tokens in the flat columns. ids_jsonl holds one JSON line per sample with its st
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,8 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from safetensors import SafetensorError, safe_open
 
 FORMAT = {"format": "volt-batch", "version": "1"}
-PER_SAMPLE = {"advantage": np.float64, "reward": np.float64, "iteration": np.int32, "attempt": np.int32,
-              "prompt_len": np.int32, "response_len": np.int32, "truncated": np.bool_}
+PER_SAMPLE = {
+    "advantage": np.float64,
+    "reward": np.float64,
+    "iteration": np.int32,
+    "attempt": np.int32,
+    "prompt_len": np.int32,
+    "response_len": np.int32,
+    "truncated": np.bool_,
+}
 PER_PROMPT_TOKEN = {"prompt_ids": np.int32}
 PER_RESPONSE_TOKEN = {"response_ids": np.int32, "rollout_logprobs": np.float32, "loss_mask": np.uint8}
 TENSORS = {**PER_SAMPLE, **PER_PROMPT_TOKEN, **PER_RESPONSE_TOKEN, "ids_jsonl": np.uint8}
@@ -47,7 +53,9 @@ def _load(path: Path) -> tuple[dict[str, str], dict[str, np.ndarray]]:
         with safe_open(str(path), framework="np") as f:
             metadata, names = f.metadata() or {}, set(f.keys())
             if {k: metadata.get(k) for k in FORMAT} != FORMAT:
-                raise BatchError(f"{path}: __metadata__ format {metadata.get('format')}/{metadata.get('version')}, expected volt-batch/1")
+                raise BatchError(
+                    f"{path}: __metadata__ format {metadata.get('format')}/{metadata.get('version')}, expected volt-batch/1"
+                )
             missing = sorted(set(TENSORS) - names)
             if missing:
                 raise BatchError(f"{path}: tensor {missing[0]} is missing")
@@ -56,7 +64,9 @@ def _load(path: Path) -> tuple[dict[str, str], dict[str, np.ndarray]]:
         raise BatchError(f"{path}: not a safetensors file ({e})") from None
     for name, dtype in TENSORS.items():
         if columns[name].dtype != dtype or columns[name].ndim != 1:
-            raise BatchError(f"{path}: tensor {name}: {columns[name].dtype}{list(columns[name].shape)}, expected 1-D {np.dtype(dtype)}")
+            raise BatchError(
+                f"{path}: tensor {name}: {columns[name].dtype}{list(columns[name].shape)}, expected 1-D {np.dtype(dtype)}"
+            )
     return metadata, columns
 
 
@@ -91,7 +101,9 @@ def read_columns(path: str | Path) -> list[dict[str, Any]]:
     _first_bad(path, "prompt_ids", c["prompt_ids"] < 0, p_end, "is not a token id >= 0", c["prompt_ids"])
     _first_bad(path, "response_ids", c["response_ids"] < 0, r_end, "is not a token id >= 0", c["response_ids"])
     _first_bad(path, "loss_mask", c["loss_mask"] > 1, r_end, "is not 0 or 1", c["loss_mask"])
-    _first_bad(path, "rollout_logprobs", ~(c["rollout_logprobs"] <= 0), r_end, "is not a logprob <= 0", c["rollout_logprobs"])
+    _first_bad(
+        path, "rollout_logprobs", ~(c["rollout_logprobs"] <= 0), r_end, "is not a logprob <= 0", c["rollout_logprobs"]
+    )
     for name in ("advantage", "reward"):
         _first_bad(path, name, ~np.isfinite(c[name]), None, "is not a finite number", c[name])
     for name in ("iteration", "attempt"):
@@ -116,10 +128,18 @@ def read_columns(path: str | Path) -> list[dict[str, Any]]:
         except ValidationError as e:
             issues = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'ids'}: {err['msg']}" for err in e.errors())
             raise BatchError(f"{path}: sample {i}: ids_jsonl line {i + 1}: {issues}") from None
-        rows.append({
-            **ids.model_dump(), "iteration": int(c["iteration"][i]), "attempt": int(c["attempt"][i]),
-            "prompt_ids": prompts[i].tolist(), "response_ids": responses[i].tolist(), "loss_mask": masks[i].tolist(),
-            "rollout_logprobs": logprobs[i].tolist(), "advantage": float(c["advantage"][i]), "reward": float(c["reward"][i]),
-            "truncated": bool(c["truncated"][i]),
-        })
+        rows.append(
+            {
+                **ids.model_dump(),
+                "iteration": int(c["iteration"][i]),
+                "attempt": int(c["attempt"][i]),
+                "prompt_ids": prompts[i].tolist(),
+                "response_ids": responses[i].tolist(),
+                "loss_mask": masks[i].tolist(),
+                "rollout_logprobs": logprobs[i].tolist(),
+                "advantage": float(c["advantage"][i]),
+                "reward": float(c["reward"][i]),
+                "truncated": bool(c["truncated"][i]),
+            }
+        )
     return rows

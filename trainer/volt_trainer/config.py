@@ -36,7 +36,9 @@ class TrainConfig:
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
     threads: int = 1  # fixed CPU thread count: part of what makes a run bitwise reproducible
     max_steps: int = 0  # 0 = run to the end; >0 = stop (resumably) after this many optimizer steps in total
-    update_path: UpdatePath = "fast"  # "reference" stays selectable: the straightforward computation fast is tested against
+    update_path: UpdatePath = (
+        "fast"  # "reference" stays selectable: the straightforward computation fast is tested against
+    )
 
     def __post_init__(self) -> None:
         # Bounds of fields a run config sets are src/config/run-rules.ts's; test/config/run-rules.test.ts feeds every rule to both.
@@ -82,7 +84,11 @@ def _coerce(name: str, value: Any) -> Any:
         return tuple(items)
     cast = CASTS[kind]
     # JSON true or 1.5 must not slip into an int field (flags arrive as strings and are cast below)
-    if isinstance(value, bool) or (cast is int and isinstance(value, float)) or (cast is str and not isinstance(value, str)):
+    if (
+        isinstance(value, bool)
+        or (cast is int and isinstance(value, float))
+        or (cast is str and not isinstance(value, str))
+    ):
         raise ValueError(f"invalid trainer config: {name} must be {kind}, got {value!r}")
     try:
         return cast(value)
@@ -107,4 +113,9 @@ def load_config(json_path: str | Path | None = None, overrides: dict[str, Any] |
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
     """One --flag per config field (dashes for underscores); unset flags fall back to the JSON file, then defaults."""
     for name, f in FIELDS.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=f"default {f.default!r}" if f.default is not dataclasses.MISSING else None)
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            default=None,
+            help=f"default {f.default!r}" if f.default is not dataclasses.MISSING else None,
+        )

@@ -28,7 +28,9 @@ def response_logprobs(model: torch.nn.Module, batch: Padded) -> torch.Tensor:
     device = next(model.parameters()).device
     input_ids = batch.input_ids.to(device)
     with autocast_for(device):
-        hidden = base.get_decoder()(input_ids=input_ids, attention_mask=batch.attention_mask.to(device)).last_hidden_state  # [B, L, H]
+        hidden = base.get_decoder()(
+            input_ids=input_ids, attention_mask=batch.attention_mask.to(device)
+        ).last_hidden_state  # [B, L, H]
         positions = batch.positions.to(device)[:, :, None].expand(-1, -1, hidden.shape[-1])  # [B, R, H]
         logits = base.get_output_embeddings()(hidden.gather(1, positions))  # [B, R, V]
     targets = batch.targets.to(device)

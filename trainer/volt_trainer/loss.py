@@ -14,7 +14,9 @@ def token_weights(loss_mask: torch.Tensor, rollout_index: torch.Tensor, aggregat
     if aggregation == "token_mean":
         return loss_mask / loss_mask.sum().clamp(min=1)
     # rollout_mean: a rollout's tokens share 1/(its token count), then every rollout weighs 1/(number of rollouts)
-    onehot = (rollout_index[None, :] == torch.arange(int(rollout_index.max()) + 1)[:, None]).to(loss_mask.dtype)  # [N, B]
+    onehot = (rollout_index[None, :] == torch.arange(int(rollout_index.max()) + 1)[:, None]).to(
+        loss_mask.dtype
+    )  # [N, B]
     per_rollout = onehot @ loss_mask.sum(dim=1)  # [N] trained tokens per rollout
     live = per_rollout > 0
     per_sample = (onehot.T @ torch.where(live, 1 / per_rollout.clamp(min=1), 0.0)) / live.sum().clamp(min=1)  # [B]

@@ -84,9 +84,7 @@ def resolve_model(ref: str, data_dir: str | None = None) -> Path:
         if not _is_model_dir(target):
             _build_default_cache(target)
         return target.resolve()
-    raise ValueError(
-        f"model: {ref!r} is neither a local model directory (with config.json) nor {DEFAULT_MODEL!r}"
-    )
+    raise ValueError(f"model: {ref!r} is neither a local model directory (with config.json) nor {DEFAULT_MODEL!r}")
 
 
 def default_device() -> torch.device:

@@ -68,10 +68,18 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     parser.add_argument("--max-model-len", type=int, default=2048, help="prompt + completion token limit")
     parser.add_argument("--data-dir", default="", help="model cache root (default: $VOLT_DATA_DIR or .volt)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest on a shared, busy CPU)")
-    parser.add_argument("--prefix-cache-mb", type=int, default=512, help="memory for reusable prompt-prefix KV blocks, MiB; 0 = off")
-    parser.add_argument("--engine", choices=ENGINES, default="auto",
-                        help="packed: one packed forward per step for all sequences (Llama models); hf: the left-padded HF batch; auto: packed where supported")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (1 is fastest on a shared, busy CPU)"
+    )
+    parser.add_argument(
+        "--prefix-cache-mb", type=int, default=512, help="memory for reusable prompt-prefix KV blocks, MiB; 0 = off"
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="packed: one packed forward per step for all sequences (Llama models); hf: the left-padded HF batch; auto: packed where supported",
+    )
     return ServeConfig(**vars(parser.parse_args(argv)), admin_key=os.environ.get("VOLT_MODEL_SERVER_ADMIN_KEY") or None)
 
 
@@ -80,12 +88,22 @@ def make_engine(config: ServeConfig) -> Engine:
         torch.set_num_threads(config.threads)
     model, tokenizer = load_model(config.model, config.data_dir, config.device)
     packed = config.engine == "packed" or (config.engine == "auto" and packed_supported(model))
-    return (PackedEngine if packed else Engine)(model, tokenizer, config.served_model_name or config.model, max_batch=config.max_batch,
-                                                max_model_len=config.max_model_len, prefix_cache_bytes=config.prefix_cache_mb << 20)
+    return (PackedEngine if packed else Engine)(
+        model,
+        tokenizer,
+        config.served_model_name or config.model,
+        max_batch=config.max_batch,
+        max_model_len=config.max_model_len,
+        prefix_cache_bytes=config.prefix_cache_mb << 20,
+    )
 
 
 async def serve(config: ServeConfig) -> None:
-    server = uvicorn.Server(uvicorn.Config(build_app(make_engine(config), config.admin_key), host=config.host, port=config.port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(make_engine(config), config.admin_key), host=config.host, port=config.port, log_level="warning"
+        )
+    )
     task = asyncio.create_task(server.serve())
     while not server.started and not task.done():
         await asyncio.sleep(0.05)

@@ -64,11 +64,16 @@ def tree_mask(parents: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     return allowed, depth
 
 
-def trained_positions(samples: list[Sample], paths: list[list[int]]) -> tuple[list[int], list[int], list[int], list[int]]:
+def trained_positions(
+    samples: list[Sample], paths: list[list[int]]
+) -> tuple[list[int], list[int], list[int], list[int]]:
     """(sample row, response index, tree node that predicts it, target token) of every trained (loss_mask 1) token."""
-    picked = [(i, t, path[len(s.prompt_ids) - 1 + t], token)  # the node before a token predicts it
-              for i, (s, path) in enumerate(zip(samples, paths))
-              for t, (trained, token) in enumerate(zip(s.loss_mask, s.response_ids)) if trained]
+    picked = [
+        (i, t, path[len(s.prompt_ids) - 1 + t], token)  # the node before a token predicts it
+        for i, (s, path) in enumerate(zip(samples, paths))
+        for t, (trained, token) in enumerate(zip(s.loss_mask, s.response_ids))
+        if trained
+    ]
     rows, cols, nodes, targets = (list(column) for column in zip(*picked)) if picked else ([], [], [], [])
     return rows, cols, nodes, targets
 
@@ -88,10 +93,21 @@ def shared_prefix_logprobs(model: torch.nn.Module, samples: list[Sample]) -> tup
     with autocast_for(device):
         dtype = torch.bfloat16 if device.type == "cuda" else next(model.parameters()).dtype
         # sdpa takes a boolean mask (True = attend); eager adds a float one
-        mask = allowed if base.config._attn_implementation == "sdpa" else torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
-        hidden = base.get_decoder()(input_ids=torch.tensor([tokens], device=device), attention_mask=mask[None, None].to(device),
-                                    position_ids=depth[None].to(device)).last_hidden_state[0]  # [L, H]
+        mask = (
+            allowed
+            if base.config._attn_implementation == "sdpa"
+            else torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+        )
+        hidden = base.get_decoder()(
+            input_ids=torch.tensor([tokens], device=device),
+            attention_mask=mask[None, None].to(device),
+            position_ids=depth[None].to(device),
+        ).last_hidden_state[0]  # [L, H]
         logits = base.get_output_embeddings()(hidden[torch.tensor(nodes, dtype=torch.long, device=device)])  # [K, V]
-    picked = logits.float().log_softmax(dim=-1).gather(-1, torch.tensor(targets, dtype=torch.long, device=device)[:, None])[:, 0]  # [K]
+    picked = (
+        logits.float()
+        .log_softmax(dim=-1)
+        .gather(-1, torch.tensor(targets, dtype=torch.long, device=device)[:, None])[:, 0]
+    )  # [K]
     where = (torch.tensor(rows, dtype=torch.long, device=device), torch.tensor(cols, dtype=torch.long, device=device))
     return torch.zeros(b, big_r, device=device).index_put(where, picked), len(tokens)

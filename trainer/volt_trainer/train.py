@@ -73,8 +73,13 @@ def build_policy(cfg: TrainConfig, adapter_in: str | None, device: str | None) -
     base, _ = load_model(cfg.model, cfg.data_dir, device=device)
     if adapter_in:
         return PeftModel.from_pretrained(base, adapter_in, is_trainable=True)  # the adapter's own LoRA shape wins
-    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                      target_modules=list(cfg.target_modules), task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=list(cfg.target_modules),
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(base, lora)
 
 
@@ -91,8 +96,9 @@ def micro_chunks(samples: list[Sample], rows: list[int], micro: int, fast: bool)
 
 
 @torch.no_grad()
-def batch_logprobs(model: PeftModel, samples: list[Sample], micro: int, old_rows: list[int], ref_rows: list[int],
-                   fast: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def batch_logprobs(
+    model: PeftModel, samples: list[Sample], micro: int, old_rows: list[int], ref_rows: list[int], fast: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(old, ref) logprobs, each [N, R_max] on CPU, for the given rows (others stay 0): current policy, and base model."""
     model.eval()
     width = max(len(s.response_ids) for s in samples)
@@ -132,14 +138,24 @@ def save_adapter(model: PeftModel, out: Path) -> tuple[Path, str]:
     return final, file_sha256(final / "adapter_model.safetensors")
 
 
-def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | None = None, resume: bool = False,
-          device: str | None = None) -> dict[str, Any]:
+def train(
+    batch_path: str,
+    out_dir: str,
+    cfg: TrainConfig,
+    adapter_in: str | None = None,
+    resume: bool = False,
+    device: str | None = None,
+) -> dict[str, Any]:
     profile = Profile()
     fast = cfg.update_path == "fast"
     with_ref = cfg.kl_coef > 0 or not fast  # without the KL term the reference logprobs change nothing
     with profile.phase("load"):
         out, samples = Path(out_dir), read_batch(batch_path)
-        run_key = {"config": {**cfg.to_json(), "max_steps": 0, "data_dir": ""}, "batch_sha256": file_sha256(batch_path), "adapter_in": adapter_in}
+        run_key = {
+            "config": {**cfg.to_json(), "max_steps": 0, "data_dir": ""},
+            "batch_sha256": file_sha256(batch_path),
+            "adapter_in": adapter_in,
+        }
         state = load_state(out / "state") if resume else None
         if state is not None and state["run_key"] != run_key:
             raise ValueError(f"--resume: {out / 'state'} belongs to a different batch, config or adapter_in")
@@ -149,8 +165,13 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
     profile.device = dev
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    plan = [(epoch, idx) for epoch in range(cfg.epochs)
-            for idx in split_minibatches(samples, cfg.num_minibatches, torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch))]
+    plan = [
+        (epoch, idx)
+        for epoch in range(cfg.epochs)
+        for idx in split_minibatches(
+            samples, cfg.num_minibatches, torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch)
+        )
+    ]
 
     if state is not None:
         if model.load_state_dict(state["trainable"], strict=False).unexpected_keys:
@@ -164,8 +185,14 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
         first = set(plan[0][1]) if fast else set()
         everyone = list(range(len(samples)))
         with profile.phase("old_ref_passes"):
-            old_all, ref_all = batch_logprobs(model, samples, cfg.micro_batch_size, [i for i in everyone if i not in first],
-                                              everyone if with_ref else [], fast)
+            old_all, ref_all = batch_logprobs(
+                model,
+                samples,
+                cfg.micro_batch_size,
+                [i for i in everyone if i not in first],
+                everyone if with_ref else [],
+                fast,
+            )
         start, history = 0, []
 
     resumed_from = start
@@ -189,10 +216,16 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
                 if fast and step == 0:
                     old_all[rows, :r] = logp.detach().cpu()
                 parts = policy_loss(
-                    logp, old_all[rows, :r].to(dev), padded.rollout_logprobs.to(dev),
-                    ref_all[rows, :r].to(dev) if with_ref else logp.detach(), padded.advantages.to(dev),
+                    logp,
+                    old_all[rows, :r].to(dev),
+                    padded.rollout_logprobs.to(dev),
+                    ref_all[rows, :r].to(dev) if with_ref else logp.detach(),
+                    padded.advantages.to(dev),
                     weights_all[[where[i] for i in rows], :r].to(dev),
-                    clip_low=cfg.clip_low, clip_high=cfg.clip_high, tis_cap=cfg.tis_cap, kl_coef=cfg.kl_coef,
+                    clip_low=cfg.clip_low,
+                    clip_high=cfg.clip_high,
+                    tis_cap=cfg.tis_cap,
+                    kl_coef=cfg.kl_coef,
                 )
             with profile.phase("backward"):
                 parts.loss.backward()
@@ -205,13 +238,32 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
         seconds = time.perf_counter() - t0
         if not with_ref:
             del sums["kl"]  # not measured: the reference pass was skipped
-        record = {"event": "step", "step": step + 1, "total_steps": len(plan), **sums, "grad_norm": grad_norm,
-                  "tokens": whole.tokens, "decoder_tokens": ran, "tokens_per_s": whole.tokens / seconds, "lr": cfg.lr, "epoch": epoch}
+        record = {
+            "event": "step",
+            "step": step + 1,
+            "total_steps": len(plan),
+            **sums,
+            "grad_norm": grad_norm,
+            "tokens": whole.tokens,
+            "decoder_tokens": ran,
+            "tokens_per_s": whole.tokens / seconds,
+            "lr": cfg.lr,
+            "epoch": epoch,
+        }
         history.append(record)
         emit(record)
         with profile.phase("save"):
-            save_state(out / "state", run_key=run_key, trainable=trainable_state(model), optimizer=optimizer.state_dict(),
-                       rng=rng_state(), step=step + 1, old_logprobs=old_all, ref_logprobs=ref_all, history=history)
+            save_state(
+                out / "state",
+                run_key=run_key,
+                trainable=trainable_state(model),
+                optimizer=optimizer.state_dict(),
+                rng=rng_state(),
+                step=step + 1,
+                old_logprobs=old_all,
+                ref_logprobs=ref_all,
+                history=history,
+            )
         if cfg.max_steps and step + 1 >= cfg.max_steps and step + 1 < len(plan):
             emit({"event": "stopped", "step": step + 1, "total_steps": len(plan), "state_dir": str(out / "state")})
             return {"event": "stopped", "step": step + 1}
@@ -219,14 +271,24 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
     with profile.phase("save"):
         adapter_dir, sha = save_adapter(model, out)
     n = max(len(history), 1)
-    metrics = {"steps": len(history), "loss": sum(h["loss"] for h in history) / n,
-               "clip_frac": sum(h["clip_frac"] for h in history) / n, "tokens": sum(h["tokens"] for h in history), "samples": len(samples),
-               # > 0 when this process continued a killed update from its saved state, so the operator can see it did
-               "resumed_from_step": resumed_from}
+    metrics = {
+        "steps": len(history),
+        "loss": sum(h["loss"] for h in history) / n,
+        "clip_frac": sum(h["clip_frac"] for h in history) / n,
+        "tokens": sum(h["tokens"] for h in history),
+        "samples": len(samples),
+        # > 0 when this process continued a killed update from its saved state, so the operator can see it did
+        "resumed_from_step": resumed_from,
+    }
     if history and "kl" in history[-1]:
         metrics["kl"] = history[-1]["kl"]
-    done = {"event": "done", "adapter_dir": str(adapter_dir), "adapter_sha256": sha, "metrics": metrics,
-            "profile_s": {k: round(v, 4) for k, v in profile.seconds.items()}}
+    done = {
+        "event": "done",
+        "adapter_dir": str(adapter_dir),
+        "adapter_sha256": sha,
+        "metrics": metrics,
+        "profile_s": {k: round(v, 4) for k, v in profile.seconds.items()},
+    }
     emit(done)
     return done
 
@@ -234,7 +296,11 @@ def train(batch_path: str, out_dir: str, cfg: TrainConfig, adapter_in: str | Non
 def main(argv: list[str] | None = None) -> int:
     exit_with_parent()  # a SIGKILLed worker must not leave this update running beside its retry
     parser = argparse.ArgumentParser(prog="python -m volt_trainer.train", description=__doc__.split("\n")[0])
-    parser.add_argument("--batch", required=True, help="samples.safetensors (sample columns, schemas/sample.schema.json) or JSON Lines (one sample per line)")
+    parser.add_argument(
+        "--batch",
+        required=True,
+        help="samples.safetensors (sample columns, schemas/sample.schema.json) or JSON Lines (one sample per line)",
+    )
     parser.add_argument("--out", required=True, help="output dir: adapter/ and state/")
     parser.add_argument("--adapter-in", default=None, help="start from this peft adapter instead of a fresh LoRA")
     parser.add_argument("--resume", action="store_true", help="continue from DIR/state if present")

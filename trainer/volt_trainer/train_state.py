@@ -41,7 +41,12 @@ def rng_state() -> dict[str, Any]:
 def restore_rng(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     np_state = state["numpy"]
-    np.random.set_state({**np_state, "state": {"key": np.array(np_state["state"]["key"], dtype=np.uint32), "pos": np_state["state"]["pos"]}})
+    np.random.set_state(
+        {
+            **np_state,
+            "state": {"key": np.array(np_state["state"]["key"], dtype=np.uint32), "pos": np_state["state"]["pos"]},
+        }
+    )
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])

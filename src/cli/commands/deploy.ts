@@ -5,11 +5,11 @@ import { UsageError, type Command } from '../command.js';
 
 export const deployCommand: Command = {
   name: 'deploy',
-  summary: 'deploy aliases (a lineage\'s stable serving name): list | restore-aliases into a model server',
+  summary: "deploy aliases (a lineage's stable serving name): list | restore-aliases into a model server",
   help: [
     'usage: volt deploy list',
     '       volt deploy restore-aliases [--model-server URL]   (default VOLT_MODEL_SERVER_URL)',
-    'Promotion and rollback move a lineage\'s deploy alias (deploy-aliases/<alias>.json) and load it into the model',
+    "Promotion and rollback move a lineage's deploy alias (deploy-aliases/<alias>.json) and load it into the model",
     'server; a model server that restarts forgets it. `volt serve` restores every stored alias when it starts; a server',
     'started any other way (python -m volt_trainer.serve, vLLM) needs `volt deploy restore-aliases` once it answers',
     '(e.g. a Kubernetes postStart hook or a readiness-gated Job). It downloads each current adapter into',
@@ -23,15 +23,22 @@ export const deployCommand: Command = {
     const store = createObjectStore(env);
     if (action === 'list') {
       for (const a of await listDeployAliases(store)) {
-        const served = a.current ? `${a.current.policy.name} (${a.current.policy.sha256?.slice(0, 12) ?? 'base'}, run ${a.current.runId})` : 'nothing promoted yet';
+        const served = a.current
+          ? `${a.current.policy.name} (${a.current.policy.sha256?.slice(0, 12) ?? 'base'}, run ${a.current.runId})`
+          : 'nothing promoted yet';
         ctx.out(`${a.alias}  lineage ${a.lineage}  → ${served}`);
       }
       return 0;
     }
-    if (action !== 'restore-aliases') throw new UsageError(`unknown deploy action ${JSON.stringify(action)} (expected list or restore-aliases)`);
+    if (action !== 'restore-aliases')
+      throw new UsageError(`unknown deploy action ${JSON.stringify(action)} (expected list or restore-aliases)`);
     const url = typeof ctx.values['model-server'] === 'string' ? ctx.values['model-server'] : env.VOLT_MODEL_SERVER_URL;
     const loaded = await syncDeployAliases({ env, store, modelServerUrl: url });
-    ctx.out(loaded.length ? `deploy aliases served by ${url}: ${loaded.join(', ')}` : 'no deploy aliases with a promoted policy stored');
+    ctx.out(
+      loaded.length
+        ? `deploy aliases served by ${url}: ${loaded.join(', ')}`
+        : 'no deploy aliases with a promoted policy stored',
+    );
     return 0;
   },
 };

@@ -1,12 +1,18 @@
 import { connectClient } from '../../client/connect.js';
-import { apoStatusLines, assertApoConfig, followPromptOptimization, startPromptOptimization } from '../../client/prompt-optimization.js';
+import {
+  apoStatusLines,
+  assertApoConfig,
+  followPromptOptimization,
+  startPromptOptimization,
+} from '../../client/prompt-optimization.js';
 import { pinTaskSets, readRunConfig } from '../../client/runs.js';
 import { UsageError, type Command } from '../command.js';
 import { webUrl } from './train.js';
 
 export const optimizePromptCommand: Command = {
   name: 'optimize-prompt',
-  summary: 'start automatic prompt optimisation (beam search over prompt overlays) from a run config with an `apo` section',
+  summary:
+    'start automatic prompt optimisation (beam search over prompt overlays) from a run config with an `apo` section',
   help: [
     'usage: volt optimize-prompt <config.json> [--follow]',
     'Validates the config (errors name each bad field), pins its task files in the object store by content (as volt train',

@@ -28,7 +28,9 @@ export const rollbackCommand: Command = {
     const { client, close } = await connectClient(ctx.env());
     try {
       const { best, iteration } = await rollbackRun(client, runId, request);
-      ctx.out(`${runId}: best is now ${best.policy.name} (${iteration === null ? 'base model' : `promoted at iteration ${iteration}`}, score ${best.score.toFixed(3)})`);
+      ctx.out(
+        `${runId}: best is now ${best.policy.name} (${iteration === null ? 'base model' : `promoted at iteration ${iteration}`}, score ${best.score.toFixed(3)})`,
+      );
       return 0;
     } finally {
       await close();

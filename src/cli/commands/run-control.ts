@@ -6,7 +6,10 @@ import type { DynamicSamplingSummary, ExtraSetResult, IterationTimeline } from '
 import { formatByKind } from '../../rewards/by-kind.js';
 import { UsageError, type Command, type CommandContext } from '../command.js';
 
-async function withRun(ctx: CommandContext, fn: (client: Awaited<ReturnType<typeof connectClient>>['client'], runId: string) => Promise<void>) {
+async function withRun(
+  ctx: CommandContext,
+  fn: (client: Awaited<ReturnType<typeof connectClient>>['client'], runId: string) => Promise<void>,
+) {
   const runId = ctx.positionals[0];
   if (!runId) throw new UsageError('missing the run id');
   const { client, close } = await connectClient(ctx.env());
@@ -23,7 +26,11 @@ export const pauseCommand: Command = {
   summary: 'pause a run before its next iteration (signal `pause`)',
   help: 'usage: volt pause <runId>   (same as: temporal workflow signal --workflow-id <runId> --name pause)',
   options: {},
-  run: (ctx) => withRun(ctx, async (client, runId) => { await pauseRun(client, runId); ctx.out(`pause sent to ${runId}`); }),
+  run: (ctx) =>
+    withRun(ctx, async (client, runId) => {
+      await pauseRun(client, runId);
+      ctx.out(`pause sent to ${runId}`);
+    }),
 };
 
 export const resumeCommand: Command = {
@@ -31,7 +38,11 @@ export const resumeCommand: Command = {
   summary: 'resume a paused run (signal `resume`)',
   help: 'usage: volt resume <runId>   (same as: temporal workflow signal --workflow-id <runId> --name resume)',
   options: {},
-  run: (ctx) => withRun(ctx, async (client, runId) => { await resumeRun(client, runId); ctx.out(`resume sent to ${runId}`); }),
+  run: (ctx) =>
+    withRun(ctx, async (client, runId) => {
+      await resumeRun(client, runId);
+      ctx.out(`resume sent to ${runId}`);
+    }),
 };
 
 export const cancelCommand: Command = {
@@ -39,7 +50,11 @@ export const cancelCommand: Command = {
   summary: 'cancel a run: running agents are killed and the update stops',
   help: 'usage: volt cancel <runId>   (same as: temporal workflow cancel --workflow-id <runId>)',
   options: {},
-  run: (ctx) => withRun(ctx, async (client, runId) => { await runHandle(client, runId).cancel(); ctx.out(`cancel requested for ${runId}`); }),
+  run: (ctx) =>
+    withRun(ctx, async (client, runId) => {
+      await runHandle(client, runId).cancel();
+      ctx.out(`cancel requested for ${runId}`);
+    }),
 };
 
 export const runStatusCommand: Command = {
@@ -53,21 +68,37 @@ export const runStatusCommand: Command = {
       if (ctx.values.json) return ctx.out(JSON.stringify(s, null, 2));
       // A promptOptimization run answers the same `status` query with its own shape.
       if (isApoStatus(s)) return void apoStatusLines(s).forEach((line) => ctx.out(line));
-      ctx.out(`run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`);
+      ctx.out(
+        `run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`,
+      );
       ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
       if (s.baseEval) ctx.out(`base eval: ${evalLine(s.baseEval.score, s.baseEval)}`);
       if (s.baseEval?.byKind) ctx.out(`  by task kind: ${formatByKind(s.baseEval.byKind)}`);
       for (const line of extraSetLines(s.baseEval?.extraSets)) ctx.out(`  ${line}`);
       if (s.lineage) {
         const l = s.lineage;
-        ctx.out(`lineage: ${l.name ?? '-'}${l.alias ? ` (served as ${l.alias})` : ''}; started from ${l.startedFrom.name}${l.startedFrom.sha256 ? ` (${l.startedFrom.sha256.slice(0, 12)})` : ''}`);
-        ctx.out(`incumbent: ${l.incumbent.name} score ${l.incumbentScore?.toFixed(3) ?? '-'}; tasks: ${l.newTasks.length} new, ${l.replayTasks.length} replayed`);
+        ctx.out(
+          `lineage: ${l.name ?? '-'}${l.alias ? ` (served as ${l.alias})` : ''}; started from ${l.startedFrom.name}${l.startedFrom.sha256 ? ` (${l.startedFrom.sha256.slice(0, 12)})` : ''}`,
+        );
+        ctx.out(
+          `incumbent: ${l.incumbent.name} score ${l.incumbentScore?.toFixed(3) ?? '-'}; tasks: ${l.newTasks.length} new, ${l.replayTasks.length} replayed`,
+        );
       }
-      if (s.outcome === 'no-new-tasks') ctx.out('outcome: no new tasks since the lineage\'s previous run; nothing trained');
-      if (s.sandbox) ctx.out(`rollout sandbox: ${s.sandbox === 'none' ? 'NONE (rollouts.sandbox: "none": agents run unisolated)' : s.sandbox}`);
+      if (s.outcome === 'no-new-tasks')
+        ctx.out("outcome: no new tasks since the lineage's previous run; nothing trained");
+      if (s.sandbox)
+        ctx.out(
+          `rollout sandbox: ${s.sandbox === 'none' ? 'NONE (rollouts.sandbox: "none": agents run unisolated)' : s.sandbox}`,
+        );
       for (const h of s.history) {
-        const evalText = h.evalError ? `incomplete (${h.evalError})` : h.evalScore === null ? '-' : evalLine(h.evalScore, h.eval);
-        ctx.out(`  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`);
+        const evalText = h.evalError
+          ? `incomplete (${h.evalError})`
+          : h.evalScore === null
+            ? '-'
+            : evalLine(h.evalScore, h.eval);
+        ctx.out(
+          `  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`,
+        );
         if (h.dynamicSampling) ctx.out(`    dynamic sampling: ${dynamicSamplingText(h.dynamicSampling)}`);
         if (h.timeline) ctx.out(`    seconds: ${timelineText(h.timeline)}`);
         if (h.eval?.byKind) ctx.out(`    eval by task kind: ${formatByKind(h.eval.byKind)}`);
@@ -78,7 +109,10 @@ export const runStatusCommand: Command = {
 
 /** eval.extraSets, one line each: "set b (not for promotion): 0.100 = 3.00/30 scored of 30 tasks; word 0.100 (3/30)". */
 function extraSetLines(sets: ExtraSetResult[] | undefined): string[] {
-  return (sets ?? []).map((x) => `set ${x.name} (not for promotion): ${x.error ? `incomplete (${x.error})` : evalLine(x.score ?? 0, x)}${x.byKind ? `; ${formatByKind(x.byKind)}` : ''}`);
+  return (sets ?? []).map(
+    (x) =>
+      `set ${x.name} (not for promotion): ${x.error ? `incomplete (${x.error})` : evalLine(x.score ?? 0, x)}${x.byKind ? `; ${formatByKind(x.byKind)}` : ''}`,
+  );
 }
 
 /** "rollouts 95, rewards 2, batch 3, update 61, evaluating 80; ended 2026-12-02T06:05:12.000Z". */
@@ -93,8 +127,13 @@ function dynamicSamplingText(d: DynamicSamplingSummary): string {
 }
 
 /** A score with its numerator and denominator: "0.500 = 2.00/4 scored of 4 tasks". */
-function evalLine(score: number, counts: { rewardSum: number; scored: number; tasks: number } | null | undefined): string {
-  return counts ? `${score.toFixed(3)} = ${counts.rewardSum.toFixed(2)}/${counts.scored} scored of ${counts.tasks} tasks` : score.toFixed(3);
+function evalLine(
+  score: number,
+  counts: { rewardSum: number; scored: number; tasks: number } | null | undefined,
+): string {
+  return counts
+    ? `${score.toFixed(3)} = ${counts.rewardSum.toFixed(2)}/${counts.scored} scored of ${counts.tasks} tasks`
+    : score.toFixed(3);
 }
 
 export const tuneCommand: Command = {
@@ -107,7 +146,8 @@ export const tuneCommand: Command = {
       const patch: Record<string, number> = {};
       for (const kv of (ctx.values.set as string[] | undefined) ?? []) {
         const [k, v] = kv.split('=');
-        if (!k || v === undefined || !Number.isFinite(Number(v))) throw new UsageError(`--set expects name=number, got ${JSON.stringify(kv)}`);
+        if (!k || v === undefined || !Number.isFinite(Number(v)))
+          throw new UsageError(`--set expects name=number, got ${JSON.stringify(kv)}`);
         patch[k] = Number(v);
       }
       const applied = await setHyperParameters(client, runId, patch as HyperParameterPatch);

@@ -18,7 +18,7 @@ export const scheduleCommand: Command = {
     '       volt schedule delete --id calculator',
     '       volt schedule list',
     'The schedule id defaults to the lineage name. Each start is a trainingRun with run id "<lineage>-<start time>" that',
-    'starts from the lineage\'s current policy, takes the tasks added since the previous night (tasks.trainPrefix) and',
+    "starts from the lineage's current policy, takes the tasks added since the previous night (tasks.trainPrefix) and",
     'must beat that policy to replace it. Overlap policy SKIP: never two nights of one lineage at once; after downtime the',
     'missed start within --catchup (the schedule\'s catchupWindow: "36h", "1 day", "90 minutes"; default 1 day) runs once;',
     'a start missed by longer is dropped (`temporal schedule backfill` runs it). Without --lineage, every start begins',
@@ -28,8 +28,12 @@ export const scheduleCommand: Command = {
     '  --task-queue volt-cpu --input-file run.json',
   ].join('\n'),
   options: {
-    id: { type: 'string' }, lineage: { type: 'string' }, cron: { type: 'string' }, config: { type: 'string' },
-    catchup: { type: 'string' }, note: { type: 'string' },
+    id: { type: 'string' },
+    lineage: { type: 'string' },
+    cron: { type: 'string' },
+    config: { type: 'string' },
+    catchup: { type: 'string' },
+    note: { type: 'string' },
   },
   async run(ctx) {
     const action = ctx.positionals[0];
@@ -43,23 +47,34 @@ export const scheduleCommand: Command = {
       const file = str(ctx.values.config);
       if (!cron || !file) throw new UsageError('create needs --cron and --config');
       catchupMs = parseDuration('--catchup', str(ctx.values.catchup) ?? '1 day');
-      const raw = JSON.parse(await readFile(file, 'utf8').catch((err: Error) => { throw new UsageError(`--config ${file}: ${err.message}`); })) as { lineage?: unknown };
-      if (lineage && raw.lineage !== undefined && raw.lineage !== lineage) throw new UsageError(`--lineage ${lineage} differs from the config's lineage ${String(raw.lineage)}`);
+      const raw = JSON.parse(
+        await readFile(file, 'utf8').catch((err: Error) => {
+          throw new UsageError(`--config ${file}: ${err.message}`);
+        }),
+      ) as { lineage?: unknown };
+      if (lineage && raw.lineage !== undefined && raw.lineage !== lineage)
+        throw new UsageError(`--lineage ${lineage} differs from the config's lineage ${String(raw.lineage)}`);
       // Validated with the lineage in, so its cross-field rules (deploy.alias needs a lineage) see it.
       config = await readRunConfig(file, lineage ? { lineage } : {});
       // Every night would fail at its start on an alias another lineage serves: refused now, before the schedule exists.
       if (config.deploy && config.lineage) {
-        await assertDeployAliasFree(createObjectStore(ctx.env()), config.deploy.alias, config.lineage).catch((err: Error) => {
-          throw err instanceof DeployAliasError ? new UsageError(err.message) : err;
-        });
+        await assertDeployAliasFree(createObjectStore(ctx.env()), config.deploy.alias, config.lineage).catch(
+          (err: Error) => {
+            throw err instanceof DeployAliasError ? new UsageError(err.message) : err;
+          },
+        );
       }
     }
     const { client, close } = await connectClient(ctx.env());
     try {
       if (action === 'create') {
         await createSchedule(client, id!, str(ctx.values.cron)!, config!, { catchupWindowMs: catchupMs });
-        const what = config!.lineage ? `lineage ${config!.lineage}${config!.deploy ? `, served as ${config!.deploy.alias}` : ''}` : 'from the base model each time';
-        ctx.out(`schedule ${id} created: ${str(ctx.values.cron)} → trainingRun (${config!.iterations} iterations, ${what}), overlap SKIP, catch-up ${catchupMs / 1000} s`);
+        const what = config!.lineage
+          ? `lineage ${config!.lineage}${config!.deploy ? `, served as ${config!.deploy.alias}` : ''}`
+          : 'from the base model each time';
+        ctx.out(
+          `schedule ${id} created: ${str(ctx.values.cron)} → trainingRun (${config!.iterations} iterations, ${what}), overlap SKIP, catch-up ${catchupMs / 1000} s`,
+        );
       } else if (action === 'trigger') {
         await triggerSchedule(client, id!);
         ctx.out(`schedule ${id} triggered (skipped if a run of it is still running)`);
@@ -71,7 +86,10 @@ export const scheduleCommand: Command = {
         await client.schedule.getHandle(id!).delete();
         ctx.out(`schedule ${id} deleted`);
       } else if (action === 'list') {
-        for await (const s of client.schedule.list()) ctx.out(`${s.scheduleId}  ${s.state.paused ? 'paused' : 'active'}  next: ${s.info.nextActionTimes[0]?.toISOString() ?? '-'}`);
+        for await (const s of client.schedule.list())
+          ctx.out(
+            `${s.scheduleId}  ${s.state.paused ? 'paused' : 'active'}  next: ${s.info.nextActionTimes[0]?.toISOString() ?? '-'}`,
+          );
       } else throw new UsageError(`unknown schedule action ${JSON.stringify(action)}`);
       return 0;
     } finally {

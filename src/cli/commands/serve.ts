@@ -16,18 +16,35 @@ export const serveCommand: Command = {
     'At scale point VOLT_MODEL_SERVER_URL at vLLM instead (>= 0.10.2, with --enable-lora).',
   ].join('\n'),
   options: {
-    model: { type: 'string', default: 'smollm2-135m-instruct' }, 'max-batch': { type: 'string', default: '8' },
+    model: { type: 'string', default: 'smollm2-135m-instruct' },
+    'max-batch': { type: 'string', default: '8' },
     'no-aliases': { type: 'boolean', default: false },
   },
   async run(ctx) {
     const env = ctx.env();
     const url = new URL(env.VOLT_MODEL_SERVER_URL);
-    const args = ['-m', 'volt_trainer.serve', '--model', String(ctx.values.model), '--host', url.hostname, '--port', url.port || '80',
-      '--data-dir', env.modelCacheDir, '--max-batch', String(ctx.values['max-batch'])];
-    const child = spawn(path.resolve(env.VOLT_PYTHON), args, { stdio: 'inherit', env: { ...process.env, HF_HUB_OFFLINE: '1', VOLT_MODEL_SERVER_ADMIN_KEY: env.VOLT_MODEL_SERVER_ADMIN_KEY } });
+    const args = [
+      '-m',
+      'volt_trainer.serve',
+      '--model',
+      String(ctx.values.model),
+      '--host',
+      url.hostname,
+      '--port',
+      url.port || '80',
+      '--data-dir',
+      env.modelCacheDir,
+      '--max-batch',
+      String(ctx.values['max-batch']),
+    ];
+    const child = spawn(path.resolve(env.VOLT_PYTHON), args, {
+      stdio: 'inherit',
+      env: { ...process.env, HF_HUB_OFFLINE: '1', VOLT_MODEL_SERVER_ADMIN_KEY: env.VOLT_MODEL_SERVER_ADMIN_KEY },
+    });
     for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => child.kill(sig));
     const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
-    if (!ctx.values['no-aliases']) void restoreAliases(env, ctx, () => child.exitCode !== null || child.signalCode !== null);
+    if (!ctx.values['no-aliases'])
+      void restoreAliases(env, ctx, () => child.exitCode !== null || child.signalCode !== null);
     return exited;
   },
 };
@@ -35,10 +52,21 @@ export const serveCommand: Command = {
 /** Wait until the server answers, then load the stored deploy aliases; a failure is printed, the server keeps running. */
 async function restoreAliases(env: Readonly<VoltEnv>, ctx: CommandContext, gone: () => boolean): Promise<void> {
   const base = env.VOLT_MODEL_SERVER_URL.replace(/\/+$/, '');
-  while (!gone() && !(await fetch(`${base}/v1/models`).then((r) => r.ok, () => false))) await sleep(250);
+  while (
+    !gone() &&
+    !(await fetch(`${base}/v1/models`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  )
+    await sleep(250);
   if (gone()) return;
   try {
-    const loaded = await syncDeployAliases({ env, store: createObjectStore(env), modelServerUrl: env.VOLT_MODEL_SERVER_URL });
+    const loaded = await syncDeployAliases({
+      env,
+      store: createObjectStore(env),
+      modelServerUrl: env.VOLT_MODEL_SERVER_URL,
+    });
     ctx.out(loaded.length ? `deploy aliases served: ${loaded.join(', ')}` : 'no deploy aliases stored');
   } catch (err) {
     ctx.err(`volt serve: could not restore deploy aliases: ${(err as Error).message}`);

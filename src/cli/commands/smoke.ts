@@ -27,9 +27,13 @@ export const smokeCommand: Command = {
           args: [{ runId, message: String(ctx.values.message) }],
         }),
       );
-      ctx.out(`workflow ${workflowId} completed: wrote ${result.bytes} bytes to s3://${env.VOLT_S3_BUCKET}/${result.key}`);
+      ctx.out(
+        `workflow ${workflowId} completed: wrote ${result.bytes} bytes to s3://${env.VOLT_S3_BUCKET}/${result.key}`,
+      );
       ctx.out(`read back: ${JSON.stringify(result.record)}`);
-      ctx.out(`see it in Temporal Web: http://127.0.0.1:${env.VOLT_TEMPORAL_UI_PORT}/namespaces/${env.VOLT_TEMPORAL_NAMESPACE}/workflows/${workflowId}`);
+      ctx.out(
+        `see it in Temporal Web: http://127.0.0.1:${env.VOLT_TEMPORAL_UI_PORT}/namespaces/${env.VOLT_TEMPORAL_NAMESPACE}/workflows/${workflowId}`,
+      );
       return 0;
     } finally {
       await connection.close();

@@ -12,11 +12,12 @@ async function runStatusJson(ctx: CommandContext): Promise<unknown> {
 
 export const statusCommand: Command = {
   name: 'status',
-  summary: 'show whether each local service runs and answers, and a run\'s status (exit 1 when a service does not answer)',
+  summary:
+    "show whether each local service runs and answers, and a run's status (exit 1 when a service does not answer)",
   help: [
     'usage: volt status [<runId>] [--only temporal,s3] [--json]',
     'For each service: running/stopped (our recorded pid alive), pid, address, and whether the address answers (a',
-    'service run elsewhere on that address counts). With a run id, also the run\'s status, as `volt run-status <runId>`.',
+    "service run elsewhere on that address counts). With a run id, also the run's status, as `volt run-status <runId>`.",
   ].join('\n'),
   options: { json: { type: 'boolean', default: false }, only: { type: 'string' } },
   async run(ctx) {
@@ -29,8 +30,13 @@ export const statusCommand: Command = {
     }
     for (const s of services) {
       const pid = s.pid === null ? '-' : String(s.pid);
-      ctx.out(`${s.name.padEnd(13)} ${s.state.padEnd(8)} pid ${pid.padEnd(8)} ${s.address}  ${s.answering ? 'answering' : 'not answering'}`);
-      if (s.uiUrl) ctx.out(`${''.padEnd(13)} web ui   ${''.padEnd(12)} ${s.uiUrl}  ${s.uiAnswering ? 'answering' : 'not answering'}`);
+      ctx.out(
+        `${s.name.padEnd(13)} ${s.state.padEnd(8)} pid ${pid.padEnd(8)} ${s.address}  ${s.answering ? 'answering' : 'not answering'}`,
+      );
+      if (s.uiUrl)
+        ctx.out(
+          `${''.padEnd(13)} web ui   ${''.padEnd(12)} ${s.uiUrl}  ${s.uiAnswering ? 'answering' : 'not answering'}`,
+        );
     }
     if (!runId) return allUp ? 0 : 1;
     ctx.out('');

@@ -19,7 +19,8 @@ export const tasksCommand: Command = {
     const [action, file] = ctx.positionals;
     if (action !== 'add') throw new UsageError(`unknown tasks action ${JSON.stringify(action)} (expected add)`);
     if (!file) throw new UsageError('missing the task file');
-    if (typeof ctx.values.prefix !== 'string') throw new UsageError('--prefix is required (the run config\'s tasks.trainPrefix)');
+    if (typeof ctx.values.prefix !== 'string')
+      throw new UsageError("--prefix is required (the run config's tasks.trainPrefix)");
     const prefix = parseFrozen(taskPrefixSchema, ctx.values.prefix, '--prefix');
     const tasks = await readTaskSet(file);
     const store = createObjectStore(ctx.env());

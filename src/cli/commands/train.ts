@@ -31,8 +31,15 @@ export const trainCommand: Command = {
       ctx.out(`${started ? 'started' : 'attached to the existing'} run ${config.runId}`);
       ctx.out(`Temporal Web: ${webUrl(env.VOLT_TEMPORAL_UI_PORT, env.VOLT_TEMPORAL_NAMESPACE, config.runId)}`);
       if (!ctx.values.follow) return 0;
-      const final = await followRun(client, config.runId, (t) => process.stdout.write(t), process.stdout.isTTY === true);
-      ctx.out(`run ${final.runId} done: best ${final.best?.policy.name ?? '-'} with score ${final.best?.score.toFixed(3) ?? '-'}`);
+      const final = await followRun(
+        client,
+        config.runId,
+        (t) => process.stdout.write(t),
+        process.stdout.isTTY === true,
+      );
+      ctx.out(
+        `run ${final.runId} done: best ${final.best?.policy.name ?? '-'} with score ${final.best?.score.toFixed(3) ?? '-'}`,
+      );
       return 0;
     } finally {
       await close();

@@ -34,7 +34,10 @@ export const upCommand: Command = {
       'model-server': `(cache ${env.modelCacheDir})`,
     };
     const services = await upStack(env, only, (s) => {
-      if (!json) ctx.out(`${s.name.padEnd(13)} ${s.action?.padEnd(16)} pid ${String(s.pid).padEnd(8)} ${s.address}  ${notes[s.name] ?? ''}`.trimEnd());
+      if (!json)
+        ctx.out(
+          `${s.name.padEnd(13)} ${s.action?.padEnd(16)} pid ${String(s.pid).padEnd(8)} ${s.address}  ${notes[s.name] ?? ''}`.trimEnd(),
+        );
     });
     if (json) ctx.out(JSON.stringify(services));
     else {

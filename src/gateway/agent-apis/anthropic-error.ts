@@ -2,7 +2,9 @@ import type { ErrorResponse, ErrorType } from '@anthropic-ai/sdk/resources/share
 
 // The API documents `request_too_large` for 413; this SDK version's ErrorType union does not list it yet.
 type AnthropicErrorType = ErrorType | 'request_too_large';
-export type AnthropicErrorBody = Omit<ErrorResponse, 'error'> & { error: { type: AnthropicErrorType; message: string } };
+export type AnthropicErrorBody = Omit<ErrorResponse, 'error'> & {
+  error: { type: AnthropicErrorType; message: string };
+};
 
 /** Anthropic's error type for a status (its SDKs pick the exception class by status). */
 export function anthropicErrorType(status: number): AnthropicErrorType {

@@ -17,21 +17,36 @@ export function countTokensRoute(core: GatewayCore, openRollout: (token: string)
   return async (request: FastifyRequest<{ Params: { token: string } }>, reply: FastifyReply) => {
     const rollout = await openRollout(request.params.token);
     checkPresentedKey(request.headers, request.params.token);
-    const body = request.body !== null && typeof request.body === 'object' && !Array.isArray(request.body) ? { ...request.body, max_tokens: 1, stream: false } : request.body;
+    const body =
+      request.body !== null && typeof request.body === 'object' && !Array.isArray(request.body)
+        ? { ...request.body, max_tokens: 1, stream: false }
+        : request.body;
     const chat = messagesToChat(parseMessagesRequest(body)) as unknown as Record<string, unknown>;
     const overlay = rollout.overlay === undefined ? await loadRolloutOverlay(core, rollout) : rollout.overlay;
-    const sent = applyPromptOverlay(upstreamBody(chat, 'chat.completions', rollout.record.policyModel, null), 'chat.completions', overlay);
+    const sent = applyPromptOverlay(
+      upstreamBody(chat, 'chat.completions', rollout.record.policyModel, null),
+      'chat.completions',
+      overlay,
+    );
     let res;
     try {
       res = await core.upstream.postBuffered('/v1/chat/completions', JSON.stringify(sent), new ClientLink(reply.raw));
     } catch (err) {
-      throw new GatewayError(502, `upstream unreachable: ${(err as Error).message}`, { type: 'upstream_error', code: 'upstream_unreachable' });
+      throw new GatewayError(502, `upstream unreachable: ${(err as Error).message}`, {
+        type: 'upstream_error',
+        code: 'upstream_unreachable',
+      });
     }
     const tokens = res.statusCode === 200 ? promptTokens(res.text) : undefined;
     if (typeof tokens === 'number') return { input_tokens: tokens };
     // The engine refusing the prompt (too long, bad tools) is the agent's fault; anything else is the model side's.
-    const agentFault = res.statusCode >= 400 && res.statusCode < 500 && res.statusCode !== 404 && res.statusCode !== 429;
-    throw new GatewayError(agentFault ? 400 : 502, `upstream ${res.statusCode}: could not count the prompt's tokens: ${res.text.slice(0, 300)}`, { type: agentFault ? 'invalid_request_error' : 'upstream_error', code: 'upstream_rejected' });
+    const agentFault =
+      res.statusCode >= 400 && res.statusCode < 500 && res.statusCode !== 404 && res.statusCode !== 429;
+    throw new GatewayError(
+      agentFault ? 400 : 502,
+      `upstream ${res.statusCode}: could not count the prompt's tokens: ${res.text.slice(0, 300)}`,
+      { type: agentFault ? 'invalid_request_error' : 'upstream_error', code: 'upstream_rejected' },
+    );
   };
 }
 

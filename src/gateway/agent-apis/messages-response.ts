@@ -1,9 +1,17 @@
-import type { ContentBlock, Message, MessageCreateParamsBase, StopReason, ToolUseBlock, Usage } from '@anthropic-ai/sdk/resources/messages/messages';
+import type {
+  ContentBlock,
+  Message,
+  MessageCreateParamsBase,
+  StopReason,
+  ToolUseBlock,
+  Usage,
+} from '@anthropic-ai/sdk/resources/messages/messages';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 
 /** Ids of one message's parts, derived from the engine's completion id so the translation stays pure. */
 export function messageIds(chatId: unknown): { message: string; toolUse: (i: number) => string } {
-  const base = typeof chatId === 'string' && chatId.startsWith('chatcmpl-') ? chatId.slice(9) : String(chatId ?? 'gateway');
+  const base =
+    typeof chatId === 'string' && chatId.startsWith('chatcmpl-') ? chatId.slice(9) : String(chatId ?? 'gateway');
   return { message: `msg_${base}`, toolUse: (i) => `toolu_${base}_${i}` };
 }
 
@@ -11,19 +19,32 @@ export function messageIds(chatId: unknown): { message: string; toolUse: (i: num
  * Anthropic's stop reason for a chat finish. The engine names the stop string that ended a choice in vLLM's
  * `stop_reason`; when it is one of the agent's stop_sequences the turn ended on that sequence.
  */
-export function stopReason(finish: string | null | undefined, engineStop: unknown, req: Pick<MessageCreateParamsBase, 'stop_sequences'>): { stop_reason: StopReason | null; stop_sequence: string | null } {
+export function stopReason(
+  finish: string | null | undefined,
+  engineStop: unknown,
+  req: Pick<MessageCreateParamsBase, 'stop_sequences'>,
+): { stop_reason: StopReason | null; stop_sequence: string | null } {
   if (finish === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
   if (finish === 'tool_calls') return { stop_reason: 'tool_use', stop_sequence: null };
   if (finish === 'content_filter') return { stop_reason: 'refusal', stop_sequence: null };
-  if (typeof engineStop === 'string' && req.stop_sequences?.includes(engineStop)) return { stop_reason: 'stop_sequence', stop_sequence: engineStop };
+  if (typeof engineStop === 'string' && req.stop_sequences?.includes(engineStop))
+    return { stop_reason: 'stop_sequence', stop_sequence: engineStop };
   if (finish == null) return { stop_reason: null, stop_sequence: null };
   return { stop_reason: 'end_turn', stop_sequence: null };
 }
 
 export function messageUsage(input: number, output: number): Usage {
   return {
-    input_tokens: input, output_tokens: output, cache_creation_input_tokens: 0, cache_read_input_tokens: 0,
-    cache_creation: null, inference_geo: null, output_tokens_details: null, server_tool_use: null, service_tier: null, speed: null,
+    input_tokens: input,
+    output_tokens: output,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation: null,
+    inference_geo: null,
+    output_tokens_details: null,
+    server_tool_use: null,
+    service_tier: null,
+    speed: null,
   };
 }
 
@@ -50,9 +71,14 @@ export function chatToMessage(chat: ChatCompletion, req: MessageCreateParamsBase
   const text = choice?.message?.content ?? '';
   if (text !== '') content.push({ type: 'text', text, citations: null });
   (choice?.message?.tool_calls ?? []).forEach((c, i) => {
-    if (c.type === 'function') content.push(toolUseBlock(c.id || ids.toolUse(i), c.function.name, c.function.arguments));
+    if (c.type === 'function')
+      content.push(toolUseBlock(c.id || ids.toolUse(i), c.function.name, c.function.arguments));
   });
-  const { stop_reason, stop_sequence } = stopReason(choice?.finish_reason, (choice as { stop_reason?: unknown } | undefined)?.stop_reason, req);
+  const { stop_reason, stop_sequence } = stopReason(
+    choice?.finish_reason,
+    (choice as { stop_reason?: unknown } | undefined)?.stop_reason,
+    req,
+  );
   const message: Message = {
     id: ids.message,
     type: 'message',

@@ -40,17 +40,28 @@ export class MessagesStreamTranslator implements StreamTranslator {
     if (!choice) return out;
     const text = choice.delta?.content;
     if (typeof text === 'string' && text !== '') {
-      if (this.open?.kind !== 'text') out += this.close() + this.openBlock({ kind: 'text' }, { type: 'text', text: '', citations: null });
+      if (this.open?.kind !== 'text')
+        out += this.close() + this.openBlock({ kind: 'text' }, { type: 'text', text: '', citations: null });
       out += this.emit({ type: 'content_block_delta', index: this.blocks - 1, delta: { type: 'text_delta', text } });
     }
     for (const tc of choice.delta?.tool_calls ?? []) {
       if (this.open?.kind !== 'tool' || this.open.chatIndex !== tc.index) {
         const id = tc.id || this.ids.toolUse(this.toolUses);
         this.toolUses++;
-        out += this.close() + this.openBlock({ kind: 'tool', chatIndex: tc.index }, { type: 'tool_use', id, name: tc.function?.name ?? '', input: {}, caller: { type: 'direct' } });
+        out +=
+          this.close() +
+          this.openBlock(
+            { kind: 'tool', chatIndex: tc.index },
+            { type: 'tool_use', id, name: tc.function?.name ?? '', input: {}, caller: { type: 'direct' } },
+          );
       }
       const args = tc.function?.arguments;
-      if (args) out += this.emit({ type: 'content_block_delta', index: this.blocks - 1, delta: { type: 'input_json_delta', partial_json: args } });
+      if (args)
+        out += this.emit({
+          type: 'content_block_delta',
+          index: this.blocks - 1,
+          delta: { type: 'input_json_delta', partial_json: args },
+        });
     }
     if (choice.finish_reason) this.finish = choice.finish_reason;
     const engineStop = (choice as { stop_reason?: unknown }).stop_reason;
@@ -67,7 +78,14 @@ export class MessagesStreamTranslator implements StreamTranslator {
     out += this.emit({
       type: 'message_delta',
       delta: { stop_reason, stop_sequence, stop_details: null, container: null },
-      usage: { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens_details: null, server_tool_use: null },
+      usage: {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+        output_tokens_details: null,
+        server_tool_use: null,
+      },
     });
     return out + this.emit({ type: 'message_stop' });
   }
@@ -77,13 +95,25 @@ export class MessagesStreamTranslator implements StreamTranslator {
     this.ids = messageIds(chunk?.id);
     if (typeof chunk?.model === 'string') this.model = chunk.model;
     const message = {
-      id: this.ids.message, type: 'message' as const, role: 'assistant' as const, model: this.model, content: [],
-      stop_reason: null, stop_sequence: null, stop_details: null, container: null, diagnostics: null, usage: messageUsage(this.inputTokens, 0),
+      id: this.ids.message,
+      type: 'message' as const,
+      role: 'assistant' as const,
+      model: this.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      stop_details: null,
+      container: null,
+      diagnostics: null,
+      usage: messageUsage(this.inputTokens, 0),
     };
     return this.emit({ type: 'message_start', message }) + this.emit({ type: 'ping' });
   }
 
-  private openBlock(kind: NonNullable<MessagesStreamTranslator['open']>, block: Extract<RawMessageStreamEvent, { type: 'content_block_start' }>['content_block']): string {
+  private openBlock(
+    kind: NonNullable<MessagesStreamTranslator['open']>,
+    block: Extract<RawMessageStreamEvent, { type: 'content_block_start' }>['content_block'],
+  ): string {
     this.open = kind;
     return this.emit({ type: 'content_block_start', index: this.blocks++, content_block: block });
   }

@@ -1,7 +1,16 @@
 import type {
-  ChatCompletionCreateParams, ChatCompletionFunctionTool, ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam, ChatCompletionToolChoiceOption,
+  ChatCompletionCreateParams,
+  ChatCompletionFunctionTool,
+  ChatCompletionMessageFunctionToolCall,
+  ChatCompletionMessageParam,
+  ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
-import type { ResponseCreateParams, ResponseInputItem, Tool, ResponseCreateParamsBase } from 'openai/resources/responses/responses';
+import type {
+  ResponseCreateParams,
+  ResponseInputItem,
+  Tool,
+  ResponseCreateParamsBase,
+} from 'openai/resources/responses/responses';
 import { z } from 'zod';
 import { GatewayError } from '../openai-error.js';
 import { parseBody } from '../request-schema.js';
@@ -33,12 +42,17 @@ const ITEM_SCHEMAS: Record<string, z.ZodType> = {
   function_call_output: z.looseObject({ call_id: z.string().min(1), output: text }),
 };
 
-const refuse = (param: string, message: string) => new GatewayError(400, `${param}: ${message}`, { code: 'unsupported_parameter', param });
+const refuse = (param: string, message: string) =>
+  new GatewayError(400, `${param}: ${message}`, { code: 'unsupported_parameter', param });
 
 function checkItem(it: { type?: string | null }, i: number): void {
   const type = it.type ?? 'message';
   const schema = ITEM_SCHEMAS[type];
-  if (!schema) throw refuse(`input.${i}.type`, `input items of type '${type}' are not supported (only messages, function_call and function_call_output)`);
+  if (!schema)
+    throw refuse(
+      `input.${i}.type`,
+      `input items of type '${type}' are not supported (only messages, function_call and function_call_output)`,
+    );
   const result = schema.safeParse(it);
   if (result.success) return;
   const issue = result.error.issues[0]!;
@@ -51,18 +65,24 @@ export function parseResponsesRequest(body: unknown): ResponseCreateParamsBase {
   const parsed = parseBody(responsesRequestSchema, body) as unknown as ResponseCreateParamsBase;
   if (Array.isArray(parsed.input)) parsed.input.forEach((it, i) => checkItem(it, i));
   if (parsed.previous_response_id != null) {
-    throw refuse('previous_response_id', 'previous_response_id is not supported by this gateway: send the whole conversation in `input` (store is not retrievable)');
+    throw refuse(
+      'previous_response_id',
+      'previous_response_id is not supported by this gateway: send the whole conversation in `input` (store is not retrievable)',
+    );
   }
-  if (parsed.conversation != null) throw refuse('conversation', 'conversation objects are not supported: send the whole conversation in `input`');
+  if (parsed.conversation != null)
+    throw refuse('conversation', 'conversation objects are not supported: send the whole conversation in `input`');
   if (parsed.background === true) throw refuse('background', 'background mode is not supported');
   if (parsed.prompt != null) throw refuse('prompt', 'stored prompt templates are not supported');
   if (parsed.truncation === 'auto') throw refuse('truncation', "truncation 'auto' is not supported (only 'disabled')");
   if (parsed.context_management != null) throw refuse('context_management', 'context_management is not supported');
-  if (parsed.top_logprobs != null && parsed.top_logprobs > 0) throw refuse('top_logprobs', 'top_logprobs is not supported');
+  if (parsed.top_logprobs != null && parsed.top_logprobs > 0)
+    throw refuse('top_logprobs', 'top_logprobs is not supported');
   const maxToolCalls = (parsed as { max_tool_calls?: unknown }).max_tool_calls;
   if (maxToolCalls != null) throw refuse('max_tool_calls', 'max_tool_calls is not supported');
   const summary = parsed.reasoning?.summary;
-  if (summary != null && summary !== 'auto') throw refuse('reasoning.summary', `reasoning summaries ('${summary}') are not supported`);
+  if (summary != null && summary !== 'auto')
+    throw refuse('reasoning.summary', `reasoning summaries ('${summary}') are not supported`);
   (parsed.include ?? []).forEach((inc, i) => {
     if (!INCLUDABLE.has(inc)) throw refuse(`include.${i}`, `include '${inc}' is not supported`);
   });
@@ -75,9 +95,13 @@ export function responsesToChat(req: ResponseCreateParamsBase): ChatCompletionCr
   if (req.instructions) messages.push({ role: 'system', content: req.instructions });
   if (typeof req.input === 'string') messages.push({ role: 'user', content: req.input });
   else (req.input ?? []).forEach((it, i) => addInputItem(messages, it, `input.${i}`));
-  if (!messages.length) throw new GatewayError(400, 'input must hold at least one message', { code: 'invalid_value', param: 'input' });
+  if (!messages.length)
+    throw new GatewayError(400, 'input must hold at least one message', { code: 'invalid_value', param: 'input' });
 
-  const chat: Record<string, unknown> & { model: string; messages: ChatCompletionMessageParam[] } = { model: req.model ?? '', messages };
+  const chat: Record<string, unknown> & { model: string; messages: ChatCompletionMessageParam[] } = {
+    model: req.model ?? '',
+    messages,
+  };
   if (req.tools?.length) chat.tools = req.tools.map((t, i) => chatTool(t, `tools.${i}`));
   if (req.tool_choice != null) chat.tool_choice = chatToolChoice(req.tool_choice);
   if (req.parallel_tool_calls != null && req.tools?.length) chat.parallel_tool_calls = req.parallel_tool_calls;
@@ -87,7 +111,15 @@ export function responsesToChat(req: ResponseCreateParamsBase): ChatCompletionCr
   if (req.reasoning?.effort != null) chat.reasoning_effort = req.reasoning.effort;
   const format = req.text?.format;
   if (format?.type === 'json_schema') {
-    chat.response_format = { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, strict: format.strict ?? null, description: format.description } };
+    chat.response_format = {
+      type: 'json_schema',
+      json_schema: {
+        name: format.name,
+        schema: format.schema,
+        strict: format.strict ?? null,
+        description: format.description,
+      },
+    };
   } else if (format?.type === 'json_object') chat.response_format = { type: 'json_object' };
   if (req.stream === true) chat.stream = true;
   return chat as unknown as ChatCompletionCreateParams;
@@ -102,7 +134,11 @@ function addInputItem(messages: ChatCompletionMessageParam[], it: ResponseInputI
     return;
   }
   if (it.type === 'function_call') {
-    const call: ChatCompletionMessageFunctionToolCall = { id: it.call_id, type: 'function', function: { name: it.name, arguments: it.arguments } };
+    const call: ChatCompletionMessageFunctionToolCall = {
+      id: it.call_id,
+      type: 'function',
+      function: { name: it.name, arguments: it.arguments },
+    };
     const last = messages[messages.length - 1];
     // A message and the function calls after it are one assistant turn in chat form.
     if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), call];
@@ -114,22 +150,39 @@ function addInputItem(messages: ChatCompletionMessageParam[], it: ResponseInputI
     messages.push({ role: 'tool', tool_call_id: it.call_id, content: output });
     return;
   }
-  throw refuse(`${param}.type`, `input items of type '${type}' are not supported (only messages, function_call and function_call_output)`);
+  throw refuse(
+    `${param}.type`,
+    `input items of type '${type}' are not supported (only messages, function_call and function_call_output)`,
+  );
 }
 
 function contentText(content: unknown, param: string): string {
   if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) throw new GatewayError(400, `invalid ${param}: expected a string or a list of content parts`, { code: 'invalid_value', param });
-  return content.map((part: { type?: string; text?: unknown }, j) => {
-    if ((part?.type === 'input_text' || part?.type === 'output_text' || part?.type === 'text') && typeof part.text === 'string') return part.text;
-    if (part?.type === 'refusal') return String((part as { refusal?: unknown }).refusal ?? '');
-    throw refuse(`${param}.${j}.type`, `content parts of type '${String(part?.type)}' are not supported (text only)`);
-  }).join('');
+  if (!Array.isArray(content))
+    throw new GatewayError(400, `invalid ${param}: expected a string or a list of content parts`, {
+      code: 'invalid_value',
+      param,
+    });
+  return content
+    .map((part: { type?: string; text?: unknown }, j) => {
+      if (
+        (part?.type === 'input_text' || part?.type === 'output_text' || part?.type === 'text') &&
+        typeof part.text === 'string'
+      )
+        return part.text;
+      if (part?.type === 'refusal') return String((part as { refusal?: unknown }).refusal ?? '');
+      throw refuse(`${param}.${j}.type`, `content parts of type '${String(part?.type)}' are not supported (text only)`);
+    })
+    .join('');
 }
 
 function chatTool(tool: Tool, param: string): ChatCompletionFunctionTool {
-  if (tool.type !== 'function') throw refuse(`${param}.type`, `hosted tool '${tool.type}' is not supported (function tools only)`);
-  const fn: ChatCompletionFunctionTool['function'] = { name: tool.name, parameters: tool.parameters ?? { type: 'object', properties: {} } };
+  if (tool.type !== 'function')
+    throw refuse(`${param}.type`, `hosted tool '${tool.type}' is not supported (function tools only)`);
+  const fn: ChatCompletionFunctionTool['function'] = {
+    name: tool.name,
+    parameters: tool.parameters ?? { type: 'object', properties: {} },
+  };
   if (tool.description != null) fn.description = tool.description;
   if (tool.strict != null) fn.strict = tool.strict;
   return { type: 'function', function: fn };

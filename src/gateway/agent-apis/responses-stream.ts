@@ -1,6 +1,12 @@
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type {
-  ResponseCreateParamsBase, ResponseFunctionToolCall, ResponseOutputItem, ResponseOutputMessage, ResponseOutputText, ResponseStreamEvent, ResponseUsage,
+  ResponseCreateParamsBase,
+  ResponseFunctionToolCall,
+  ResponseOutputItem,
+  ResponseOutputMessage,
+  ResponseOutputText,
+  ResponseStreamEvent,
+  ResponseUsage,
 } from 'openai/resources/responses/responses';
 import { sseEvent, type StreamTranslator } from './dialect.js';
 import { outputText, responseIds, responseObject, responseStatus, responseUsage } from './responses-response.js';
@@ -10,7 +16,11 @@ type OpenItem =
   | { kind: 'message'; index: number; id: string; text: string; logprobs: Logprob[] }
   | { kind: 'call'; index: number; chatIndex: number; item: ResponseFunctionToolCall };
 // Distributive Omit: each event type keeps its own fields.
-type EventBody = ResponseStreamEvent extends infer E ? (E extends ResponseStreamEvent ? Omit<E, 'sequence_number'> : never) : never;
+type EventBody = ResponseStreamEvent extends infer E
+  ? E extends ResponseStreamEvent
+    ? Omit<E, 'sequence_number'>
+    : never
+  : never;
 
 /**
  * Engine chat chunks -> Responses API stream events (`response.created` ... `response.completed`), numbered by
@@ -56,7 +66,9 @@ export class ResponsesStreamTranslator implements StreamTranslator {
     if (!this.items.length) out += this.addText('', []) + this.close();
     const response = this.response(this.done);
     const status = responseStatus(this.finish).status;
-    out += this.emit(status === 'completed' ? { type: 'response.completed', response } : { type: 'response.incomplete', response });
+    out += this.emit(
+      status === 'completed' ? { type: 'response.completed', response } : { type: 'response.incomplete', response },
+    );
     return out;
   }
 
@@ -65,7 +77,13 @@ export class ResponsesStreamTranslator implements StreamTranslator {
   }
 
   private response(output: ResponseOutputItem[]) {
-    return responseObject(this.req, this.head ?? {}, output, output.length ? this.finish : undefined, output.length ? this.usage : undefined);
+    return responseObject(
+      this.req,
+      this.head ?? {},
+      output,
+      output.length ? this.finish : undefined,
+      output.length ? this.usage : undefined,
+    );
   }
 
   private emit(event: EventBody): string {
@@ -81,15 +99,37 @@ export class ResponsesStreamTranslator implements StreamTranslator {
       const item: OpenItem = { kind: 'message', index, id, text: '', logprobs: [] };
       this.items.push(item);
       this.open = item;
-      out += this.emit({ type: 'response.output_item.added', output_index: index, item: { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] } });
-      out += this.emit({ type: 'response.content_part.added', item_id: id, output_index: index, content_index: 0, part: outputText('', [], this.withLogprobs) });
+      out += this.emit({
+        type: 'response.output_item.added',
+        output_index: index,
+        item: { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] },
+      });
+      out += this.emit({
+        type: 'response.content_part.added',
+        item_id: id,
+        output_index: index,
+        content_index: 0,
+        part: outputText('', [], this.withLogprobs),
+      });
     }
     const msg = this.open;
     if (delta === '') return out;
-    const lps = this.withLogprobs ? logprobs.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes ?? [], top_logprobs: [] })) : [];
+    const lps = this.withLogprobs
+      ? logprobs.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes ?? [], top_logprobs: [] }))
+      : [];
     msg.text += delta;
     msg.logprobs.push(...lps);
-    return out + this.emit({ type: 'response.output_text.delta', item_id: msg.id, output_index: msg.index, content_index: 0, delta, logprobs: lps });
+    return (
+      out +
+      this.emit({
+        type: 'response.output_text.delta',
+        item_id: msg.id,
+        output_index: msg.index,
+        content_index: 0,
+        delta,
+        logprobs: lps,
+      })
+    );
   }
 
   private addToolCall(tc: NonNullable<ChatCompletionChunk['choices'][number]['delta']['tool_calls']>[number]): string {
@@ -100,7 +140,19 @@ export class ResponsesStreamTranslator implements StreamTranslator {
       const index = this.items.length;
       const n = this.items.filter((i) => i.kind === 'call').length;
       const id = this.ids().call(n);
-      call = { kind: 'call', index, chatIndex: tc.index, item: { type: 'function_call', id, call_id: tc.id || id, name: tc.function?.name ?? '', arguments: '', status: 'in_progress' } };
+      call = {
+        kind: 'call',
+        index,
+        chatIndex: tc.index,
+        item: {
+          type: 'function_call',
+          id,
+          call_id: tc.id || id,
+          name: tc.function?.name ?? '',
+          arguments: '',
+          status: 'in_progress',
+        },
+      };
       this.items.push(call);
       this.open = call;
       out += this.emit({ type: 'response.output_item.added', output_index: index, item: { ...call.item } });
@@ -108,7 +160,12 @@ export class ResponsesStreamTranslator implements StreamTranslator {
     const delta = tc.function?.arguments;
     if (delta) {
       call.item.arguments += delta;
-      out += this.emit({ type: 'response.function_call_arguments.delta', item_id: call.item.id!, output_index: call.index, delta });
+      out += this.emit({
+        type: 'response.function_call_arguments.delta',
+        item_id: call.item.id!,
+        output_index: call.index,
+        delta,
+      });
     }
     return out;
   }
@@ -120,15 +177,43 @@ export class ResponsesStreamTranslator implements StreamTranslator {
     if (item.kind === 'call') {
       const done: ResponseFunctionToolCall = { ...item.item, status: 'completed' };
       this.done.push(done);
-      return this.emit({ type: 'response.function_call_arguments.done', item_id: done.id!, output_index: item.index, name: done.name, arguments: done.arguments })
-        + this.emit({ type: 'response.output_item.done', output_index: item.index, item: done });
+      return (
+        this.emit({
+          type: 'response.function_call_arguments.done',
+          item_id: done.id!,
+          output_index: item.index,
+          name: done.name,
+          arguments: done.arguments,
+        }) + this.emit({ type: 'response.output_item.done', output_index: item.index, item: done })
+      );
     }
     const part = outputText(item.text, null, false);
     if (this.withLogprobs) part.logprobs = item.logprobs;
-    const message: ResponseOutputMessage = { type: 'message', id: item.id, status: responseStatus(this.finish).status, role: 'assistant', content: [part] };
+    const message: ResponseOutputMessage = {
+      type: 'message',
+      id: item.id,
+      status: responseStatus(this.finish).status,
+      role: 'assistant',
+      content: [part],
+    };
     this.done.push(message);
-    return this.emit({ type: 'response.output_text.done', item_id: item.id, output_index: item.index, content_index: 0, text: item.text, logprobs: part.logprobs ?? [] })
-      + this.emit({ type: 'response.content_part.done', item_id: item.id, output_index: item.index, content_index: 0, part })
-      + this.emit({ type: 'response.output_item.done', output_index: item.index, item: message });
+    return (
+      this.emit({
+        type: 'response.output_text.done',
+        item_id: item.id,
+        output_index: item.index,
+        content_index: 0,
+        text: item.text,
+        logprobs: part.logprobs ?? [],
+      }) +
+      this.emit({
+        type: 'response.content_part.done',
+        item_id: item.id,
+        output_index: item.index,
+        content_index: 0,
+        part,
+      }) +
+      this.emit({ type: 'response.output_item.done', output_index: item.index, item: message })
+    );
   }
 }

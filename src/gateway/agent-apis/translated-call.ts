@@ -16,13 +16,21 @@ export interface TranslatedCall {
 
 export function translateResponses(body: unknown): TranslatedCall {
   const req = parseResponsesRequest(body);
-  const dialect: AgentDialect = { api: 'responses', json: (chat) => chatToResponse(chat, req), stream: () => new ResponsesStreamTranslator(req) };
+  const dialect: AgentDialect = {
+    api: 'responses',
+    json: (chat) => chatToResponse(chat, req),
+    stream: () => new ResponsesStreamTranslator(req),
+  };
   return { chat: responsesToChat(req) as unknown as Record<string, unknown>, dialect };
 }
 
 export function translateMessages(body: unknown): TranslatedCall {
   const req = parseMessagesRequest(body);
-  const dialect: AgentDialect = { api: 'messages', json: (chat) => chatToMessage(chat, req), stream: () => new MessagesStreamTranslator(req) };
+  const dialect: AgentDialect = {
+    api: 'messages',
+    json: (chat) => chatToMessage(chat, req),
+    stream: () => new MessagesStreamTranslator(req),
+  };
   return { chat: messagesToChat(req) as unknown as Record<string, unknown>, dialect };
 }
 
@@ -33,6 +41,8 @@ export function translateMessages(body: unknown): TranslatedCall {
 export function checkPresentedKey(headers: IncomingHttpHeaders, token: string): void {
   const apiKey = headers['x-api-key'];
   const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1]?.trim();
-  const presented = [typeof apiKey === 'string' ? apiKey : undefined, bearer].filter((k): k is string => k !== undefined && k !== '');
+  const presented = [typeof apiKey === 'string' ? apiKey : undefined, bearer].filter(
+    (k): k is string => k !== undefined && k !== '',
+  );
   if (presented.some((k) => k !== token)) throw gatewayErrors.unknownToken();
 }

@@ -12,7 +12,8 @@ const calls = Number(process.argv[3] ?? 2);
 const token = process.env.OPENAI_API_KEY;
 const task = JSON.parse(process.env.VOLT_TASK ?? readFileSync(process.env.VOLT_TASK_FILE, 'utf8'));
 // One write(2) per line with O_APPEND: concurrent agents never interleave within a line.
-const log = (event, fields = {}) => appendFileSync(ledger, `${JSON.stringify({ token, pid: process.pid, event, at: Date.now(), ...fields })}\n`);
+const log = (event, fields = {}) =>
+  appendFileSync(ledger, `${JSON.stringify({ token, pid: process.pid, event, at: Date.now(), ...fields })}\n`);
 const client = new OpenAI({ maxRetries: 0, timeout: 120_000 });
 
 log('start');
@@ -25,7 +26,14 @@ for (let call = 0; call < calls; call++) {
     log('sent', { request, call });
     try {
       const stream = await client.chat.completions.create(
-        { model: 'policy', messages: [{ role: 'user', content: `${task.input.question} Answer with a number only.` }], max_tokens: maxTokens, temperature: 1, stream: true, ignore_eos: true },
+        {
+          model: 'policy',
+          messages: [{ role: 'user', content: `${task.input.question} Answer with a number only.` }],
+          max_tokens: maxTokens,
+          temperature: 1,
+          stream: true,
+          ignore_eos: true,
+        },
         { headers: { 'x-crash-request': request } },
       );
       let text = '';

@@ -18,12 +18,13 @@ function tryRead(name, file) {
   }
 }
 
-const connect = (port) => new Promise((resolve) => {
-  const socket = net.connect({ host: '127.0.0.1', port, timeout: 2000 });
-  socket.once('connect', () => (socket.destroy(), resolve('connected')));
-  socket.once('timeout', () => (socket.destroy(), resolve('timeout')));
-  socket.once('error', (e) => resolve(e.code));
-});
+const connect = (port) =>
+  new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port, timeout: 2000 });
+    socket.once('connect', () => (socket.destroy(), resolve('connected')));
+    socket.once('timeout', () => (socket.destroy(), resolve('timeout')));
+    socket.once('error', (e) => resolve(e.code));
+  });
 
 tryRead('gatewayRegistry', input.registryFile);
 tryRead('otherProcessEnviron', `/proc/${input.otherPid}/environ`);
@@ -39,7 +40,9 @@ for (const [name, port] of Object.entries(input.ports)) {
   record(`connect:${name}`, r === 'connected', r);
 }
 // The admin API through the agent's own gateway address, without the admin key.
-const admin = await fetch(new URL('/admin/pause', process.env.OPENAI_BASE_URL), { method: 'POST' }).catch((e) => ({ status: e.code ?? 'error' }));
+const admin = await fetch(new URL('/admin/pause', process.env.OPENAI_BASE_URL), { method: 'POST' }).catch((e) => ({
+  status: e.code ?? 'error',
+}));
 record('adminApi', admin.status === 200, admin.status);
 try {
   writeFileSync(input.outsideFile, 'escaped');
@@ -67,11 +70,16 @@ for (let i = 0; i < input.forkAttempts && !forkError; i++) {
 record('forkBomb', forkError === null, `${children.length} children, then ${forkError}`);
 // Reaped before going on: until then they still count against the attempt's process limit, which (as root, a pids
 // cgroup) the sandbox's socat shares, so a call made meanwhile could find no process left to forward it.
-await Promise.all(children.map((c) => new Promise((resolve) => {
-  if (c.exitCode !== null || c.signalCode !== null) return resolve();
-  c.once('exit', resolve);
-  c.kill('SIGKILL');
-})));
+await Promise.all(
+  children.map(
+    (c) =>
+      new Promise((resolve) => {
+        if (c.exitCode !== null || c.signalCode !== null) return resolve();
+        c.once('exit', resolve);
+        c.kill('SIGKILL');
+      }),
+  ),
+);
 
 const chunks = [];
 let allocError = null;
@@ -84,6 +92,10 @@ record('overAllocate', allocError === null, `${chunks.length * 32} MiB, then ${a
 chunks.length = 0;
 
 const client = new OpenAI({ maxRetries: 0 });
-const completion = await client.chat.completions.create({ model: 'anything', messages: [{ role: 'user', content: 'Say hi.' }], max_tokens: 8 });
+const completion = await client.chat.completions.create({
+  model: 'anything',
+  messages: [{ role: 'user', content: 'Say hi.' }],
+  max_tokens: 8,
+});
 record('ownGatewayCall', true, completion.choices[0].message.content);
 writeFileSync(process.env.VOLT_OUTPUT_FILE, JSON.stringify(report));

@@ -10,14 +10,19 @@ const { input } = JSON.parse(process.env.VOLT_TASK);
 const url = `${process.env.OPENAI_BASE_URL}/models`;
 
 /** One GET on a connection of its own (agent: false), closed after it: resolves to the status or the error code. */
-const get = () => new Promise((resolve) => {
-  const req = http.get(url, { agent: false, headers: { authorization: `Bearer ${process.env.OPENAI_API_KEY}` }, timeout: 20_000 }, (res) => {
-    res.resume();
-    res.once('end', () => resolve(res.statusCode));
+const get = () =>
+  new Promise((resolve) => {
+    const req = http.get(
+      url,
+      { agent: false, headers: { authorization: `Bearer ${process.env.OPENAI_API_KEY}` }, timeout: 20_000 },
+      (res) => {
+        res.resume();
+        res.once('end', () => resolve(res.statusCode));
+      },
+    );
+    req.once('timeout', () => req.destroy(new Error('timeout')));
+    req.once('error', (e) => resolve(e.code ?? e.message));
   });
-  req.once('timeout', () => req.destroy(new Error('timeout')));
-  req.once('error', (e) => resolve(e.code ?? e.message));
-});
 
 // Before the bomb: node's own threads (libuv's pool) exist, so the calls below need no new pid in the agent itself.
 await stat('.');

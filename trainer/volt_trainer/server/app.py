@@ -25,10 +25,18 @@ def admin_guard(admin_key: str | None):
 
     async def require_admin(request: Request) -> None:
         if not admin_key:
-            raise ApiError(403, "control endpoints are disabled: start the server with VOLT_MODEL_SERVER_ADMIN_KEY set", code="admin_key_not_configured")
+            raise ApiError(
+                403,
+                "control endpoints are disabled: start the server with VOLT_MODEL_SERVER_ADMIN_KEY set",
+                code="admin_key_not_configured",
+            )
         given = request.headers.get("authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {admin_key}".encode()):
-            raise ApiError(401, "control endpoints need the admin key (Authorization: Bearer <VOLT_MODEL_SERVER_ADMIN_KEY>)", code="invalid_admin_key")
+            raise ApiError(
+                401,
+                "control endpoints need the admin key (Authorization: Bearer <VOLT_MODEL_SERVER_ADMIN_KEY>)",
+                code="invalid_admin_key",
+            )
 
     return require_admin
 
@@ -57,9 +65,24 @@ def build_app(engine: Engine, admin_key: str | None = None) -> FastAPI:
 
     @app.get("/v1/models")
     async def models() -> dict:
-        base = {"id": engine.base_name, "object": "model", "created": created, "owned_by": "volt", "root": engine.base_name, "parent": None}
+        base = {
+            "id": engine.base_name,
+            "object": "model",
+            "created": created,
+            "owned_by": "volt",
+            "root": engine.base_name,
+            "parent": None,
+        }
         adapters = [
-            {"id": v.name, "object": "model", "created": created, "owned_by": "volt", "root": v.path, "parent": engine.base_name, "version": v.version}
+            {
+                "id": v.name,
+                "object": "model",
+                "created": created,
+                "owned_by": "volt",
+                "root": v.path,
+                "parent": engine.base_name,
+                "version": v.version,
+            }
             for v in list(engine.adapters.served.values())
         ]
         return {"object": "list", "data": [base, *adapters]}
@@ -76,7 +99,12 @@ def build_app(engine: Engine, admin_key: str | None = None) -> FastAPI:
     async def load_lora(request: LoadLoraRequest) -> dict:
         future = engine.call(lambda: engine.adapters.load(request.lora_name, request.lora_path, request.load_inplace))
         version: AdapterVersion = await asyncio.wrap_future(future)
-        return {"status": "ok", "lora_name": version.name, "version": version.version, "system_fingerprint": f"{version.name}@{version.version}"}
+        return {
+            "status": "ok",
+            "lora_name": version.name,
+            "version": version.version,
+            "system_fingerprint": f"{version.name}@{version.version}",
+        }
 
     @app.post("/v1/unload_lora_adapter", dependencies=admin)
     async def unload_lora(request: UnloadLoraRequest) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from fastapi.responses import StreamingResponse
 
@@ -53,21 +53,48 @@ async def chat_completions(engine: Engine, request: ChatCompletionRequest):
         message: dict = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = calls
-        choice = {"index": state.index, "message": message, "logprobs": chat_logprobs(engine.tokenizer, state) if request.logprobs else None, "finish_reason": finish, "stop_reason": state.stop_reason}
+        choice = {
+            "index": state.index,
+            "message": message,
+            "logprobs": chat_logprobs(engine.tokenizer, state) if request.logprobs else None,
+            "finish_reason": finish,
+            "stop_reason": state.stop_reason,
+        }
         if request.return_token_ids:
             choice["token_ids"] = state.token_ids
         choices.append(choice)
     completion_tokens = sum(len(s.token_ids) for s in states)
-    body = {**head, "object": "chat.completion", "choices": choices, "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens, "total_tokens": len(prompt_ids) + completion_tokens}}
+    body = {
+        **head,
+        "object": "chat.completion",
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": len(prompt_ids),
+            "completion_tokens": completion_tokens,
+            "total_tokens": len(prompt_ids) + completion_tokens,
+        },
+    }
     if request.return_token_ids:
         body["prompt_token_ids"] = prompt_ids
     return body
 
 
-async def _stream(engine: Engine, request: ChatCompletionRequest, generation: Generation, head: dict, states: list[ChoiceState]) -> AsyncIterator[str]:
+async def _stream(
+    engine: Engine, request: ChatCompletionRequest, generation: Generation, head: dict, states: list[ChoiceState]
+) -> AsyncIterator[str]:
     chunk_head = {**head, "object": "chat.completion.chunk"}
     for state in states:
-        first = {**chunk_head, "choices": [{"index": state.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]}
+        first = {
+            **chunk_head,
+            "choices": [
+                {
+                    "index": state.index,
+                    "delta": {"role": "assistant", "content": ""},
+                    "logprobs": None,
+                    "finish_reason": None,
+                }
+            ],
+        }
         if request.return_token_ids and state.index == 0:
             first["prompt_token_ids"] = generation.prompt_ids
         yield _sse(first)
@@ -80,10 +107,20 @@ async def _stream(engine: Engine, request: ChatCompletionRequest, generation: Ge
             if event.finish_reason:
                 content, calls, finish = _finish(state, bool(request.tools))
                 if calls:
-                    delta = {"content": released or None, "tool_calls": [{"index": i, **call} for i, call in enumerate(calls)]}
+                    delta = {
+                        "content": released or None,
+                        "tool_calls": [{"index": i, **call} for i, call in enumerate(calls)],
+                    }
                 elif state.held:
                     delta = {"content": released + state.held}
-            choice = {"index": index, "delta": delta, "logprobs": chat_logprobs(engine.tokenizer, state, len(state.token_ids) - 1) if request.logprobs else None, "finish_reason": finish}
+            choice = {
+                "index": index,
+                "delta": delta,
+                "logprobs": chat_logprobs(engine.tokenizer, state, len(state.token_ids) - 1)
+                if request.logprobs
+                else None,
+                "finish_reason": finish,
+            }
             if finish:
                 choice["stop_reason"] = state.stop_reason
             if request.return_token_ids:
@@ -95,5 +132,15 @@ async def _stream(engine: Engine, request: ChatCompletionRequest, generation: Ge
     if request.stream_options and request.stream_options.include_usage:
         completion_tokens = sum(len(s.token_ids) for s in states)
         prompt_tokens = len(generation.prompt_ids)
-        yield _sse({**chunk_head, "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}})
+        yield _sse(
+            {
+                **chunk_head,
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        )
     yield _sse("[DONE]")

@@ -45,7 +45,10 @@ def _arguments(raw: Any) -> Any:
 def _as_template_message(message: ChatMessage) -> dict[str, Any]:
     text = _content_text(message.content)
     if message.tool_calls:
-        calls = [{"name": c.get("function", {}).get("name"), "arguments": _arguments(c.get("function", {}).get("arguments"))} for c in message.tool_calls]
+        calls = [
+            {"name": c.get("function", {}).get("name"), "arguments": _arguments(c.get("function", {}).get("arguments"))}
+            for c in message.tool_calls
+        ]
         text += f"{TOOL_CALL_OPEN}{json.dumps(calls)}</tool_call>"
     return {"role": "system" if message.role == "developer" else message.role, "content": text}
 
@@ -78,11 +81,16 @@ def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
                 return text, []
             arguments = call.get("arguments", {})
-            calls.append({
-                "id": f"call_{uuid.uuid4().hex[:24]}",
-                "type": "function",
-                "function": {"name": call["name"], "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
-            })
+            calls.append(
+                {
+                    "id": f"call_{uuid.uuid4().hex[:24]}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                    },
+                }
+            )
     if not calls:
         return text, []
     content = _TOOL_CALL.sub("", text).strip()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from fastapi.responses import StreamingResponse
 
@@ -30,9 +30,17 @@ async def completions(engine: Engine, request: CompletionRequest):
     if not prompt_ids:
         raise ApiError(400, "prompt: must not be empty", param="prompt")
     want_logprobs = request.logprobs is not None
-    params = request.sampling(max(1, min(16, engine.max_model_len - len(prompt_ids))), want_logprobs, request.logprobs or 0)
+    params = request.sampling(
+        max(1, min(16, engine.max_model_len - len(prompt_ids))), want_logprobs, request.logprobs or 0
+    )
     generation = Generation(engine, request.model, prompt_ids, params)
-    head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()), "model": generation.served.name, "system_fingerprint": generation.served.fingerprint}
+    head = {
+        "id": f"cmpl-{uuid.uuid4().hex}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": generation.served.name,
+        "system_fingerprint": generation.served.fingerprint,
+    }
     states = [ChoiceState(i) for i in range(request.n)]
     if request.stream:
         return StreamingResponse(_stream(engine, request, generation, head, states), media_type="text/event-stream")
@@ -40,25 +48,48 @@ async def completions(engine: Engine, request: CompletionRequest):
         states[index].add(event)
     choices = []
     for state in states:
-        choice = {"index": state.index, "text": state.text, "logprobs": completion_logprobs(engine.tokenizer, state) if want_logprobs else None, "finish_reason": state.finish_reason, "stop_reason": state.stop_reason}
+        choice = {
+            "index": state.index,
+            "text": state.text,
+            "logprobs": completion_logprobs(engine.tokenizer, state) if want_logprobs else None,
+            "finish_reason": state.finish_reason,
+            "stop_reason": state.stop_reason,
+        }
         if request.return_token_ids:
             choice["token_ids"] = state.token_ids
         choices.append(choice)
     completion_tokens = sum(len(s.token_ids) for s in states)
-    body = {**head, "choices": choices, "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens, "total_tokens": len(prompt_ids) + completion_tokens}}
+    body = {
+        **head,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": len(prompt_ids),
+            "completion_tokens": completion_tokens,
+            "total_tokens": len(prompt_ids) + completion_tokens,
+        },
+    }
     if request.return_token_ids:
         body["prompt_token_ids"] = prompt_ids
     return body
 
 
-async def _stream(engine: Engine, request: CompletionRequest, generation: Generation, head: dict, states: list[ChoiceState]) -> AsyncIterator[str]:
+async def _stream(
+    engine: Engine, request: CompletionRequest, generation: Generation, head: dict, states: list[ChoiceState]
+) -> AsyncIterator[str]:
     first = True
     try:
         async for index, event in generation.events():
             state = states[index]
             offset = len(state.text)
             text = state.add(event)
-            choice = {"index": index, "text": text, "logprobs": completion_logprobs(engine.tokenizer, state, len(state.token_ids) - 1, offset) if request.logprobs is not None else None, "finish_reason": event.finish_reason}
+            choice = {
+                "index": index,
+                "text": text,
+                "logprobs": completion_logprobs(engine.tokenizer, state, len(state.token_ids) - 1, offset)
+                if request.logprobs is not None
+                else None,
+                "finish_reason": event.finish_reason,
+            }
             if event.finish_reason:
                 choice["stop_reason"] = event.stop_reason
             if request.return_token_ids:
@@ -73,6 +104,10 @@ async def _stream(engine: Engine, request: CompletionRequest, generation: Genera
         return
     if request.stream_options and request.stream_options.include_usage:
         completion_tokens = sum(len(s.token_ids) for s in states)
-        usage = {"prompt_tokens": len(generation.prompt_ids), "completion_tokens": completion_tokens, "total_tokens": len(generation.prompt_ids) + completion_tokens}
+        usage = {
+            "prompt_tokens": len(generation.prompt_ids),
+            "completion_tokens": completion_tokens,
+            "total_tokens": len(generation.prompt_ids) + completion_tokens,
+        }
         yield f"data: {json.dumps({**head, 'choices': [], 'usage': usage})}\n\n"
     yield "data: [DONE]\n\n"

@@ -14,9 +14,10 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from transformers import DynamicCache
@@ -85,8 +86,16 @@ class _Group:
 
 
 class Engine:
-    def __init__(self, model, tokenizer, base_name: str, max_batch: int = 8, max_model_len: int = 2048,
-                 prefix_cache_bytes: int = 0, prefix_block_size: int = 16) -> None:
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        base_name: str,
+        max_batch: int = 8,
+        max_model_len: int = 2048,
+        prefix_cache_bytes: int = 0,
+        prefix_block_size: int = 16,
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.base_name = base_name
@@ -131,14 +140,22 @@ class Engine:
             self._cond.notify()
         return future
 
-    def submit(self, name: str, prompt_ids: list[int], params: list[SamplingParams], sinks: list[Callable[[TokenEvent], None]]) -> tuple[Served, list[Sequence]]:
+    def submit(
+        self, name: str, prompt_ids: list[int], params: list[SamplingParams], sinks: list[Callable[[TokenEvent], None]]
+    ) -> tuple[Served, list[Sequence]]:
         """Queue one sequence per choice; resolving the adapter and queueing is atomic w.r.t. unloads."""
         if len(prompt_ids) + params[0].max_tokens > self.max_model_len:
-            raise ApiError(400, f"max_tokens: prompt ({len(prompt_ids)} tokens) + max_tokens ({params[0].max_tokens}) exceeds the maximum model length {self.max_model_len}", param="max_tokens")
+            raise ApiError(
+                400,
+                f"max_tokens: prompt ({len(prompt_ids)} tokens) + max_tokens ({params[0].max_tokens}) exceeds the maximum model length {self.max_model_len}",
+                param="max_tokens",
+            )
         with self._cond:
             served = self.resolve(name)
             seqs = [
-                Sequence(prompt_ids, p, served.adapter, sink, IncrementalText(self.tokenizer, p.stop), make_generator(p.seed))
+                Sequence(
+                    prompt_ids, p, served.adapter, sink, IncrementalText(self.tokenizer, p.stop), make_generator(p.seed)
+                )
                 for p, sink in zip(params, sinks)
             ]
             self._waiting.extend(seqs)
@@ -164,7 +181,10 @@ class Engine:
                 if self._stopping:
                     return
                 commands, self._commands = self._commands, []
-                admit = [self._waiting.popleft() for _ in range(min(len(self._waiting), self.max_batch - self.active_count()))]
+                admit = [
+                    self._waiting.popleft()
+                    for _ in range(min(len(self._waiting), self.max_batch - self.active_count()))
+                ]
             for fn, future in commands:
                 try:
                     future.set_result(fn())
@@ -178,7 +198,7 @@ class Engine:
                 self._step(admit)
             with self._cond:
                 busy = {s.adapter for s in self._waiting if s.adapter} | {k for k in self._live_adapters() if k}
-                self._guard([], lambda: self.adapters.collect(busy))
+                self._guard([], lambda: self.adapters.collect(busy))  # noqa: B023 (called at once)
             self.prefix_cache.retain({None, *self.adapters.loaded()})
 
     def _step(self, admit: list[Sequence]) -> None:
@@ -226,7 +246,7 @@ class Engine:
             return lengths, DynamicCache()
         sample = next(kv for _, kv in hits if kv is not None)
         layers = []
-        for layer, (k0, v0) in enumerate(sample):
+        for layer, (k0, _v0) in enumerate(sample):
             heads, dim = k0.shape[0], k0.shape[2]
             rows_k, rows_v = [], []
             for n, kv in hits:
@@ -250,9 +270,20 @@ class Engine:
         width, cached_width = max(map(len, rests)), max(cached)
         pad_id = self.tokenizer.pad_token_id or 0
         ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rests], device=self.device)
-        mask = torch.tensor([[0] * (cached_width - n) + [1] * n + [0] * (width - len(r)) + [1] * len(r) for n, r in zip(cached, rests)], device=self.device)
+        mask = torch.tensor(
+            [[0] * (cached_width - n) + [1] * n + [0] * (width - len(r)) + [1] * len(r) for n, r in zip(cached, rests)],
+            device=self.device,
+        )
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, cached_width:]
-        out = self.adapters.forward(adapter, input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=1)
+        out = self.adapters.forward(
+            adapter,
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         self.counters.forward_passes += 1
         tokens = [sample_token(out.logits[row, -1], seq.params, seq.generator) for row, seq in enumerate(seqs)]
         block = self.prefix_cache.block_size
@@ -316,7 +347,10 @@ class Engine:
         finish = None
         if (token.token_id in self.eos_ids and not seq.params.ignore_eos) or seq.text.stopped:
             finish = "stop"
-        elif len(seq.generated) >= seq.params.max_tokens or len(seq.prompt_ids) + len(seq.generated) >= self.max_model_len:
+        elif (
+            len(seq.generated) >= seq.params.max_tokens
+            or len(seq.prompt_ids) + len(seq.generated) >= self.max_model_len
+        ):
             finish = "length"
         if finish:
             text += seq.text.flush()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import AsyncIterator
 
 from .chat_format import TOOL_CALL_OPEN
 from .engine import Engine, TokenEvent
@@ -70,6 +70,7 @@ class Generation:
                     loop.call_soon_threadsafe(self._queue.put_nowait, (index, event))
                 except RuntimeError:
                     pass  # the event loop is gone (server shutting down); nobody is listening
+
             return sink
 
         self.prompt_ids = prompt_ids

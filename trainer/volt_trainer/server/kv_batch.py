@@ -49,7 +49,10 @@ class KvBatch:
         width = max(self.mask.shape[1], mask.shape[1])
         old_pad, new_pad = width - self.mask.shape[1], width - mask.shape[1]
         merged = [
-            (torch.cat([_left_pad(k, old_pad), _left_pad(nk, new_pad)]), torch.cat([_left_pad(v, old_pad), _left_pad(nv, new_pad)]))
+            (
+                torch.cat([_left_pad(k, old_pad), _left_pad(nk, new_pad)]),
+                torch.cat([_left_pad(v, old_pad), _left_pad(nv, new_pad)]),
+            )
             for (k, v), (nk, nv) in zip(_layers(self.cache), _layers(cache))
         ]
         self.cache = DynamicCache(ddp_cache_data=merged)

@@ -14,12 +14,16 @@ def chat_logprobs(tokenizer, state: ChoiceState, start: int = 0) -> dict:
     """``{content: [{token, logprob, bytes, top_logprobs}]}`` for tokens ``start:`` of the choice."""
     content = []
     for token_id, logprob, top in zip(state.token_ids[start:], state.logprobs[start:], state.tops[start:]):
-        content.append({
-            "token": _piece(tokenizer, token_id),
-            "logprob": logprob,
-            "bytes": token_bytes(tokenizer, token_id),
-            "top_logprobs": [{"token": _piece(tokenizer, i), "logprob": lp, "bytes": token_bytes(tokenizer, i)} for i, lp in top],
-        })
+        content.append(
+            {
+                "token": _piece(tokenizer, token_id),
+                "logprob": logprob,
+                "bytes": token_bytes(tokenizer, token_id),
+                "top_logprobs": [
+                    {"token": _piece(tokenizer, i), "logprob": lp, "bytes": token_bytes(tokenizer, i)} for i, lp in top
+                ],
+            }
+        )
     return {"content": content}
 
 

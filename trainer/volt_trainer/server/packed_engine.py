@@ -27,7 +27,9 @@ class _Live:
 class PackedEngine(Engine):
     def __init__(self, model, tokenizer, base_name: str, **options) -> None:
         if not supports(model):
-            raise ValueError(f"engine: packed steps need a Llama-architecture model, not {model.config.model_type!r} (use engine 'hf')")
+            raise ValueError(
+                f"engine: packed steps need a Llama-architecture model, not {model.config.model_type!r} (use engine 'hf')"
+            )
         super().__init__(model, tokenizer, base_name, **options)
         self._forward = PackedForward(model)
         self._live: dict[str | None, list[_Live]] = {}

@@ -50,7 +50,11 @@ class Segment:
 
 def supports(model) -> bool:
     inner = getattr(model, "model", None)
-    return getattr(model.config, "model_type", None) == "llama" and hasattr(inner, "layers") and hasattr(inner, "rotary_emb")
+    return (
+        getattr(model.config, "model_type", None) == "llama"
+        and hasattr(inner, "layers")
+        and hasattr(inner, "rotary_emb")
+    )
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -70,7 +74,11 @@ class PackedForward:
         self.dtype, self.device = weight.dtype, weight.device
 
     def new_kv(self, capacity: int) -> SeqKv:
-        return SeqKv(torch.empty(self.layer_count, 2, self.kv_heads, capacity, self.head_dim, dtype=self.dtype, device=self.device))
+        return SeqKv(
+            torch.empty(
+                self.layer_count, 2, self.kv_heads, capacity, self.head_dim, dtype=self.dtype, device=self.device
+            )
+        )
 
     def __call__(self, lm, segments: list[Segment]) -> torch.Tensor:
         """Feed every segment's tokens; returns the logits after each segment's last token, [segments, vocab]."""
@@ -87,8 +95,10 @@ class PackedForward:
             bounds.append((offset, offset + c))
             offset += c
         # A prompt rest after a cached prefix attends to all of the prefix and causally to itself (bottom-right).
-        masks = [torch.ones(c, st + c, dtype=torch.bool, device=self.device).tril(st) if c > 1 and st else None
-                 for st, c in zip(starts, counts)]
+        masks = [
+            torch.ones(c, st + c, dtype=torch.bool, device=self.device).tril(st) if c > 1 and st else None
+            for st, c in zip(starts, counts)
+        ]
         for index, layer in enumerate(inner.layers):
             attn = layer.self_attn
             h = layer.input_layernorm(x)
@@ -105,8 +115,15 @@ class PackedForward:
                     o = sdpa(q[a].view(1, self.kv_heads, self.group, self.head_dim), keys, values, scale=attn.scaling)
                     outs.append(o.reshape(1, self.heads * self.head_dim))
                 else:
-                    o = sdpa(q[a:b].transpose(0, 1)[None], keys, values, attn_mask=mask, is_causal=mask is None,
-                             scale=attn.scaling, enable_gqa=self.group > 1)
+                    o = sdpa(
+                        q[a:b].transpose(0, 1)[None],
+                        keys,
+                        values,
+                        attn_mask=mask,
+                        is_causal=mask is None,
+                        scale=attn.scaling,
+                        enable_gqa=self.group > 1,
+                    )
                     outs.append(o[0].transpose(0, 1).reshape(b - a, self.heads * self.head_dim))
             x = x + attn.o_proj(torch.cat(outs))
             x = x + layer.mlp(layer.post_attention_layernorm(x))

@@ -44,7 +44,9 @@ class PrefixCache:
         self.bytes = 0
         self.stats = CacheStats()
         self._blocks: OrderedDict[tuple, _Block] = OrderedDict()
-        self._namespaces: set[str | None] = set()  # namespaces that may have blocks (retain is O(1) when none went away)
+        self._namespaces: set[str | None] = (
+            set()
+        )  # namespaces that may have blocks (retain is O(1) when none went away)
 
     @property
     def enabled(self) -> bool:
@@ -80,8 +82,10 @@ class PrefixCache:
         for key in reversed(found):
             self._blocks.move_to_end(key)
         blocks = [self._blocks[k].kv for k in found]
-        kv = [(torch.cat([blk[layer][0] for blk in blocks], dim=1), torch.cat([blk[layer][1] for blk in blocks], dim=1))
-              for layer in range(len(blocks[0]))]
+        kv = [
+            (torch.cat([blk[layer][0] for blk in blocks], dim=1), torch.cat([blk[layer][1] for blk in blocks], dim=1))
+            for layer in range(len(blocks[0]))
+        ]
         length = len(found) * self.block_size
         self.stats.hits += length
         return length, kv
@@ -103,7 +107,9 @@ class PrefixCache:
             if key in self._blocks:
                 continue
             # clone: a view would pin the whole batched cache tensor it was sliced from
-            block = [(k[:, index * b : (index + 1) * b].clone(), v[:, index * b : (index + 1) * b].clone()) for k, v in kv]
+            block = [
+                (k[:, index * b : (index + 1) * b].clone(), v[:, index * b : (index + 1) * b].clone()) for k, v in kv
+            ]
             nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in block)
             while self.bytes + nbytes > self.max_bytes and self._blocks and next(iter(self._blocks)) not in ours:
                 _, old = self._blocks.popitem(last=False)
