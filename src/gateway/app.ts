@@ -2,26 +2,26 @@ import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { keys } from '../storage/keys.js';
 import { parseSpanKey } from '../storage/spans.js';
-import { registerAdminRoutes } from './admin-routes.js';
+import { registerAdminRoutes } from './routes/admin-routes.js';
 import type { GatewayCore } from './gateway-core.js';
-import { registerErrorHandling } from './error-handling.js';
-import { InFlight } from './in-flight.js';
-import { bearerCheck } from './bearer.js';
-import { gatewayErrors } from './openai-error.js';
+import { registerErrorHandling } from './routes/error-handling.js';
+import { InFlight } from './registry/in-flight.js';
+import { bearerCheck } from './routes/bearer.js';
+import { gatewayErrors } from './routes/openai-error.js';
 import { createGatewayMetrics } from './metrics.js';
-import { PauseGate } from './pause-gate.js';
-import { PromptOverlayCache } from './prompt-overlay-cache.js';
-import { registerProxyRoutes } from './proxy-routes.js';
-import { RolloutRegistry } from './registry.js';
-import { SeqClaims } from './seq-claims.js';
-import { SharedRollouts } from './shared-rollouts.js';
-import { SpanEncoder } from './span-encoder.js';
-import { SpanRecorder, type Durability } from './span-recorder.js';
+import { PauseGate } from './registry/pause-gate.js';
+import { PromptOverlayCache } from './upstream/overlay-cache.js';
+import { registerProxyRoutes } from './routes/agent-routes.js';
+import { RolloutRegistry } from './registry/rollout-registry.js';
+import { SeqClaims } from './registry/seq-claims.js';
+import { SharedRollouts } from './registry/shared-rollouts.js';
+import { UploadEncoder } from './recording/upload-encoder.js';
+import { CallRecorder, type Durability } from './recording/call-recorder.js';
 import { listKeys, type GatewayStore } from './store.js';
-import { SpanUploader } from './uploader.js';
-import { Upstream, type UpstreamOptions } from './upstream.js';
-import { rebuildUsage } from './usage-rebuild.js';
-import { WriteAheadLog, type WalSync } from './wal.js';
+import { SpanUploader } from './recording/uploader.js';
+import { Upstream, type UpstreamOptions } from './upstream/model-client.js';
+import { rebuildUsage } from './registry/usage-rebuild.js';
+import { WriteAheadLog, type WalSync } from './recording/wal.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -55,7 +55,8 @@ export interface GatewayDeps {
   logger?: FastifyServerOptions['logger'];
   /**
    * Set when this gateway is one of several replicas on one object store (VOLT_GATEWAY_REPLICA_ID): rollouts are
-   * registered in the store and seqs claimed there (shared-rollouts.ts, seq-claims.ts). Unset: one gateway, local.
+   * registered in the store and seqs claimed there (registry/shared-rollouts.ts, registry/seq-claims.ts). Unset: one
+   * gateway, local.
    */
   replicaId?: string;
   /** Replicas: how stale a replica's view of a rollout's status may be (SharedOptions.statusTtlMs). */
@@ -98,7 +99,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       app.log.error({ err }, 'background WAL fdatasync failed; spans survive a process kill but not an OS crash'),
   });
   const inFlight = new InFlight();
-  const encoder = new SpanEncoder({ worker: deps.encoderWorker ?? true });
+  const encoder = new UploadEncoder({ worker: deps.encoderWorker ?? true });
   const uploader = new SpanUploader(deps.store, wal, {
     concurrency: deps.uploadConcurrency,
     maxDeferredBytes: deps.uploadDeferBytes ?? 0,
@@ -142,7 +143,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     gate: new PauseGate(),
     log: app.log,
     closing: new Set(),
-    recorder: new SpanRecorder({
+    recorder: new CallRecorder({
       wal,
       uploader,
       store: deps.store,

@@ -1,16 +1,16 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { InFlight } from './in-flight.js';
+import type { InFlight } from './registry/in-flight.js';
 import type { GatewayMetrics } from './metrics.js';
-import type { PauseGate } from './pause-gate.js';
-import type { PromptOverlayCache } from './prompt-overlay-cache.js';
-import type { RolloutRegistry } from './registry.js';
-import type { SeqClaims } from './seq-claims.js';
-import type { SharedRollouts } from './shared-rollouts.js';
-import type { SpanRecorder } from './span-recorder.js';
+import type { PauseGate } from './registry/pause-gate.js';
+import type { PromptOverlayCache } from './upstream/overlay-cache.js';
+import type { RolloutRegistry } from './registry/rollout-registry.js';
+import type { SeqClaims } from './registry/seq-claims.js';
+import type { SharedRollouts } from './registry/shared-rollouts.js';
+import type { CallRecorder } from './recording/call-recorder.js';
 import type { GatewayStore } from './store.js';
-import type { SpanUploader } from './uploader.js';
-import type { Upstream } from './upstream.js';
-import type { WriteAheadLog } from './wal.js';
+import type { SpanUploader } from './recording/uploader.js';
+import type { Upstream } from './upstream/model-client.js';
+import type { WriteAheadLog } from './recording/wal.js';
 
 /** Everything the route modules share; built once per app by buildApp. */
 export interface GatewayCore {
@@ -21,7 +21,7 @@ export interface GatewayCore {
   inFlight: InFlight;
   wal: WriteAheadLog;
   uploader: SpanUploader;
-  recorder: SpanRecorder;
+  recorder: CallRecorder;
   upstream: Upstream;
   store: GatewayStore;
   /** Prompt overlays by run and version, read from the store once each. */

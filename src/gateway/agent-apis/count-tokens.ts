@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ClientLink } from '../client-link.js';
-import { upstreamBody } from '../extensions.js';
+import { ClientLink } from '../routes/client-link.js';
+import { upstreamBody } from '../upstream/extensions.js';
 import type { GatewayCore } from '../gateway-core.js';
-import { GatewayError } from '../openai-error.js';
-import { applyPromptOverlay } from '../prompt-overlay.js';
-import { loadRolloutOverlay } from '../prompt-overlay-cache.js';
-import type { Rollout } from '../registry.js';
+import { GatewayError } from '../routes/openai-error.js';
+import { applyPromptOverlay } from '../upstream/prompt-overlay.js';
+import { loadRolloutOverlay } from '../upstream/overlay-cache.js';
+import type { Rollout } from '../registry/rollout-registry.js';
 import { messagesToChat, parseMessagesRequest } from './messages-request.js';
 import { checkPresentedKey } from './translated-call.js';
 

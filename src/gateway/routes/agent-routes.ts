@@ -1,27 +1,27 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { Span } from '../contracts/span.js';
-import { admitCall } from './budget.js';
-import { keys } from '../storage/keys.js';
-import { countTokensRoute } from './agent-apis/count-tokens.js';
+import type { Span } from '../../contracts/span.js';
+import { admitCall } from '../registry/budget.js';
+import { keys } from '../../storage/keys.js';
+import { countTokensRoute } from '../agent-apis/count-tokens.js';
 import {
   checkPresentedKey,
   translateMessages,
   translateResponses,
   type TranslatedCall,
-} from './agent-apis/translated-call.js';
+} from '../agent-apis/translated-call.js';
 import { ClientLink } from './client-link.js';
-import { askedBy, upstreamBody } from './extensions.js';
-import type { GatewayCore } from './gateway-core.js';
+import { askedBy, upstreamBody } from '../upstream/extensions.js';
+import type { GatewayCore } from '../gateway-core.js';
 import { GatewayError, gatewayErrors } from './openai-error.js';
-import { applyPromptOverlay } from './prompt-overlay.js';
-import { loadRolloutOverlay } from './prompt-overlay-cache.js';
-import { relayJson, relayStream } from './proxy-call.js';
-import type { Rollout } from './registry.js';
+import { applyPromptOverlay } from '../upstream/prompt-overlay.js';
+import { loadRolloutOverlay } from '../upstream/overlay-cache.js';
+import { relayJson, relayStream } from './relay.js';
+import type { Rollout } from '../registry/rollout-registry.js';
 import { chatRequestSchema, completionRequestSchema, parseBody, rewardSchema } from './request-schema.js';
-import { redactHeaders } from './span-record.js';
-import { agentRewardsFileSchema } from '../contracts/rewards.js';
-import { parseRecord } from '../storage/records.js';
+import { redactHeaders } from '../recording/call-context.js';
+import { agentRewardsFileSchema } from '../../contracts/rewards.js';
+import { parseRecord } from '../../storage/records.js';
 
 type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
 

@@ -2,23 +2,23 @@
 import { once } from 'node:events';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
-import type { Span } from '../contracts/span.js';
-import { countCompletion } from './budget.js';
+import type { Span } from '../../contracts/span.js';
+import { countCompletion } from '../registry/budget.js';
 import type { Cancellation } from './client-link.js';
-import { stripExtensions, isUsageOnlyChunk, type Asked } from './extensions.js';
-import type { GatewayCore } from './gateway-core.js';
+import { stripExtensions, isUsageOnlyChunk, type Asked } from '../upstream/extensions.js';
+import type { GatewayCore } from '../gateway-core.js';
 import { GatewayError, errorBody, typeForStatus } from './openai-error.js';
-import type { CallContext } from './span-record.js';
-import { oneLine } from './call-record.js';
-import { parseAnswer, tryParse } from './answer-parse.js';
-import { sseBatches } from './sse.js';
+import type { CallContext } from '../recording/call-context.js';
+import { oneLine } from '../recording/record-line.js';
+import { parseAnswer, tryParse } from '../upstream/answer-parse.js';
+import { sseBatches } from '../upstream/sse.js';
 import {
   header,
   ResponseTooLargeError,
   type BufferedResponse,
   type UpstreamHeaders,
   type UpstreamResponse,
-} from './upstream.js';
+} from '../upstream/model-client.js';
 
 const UPSTREAM_PATH: Record<Span['endpoint'], string> = {
   'chat.completions': '/v1/chat/completions',
@@ -121,7 +121,7 @@ export async function relayStream(
   };
   const translator = ctx.dialect?.stream();
   const passThrough = asked.tokenIds && asked.logprobs;
-  // The data of every chunk the span is built from (call-record.ts), as received; the usage, for the budget now.
+  // The data of every chunk the span is built from (record-line.ts), as received; the usage, for the budget now.
   const chunks: string[] = [];
   let usage: any = null;
   let firstByteAt: Date | null = null;

@@ -1,9 +1,9 @@
-import type { PromptOverlay } from '../contracts/prompt-overlay.js';
-import { createPromptOverlayStore, type PromptOverlayStore } from '../storage/prompt-overlays.js';
-import type { GatewayCore } from './gateway-core.js';
-import { GatewayError } from './openai-error.js';
-import type { RegisterRollout, Rollout } from './registry.js';
-import type { GatewayStore } from './store.js';
+import type { PromptOverlay } from '../../contracts/prompt-overlay.js';
+import { createPromptOverlayStore, type PromptOverlayStore } from '../../storage/prompt-overlays.js';
+import type { GatewayCore } from '../gateway-core.js';
+import { GatewayError } from '../routes/openai-error.js';
+import type { RegisterRollout, Rollout } from '../registry/rollout-registry.js';
+import type { GatewayStore } from '../store.js';
 
 /** Overlays by run and version. They are written once and never change, so a found one is cached for good. */
 export class PromptOverlayCache {

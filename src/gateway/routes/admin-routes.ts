@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { keys } from '../storage/keys.js';
+import { keys } from '../../storage/keys.js';
 import { bearerCheck } from './bearer.js';
-import { countSpans } from '../storage/spans.js';
-import type { GatewayCore } from './gateway-core.js';
+import { countSpans } from '../../storage/spans.js';
+import type { GatewayCore } from '../gateway-core.js';
 import { GatewayError, gatewayErrors } from './openai-error.js';
-import { attachOverlay, overlayForRegistration } from './prompt-overlay-cache.js';
-import { registerRolloutSchema, type Rollout } from './registry.js';
-import { unavailable } from './shared-rollouts.js';
+import { attachOverlay, overlayForRegistration } from '../upstream/overlay-cache.js';
+import { registerRolloutSchema, type Rollout } from '../registry/rollout-registry.js';
+import { unavailable } from '../registry/shared-rollouts.js';
 import { parseBody } from './request-schema.js';
 
 type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
