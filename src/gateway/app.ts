@@ -2,26 +2,26 @@ import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { keys } from '../storage/keys.js';
 import { parseSpanKey } from '../storage/spans.js';
-import { registerAdminRoutes } from './routes/admin-routes.js';
-import type { GatewayCore } from './gateway-core.js';
-import { registerErrorHandling } from './routes/error-handling.js';
-import { InFlight } from './registry/in-flight.js';
-import { bearerCheck } from './routes/bearer.js';
-import { gatewayErrors } from './routes/openai-error.js';
 import { createGatewayMetrics } from './metrics.js';
+import { CallRecorder, type Durability } from './recording/call-recorder.js';
+import { UploadEncoder } from './recording/upload-encoder.js';
+import { SpanUploader } from './recording/uploader.js';
+import { WriteAheadLog, type WalSync } from './recording/wal.js';
+import { InFlight } from './registry/in-flight.js';
 import { PauseGate } from './registry/pause-gate.js';
-import { PromptOverlayCache } from './upstream/overlay-cache.js';
-import { registerProxyRoutes } from './routes/agent-routes.js';
 import { RolloutRegistry } from './registry/rollout-registry.js';
+import { RolloutTokens } from './registry/rollout-tokens.js';
 import { SeqClaims } from './registry/seq-claims.js';
 import { SharedRollouts } from './registry/shared-rollouts.js';
-import { UploadEncoder } from './recording/upload-encoder.js';
-import { CallRecorder, type Durability } from './recording/call-recorder.js';
-import { listKeys, type GatewayStore } from './store.js';
-import { SpanUploader } from './recording/uploader.js';
-import { Upstream, type UpstreamOptions } from './upstream/model-client.js';
 import { rebuildUsage } from './registry/usage-rebuild.js';
-import { WriteAheadLog, type WalSync } from './recording/wal.js';
+import { registerAdminRoutes } from './routes/admin-routes.js';
+import { registerAgentRoutes } from './routes/agent-routes.js';
+import { bearerCheck } from './routes/bearer.js';
+import { registerErrorHandling } from './routes/error-handling.js';
+import { gatewayErrors } from './routes/openai-error.js';
+import { listKeys, type GatewayStore } from './store.js';
+import { Upstream, type UpstreamOptions } from './upstream/model-client.js';
+import { PromptOverlayCache } from './upstream/overlay-cache.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -122,9 +122,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     onRetry: (kind) => metrics.upstreamErrors.inc({ kind: `retry_${kind}` }),
   });
   const log = (msg: string, err: unknown) => app.log.warn({ err }, msg);
-  const core: GatewayCore = {
+  const rollouts = new RolloutTokens(
     registry,
-    shared: deps.replicaId
+    deps.replicaId
       ? new SharedRollouts(deps.store, registry, {
           replicaId: deps.replicaId,
           statusTtlMs: deps.statusTtlMs,
@@ -132,38 +132,24 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
           log,
         })
       : null,
-    seqs: deps.replicaId ? new SeqClaims(deps.store, deps.replicaId) : null,
-    inFlight,
+  );
+  // Each call's record: durable in the WAL before the agent gets its answer, then put in the store by the uploader.
+  const recorder = new CallRecorder({
     wal,
     uploader,
-    upstream,
-    metrics,
     store: deps.store,
-    overlays: new PromptOverlayCache(deps.store),
-    gate: new PauseGate(),
-    log: app.log,
-    closing: new Set(),
-    recorder: new CallRecorder({
-      wal,
-      uploader,
-      store: deps.store,
-      metrics,
-      inFlight,
-      durability: deps.durability ?? 'wal',
-    }),
-    opts: {
-      publicUrl: deps.publicUrl ?? '',
-      adminKey: deps.adminKey,
-      pauseWaitMs: deps.pauseWaitMs ?? 10_000,
-      pauseRetryAfterS: deps.pauseRetryAfterS ?? 5,
-    },
-  };
+    metrics,
+    inFlight,
+    durability: deps.durability ?? 'wal',
+  });
+  const overlays = new PromptOverlayCache(deps.store);
+  const gate = new PauseGate();
 
-  const rollouts = await registry.load();
+  const loaded = await registry.load();
   const replay = await wal.open();
   for (const entry of replay) uploader.enqueue(entry);
   await Promise.all(
-    rollouts
+    loaded
       .filter((r) => r.record.status === 'open')
       .map(async (r) => {
         // Continue numbering after every span this rollout already has, in the WAL or in the store.
@@ -183,11 +169,31 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   );
 
   registerErrorHandling(app, metrics);
-  registerAdminRoutes(app, core);
-  registerProxyRoutes(app, core);
+  registerAdminRoutes(app, {
+    adminKey: deps.adminKey,
+    publicUrl: deps.publicUrl ?? '',
+    rollouts,
+    overlays,
+    inFlight,
+    uploader,
+    store: deps.store,
+    gate,
+  });
+  registerAgentRoutes(app, {
+    rollouts,
+    gate,
+    pause: { waitMs: deps.pauseWaitMs ?? 10_000, retryAfterS: deps.pauseRetryAfterS ?? 5 },
+    inFlight,
+    overlays,
+    seqs: deps.replicaId ? new SeqClaims(deps.store, deps.replicaId) : null,
+    // A call goes to the model server, then its record to the recorder; model-side failures to the registry too.
+    relay: { upstream, recorder, metrics, registry, log: app.log },
+    store: deps.store,
+    log: app.log,
+  });
   app.get('/healthz', async () => ({
     ok: true,
-    paused: core.gate.paused,
+    paused: gate.paused,
     inFlight: inFlight.count,
     pendingUploads: uploader.pendingCount,
   }));
