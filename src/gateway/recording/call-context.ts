@@ -5,6 +5,7 @@ import type { AgentDialect } from '../agent-apis/dialect.js';
 import type { Rollout } from '../registry/rollout-registry.js';
 import type { SpanMeta } from '../../storage/call-records.js';
 
+/** What the gateway knows of one call while it runs: its rollout and seq, the agent's request, what went upstream. */
 export interface CallContext {
   rollout: Rollout;
   seq: number;

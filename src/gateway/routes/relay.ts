@@ -57,7 +57,7 @@ export async function relayJson(
   const firstByteAt = res.headersAt;
   // Nothing to strip when the agent asked for the ids and logprobs: the answer goes out as received.
   const passThrough = !ctx.dialect && asked.tokenIds && asked.logprobs;
-  // What the agent gets no copy of is checked, not parsed (answer-parse.ts); a dialect translates the whole answer.
+  // What the agent gets no copy of is checked, not parsed (upstream/answer-parse.ts); a dialect parses it whole.
   const json = ctx.dialect
     ? tryParse(res.text)
     : parseAnswer(
