@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { translateMessages, translateResponses } from '../src/gateway/agent-apis/translated-call.js';
 import { GatewayAdminClient } from '../src/gateway/admin-client.js';
-import { chatRequestSchema, parseBody } from '../src/gateway/request-schema.js';
+import { chatRequestSchema, parseBody } from '../src/gateway/routes/request-schema.js';
 import { freePort } from '../src/stack/ports.js';
 import { stopProcess } from '../src/stack/processes.js';
 import { startBenchS3 } from './gateway-load.js';

@@ -6,12 +6,12 @@
  * Median of 9 rounds of 200. Run: node --import tsx bench/call-costs.ts [--size agent]
  */
 import os from 'node:os';
-import { callRecordParts, callRecordText } from '../src/gateway/call-record.js';
-import { parseAnswer } from '../src/gateway/answer-parse.js';
-import { stripExtensions, upstreamBody } from '../src/gateway/extensions.js';
-import type { Rollout } from '../src/gateway/registry.js';
-import { chatRequestSchema } from '../src/gateway/request-schema.js';
-import { spanMeta, type CallContext } from '../src/gateway/span-record.js';
+import { callRecordParts, callRecordText } from '../src/gateway/recording/record-line.js';
+import { parseAnswer } from '../src/gateway/upstream/answer-parse.js';
+import { stripExtensions, upstreamBody } from '../src/gateway/upstream/extensions.js';
+import type { Rollout } from '../src/gateway/registry/rollout-registry.js';
+import { chatRequestSchema } from '../src/gateway/routes/request-schema.js';
+import { spanMeta, type CallContext } from '../src/gateway/recording/call-context.js';
 import { serializeSpan } from '../test/helpers/compact-spans.js';
 import { spanOf, type SpanMeta } from '../src/storage/call-records.js';
 import { compressSegment } from '../src/storage/span-compression.js';

@@ -1,16 +1,16 @@
 /**
- * CPU per span of the span encoder's work on one segment (span-encoder.ts: read the call records back, join and
- * compress them): brotli (the default) against gzip level 1 and none, on an 8-turn agent-sized rollout
- * (2,000 prompt ids, 256 tokens with logprobs; random-ish ids as test/gateway/engine-spans.ts makes them) and on the
- * gateway bench's mock answer (bench/gateway-mock-upstream.ts, which compresses far better). CPU time
+ * CPU per span of the upload encoder's work on one segment (src/gateway/recording/upload-encoder.ts: read the call
+ * records back, join and compress them): brotli (the default) against gzip level 1 and none, on an 8-turn agent-sized
+ * rollout (2,000 prompt ids, 256 tokens with logprobs; random-ish ids as test/gateway/engine-spans.ts makes them) and
+ * on the gateway bench's mock answer (bench/gateway-mock-upstream.ts, which compresses far better). CPU time
  * (process.cpuUsage), median of 11 interleaved rounds, so other load on the machine matters less.
  * Run: node --import tsx bench/span-encode.ts
  */
 import os from 'node:os';
-import { callRecordText } from '../src/gateway/call-record.js';
-import { encodeSpanObject } from '../src/gateway/span-encoder.js';
-import { spanMeta, type CallContext } from '../src/gateway/span-record.js';
-import type { Rollout } from '../src/gateway/registry.js';
+import { callRecordText } from '../src/gateway/recording/record-line.js';
+import { encodeSpanObject } from '../src/gateway/recording/upload-encoder.js';
+import { spanMeta, type CallContext } from '../src/gateway/recording/call-context.js';
+import type { Rollout } from '../src/gateway/registry/rollout-registry.js';
 import type { SegmentCompression } from '../src/storage/span-compression.js';
 import { recordedRollout } from '../test/gateway/engine-spans.js';
 import { engineTokens, requestBody } from './gateway-sizes.js';

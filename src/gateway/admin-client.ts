@@ -1,5 +1,5 @@
 import { request } from 'undici';
-import type { RegisterRollout, RolloutRecord } from './registry.js';
+import type { RegisterRollout, RolloutRecord } from './registry/rollout-registry.js';
 
 export interface RolloutInfo extends Omit<RolloutRecord, 'token'> {
   inFlight: number;

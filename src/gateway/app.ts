@@ -2,26 +2,26 @@ import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { keys } from '../storage/keys.js';
 import { parseSpanKey } from '../storage/spans.js';
-import { registerAdminRoutes } from './admin-routes.js';
-import type { GatewayCore } from './gateway-core.js';
-import { registerErrorHandling } from './error-handling.js';
-import { InFlight } from './in-flight.js';
-import { bearerCheck } from './bearer.js';
-import { gatewayErrors } from './openai-error.js';
 import { createGatewayMetrics } from './metrics.js';
-import { PauseGate } from './pause-gate.js';
-import { PromptOverlayCache } from './prompt-overlay-cache.js';
-import { registerProxyRoutes } from './proxy-routes.js';
-import { RolloutRegistry } from './registry.js';
-import { SeqClaims } from './seq-claims.js';
-import { SharedRollouts } from './shared-rollouts.js';
-import { SpanEncoder } from './span-encoder.js';
-import { SpanRecorder, type Durability } from './span-recorder.js';
+import { CallRecorder, type Durability } from './recording/call-recorder.js';
+import { UploadEncoder } from './recording/upload-encoder.js';
+import { SpanUploader } from './recording/uploader.js';
+import { WriteAheadLog, type WalSync } from './recording/wal.js';
+import { InFlight } from './registry/in-flight.js';
+import { PauseGate } from './registry/pause-gate.js';
+import { RolloutRegistry } from './registry/rollout-registry.js';
+import { RolloutTokens } from './registry/rollout-tokens.js';
+import { SeqClaims } from './registry/seq-claims.js';
+import { SharedRollouts } from './registry/shared-rollouts.js';
+import { rebuildUsage } from './registry/usage-rebuild.js';
+import { registerAdminRoutes } from './routes/admin-routes.js';
+import { registerAgentRoutes } from './routes/agent-routes.js';
+import { bearerCheck } from './routes/bearer.js';
+import { registerErrorHandling } from './routes/error-handling.js';
+import { gatewayErrors } from './routes/openai-error.js';
 import { listKeys, type GatewayStore } from './store.js';
-import { SpanUploader } from './uploader.js';
-import { Upstream, type UpstreamOptions } from './upstream.js';
-import { rebuildUsage } from './usage-rebuild.js';
-import { WriteAheadLog, type WalSync } from './wal.js';
+import { Upstream, type UpstreamOptions } from './upstream/model-client.js';
+import { PromptOverlayCache } from './upstream/overlay-cache.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -55,7 +55,8 @@ export interface GatewayDeps {
   logger?: FastifyServerOptions['logger'];
   /**
    * Set when this gateway is one of several replicas on one object store (VOLT_GATEWAY_REPLICA_ID): rollouts are
-   * registered in the store and seqs claimed there (shared-rollouts.ts, seq-claims.ts). Unset: one gateway, local.
+   * registered in the store and seqs claimed there (registry/shared-rollouts.ts, registry/seq-claims.ts). Unset: one
+   * gateway, local.
    */
   replicaId?: string;
   /** Replicas: how stale a replica's view of a rollout's status may be (SharedOptions.statusTtlMs). */
@@ -98,7 +99,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       app.log.error({ err }, 'background WAL fdatasync failed; spans survive a process kill but not an OS crash'),
   });
   const inFlight = new InFlight();
-  const encoder = new SpanEncoder({ worker: deps.encoderWorker ?? true });
+  const encoder = new UploadEncoder({ worker: deps.encoderWorker ?? true });
   const uploader = new SpanUploader(deps.store, wal, {
     concurrency: deps.uploadConcurrency,
     maxDeferredBytes: deps.uploadDeferBytes ?? 0,
@@ -121,9 +122,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     onRetry: (kind) => metrics.upstreamErrors.inc({ kind: `retry_${kind}` }),
   });
   const log = (msg: string, err: unknown) => app.log.warn({ err }, msg);
-  const core: GatewayCore = {
+  const rollouts = new RolloutTokens(
     registry,
-    shared: deps.replicaId
+    deps.replicaId
       ? new SharedRollouts(deps.store, registry, {
           replicaId: deps.replicaId,
           statusTtlMs: deps.statusTtlMs,
@@ -131,38 +132,24 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
           log,
         })
       : null,
-    seqs: deps.replicaId ? new SeqClaims(deps.store, deps.replicaId) : null,
-    inFlight,
+  );
+  // Each call's record: durable in the WAL before the agent gets its answer, then put in the store by the uploader.
+  const recorder = new CallRecorder({
     wal,
     uploader,
-    upstream,
-    metrics,
     store: deps.store,
-    overlays: new PromptOverlayCache(deps.store),
-    gate: new PauseGate(),
-    log: app.log,
-    closing: new Set(),
-    recorder: new SpanRecorder({
-      wal,
-      uploader,
-      store: deps.store,
-      metrics,
-      inFlight,
-      durability: deps.durability ?? 'wal',
-    }),
-    opts: {
-      publicUrl: deps.publicUrl ?? '',
-      adminKey: deps.adminKey,
-      pauseWaitMs: deps.pauseWaitMs ?? 10_000,
-      pauseRetryAfterS: deps.pauseRetryAfterS ?? 5,
-    },
-  };
+    metrics,
+    inFlight,
+    durability: deps.durability ?? 'wal',
+  });
+  const overlays = new PromptOverlayCache(deps.store);
+  const gate = new PauseGate();
 
-  const rollouts = await registry.load();
+  const loaded = await registry.load();
   const replay = await wal.open();
   for (const entry of replay) uploader.enqueue(entry);
   await Promise.all(
-    rollouts
+    loaded
       .filter((r) => r.record.status === 'open')
       .map(async (r) => {
         // Continue numbering after every span this rollout already has, in the WAL or in the store.
@@ -182,11 +169,31 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   );
 
   registerErrorHandling(app, metrics);
-  registerAdminRoutes(app, core);
-  registerProxyRoutes(app, core);
+  registerAdminRoutes(app, {
+    adminKey: deps.adminKey,
+    publicUrl: deps.publicUrl ?? '',
+    rollouts,
+    overlays,
+    inFlight,
+    uploader,
+    store: deps.store,
+    gate,
+  });
+  registerAgentRoutes(app, {
+    rollouts,
+    gate,
+    pause: { waitMs: deps.pauseWaitMs ?? 10_000, retryAfterS: deps.pauseRetryAfterS ?? 5 },
+    inFlight,
+    overlays,
+    seqs: deps.replicaId ? new SeqClaims(deps.store, deps.replicaId) : null,
+    // A call goes to the model server, then its record to the recorder; model-side failures to the registry too.
+    relay: { upstream, recorder, metrics, registry, log: app.log },
+    store: deps.store,
+    log: app.log,
+  });
   app.get('/healthz', async () => ({
     ok: true,
-    paused: core.gate.paused,
+    paused: gate.paused,
     inFlight: inFlight.count,
     pendingUploads: uploader.pendingCount,
   }));

@@ -12,7 +12,7 @@ export interface GatewayStore {
   getJsonOrNull(key: string): Promise<unknown>;
   /** Objects under a prefix, in key order. */
   list(prefix: string, startAfter?: string): AsyncIterable<{ key: string }>;
-  /** Withdraws a lost seq claim (seq-claims.ts); removing a missing key is not an error. */
+  /** Withdraws a lost seq claim (registry/seq-claims.ts); removing a missing key is not an error. */
   remove(key: string): Promise<void>;
 }
 

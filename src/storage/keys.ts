@@ -88,13 +88,13 @@ export const keys = {
   spanSegment: (r: RolloutRef, firstSeq: number, lastSeq: number) =>
     `${keys.spans(r)}${spanSegmentName(firstSeq, lastSeq)}`,
   agentRewards: (r: RolloutRef) => `${keys.rollout(r)}agent-rewards.json`,
-  /** The attempt's gateway registration, shared by every gateway replica (src/gateway/shared-rollouts.ts). */
+  /** The attempt's gateway registration, shared by every gateway replica (src/gateway/registry/shared-rollouts.ts). */
   gatewayRollout: (r: RolloutRef) => `${keys.rollout(r)}gateway/rollout.json`,
   /** What one gateway replica counted for the attempt (model-side failures, budget refusal); summed at close. */
   gatewayReplicas: (r: RolloutRef) => `${keys.rollout(r)}gateway/replicas/`,
   gatewayReplica: (r: RolloutRef, replicaId: string) =>
     `${keys.gatewayReplicas(r)}${assertId('replica', replicaId)}.json`,
-  /** Claims of span seq numbers by gateway replicas (src/gateway/seq-claims.ts); names sort by seq. */
+  /** Claims of span seq numbers by gateway replicas (src/gateway/registry/seq-claims.ts); names sort by seq. */
   seqClaims: (r: RolloutRef) => `${keys.rollout(r)}gateway/seq-claims/`,
   seqClaim: (r: RolloutRef, seq: number, claimId: string) =>
     `${keys.seqClaims(r)}${pad(assertIndex('seq', seq), 8)}.${assertId('claim', claimId)}`,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseAnswer, type Cut } from '../../src/gateway/answer-parse.js';
-import { stripExtensions, type Asked } from '../../src/gateway/extensions.js';
+import { parseAnswer, type Cut } from '../../src/gateway/upstream/answer-parse.js';
+import { stripExtensions, type Asked } from '../../src/gateway/upstream/extensions.js';
 import { engineAnswer } from './engine-spans.js';
 
 const ASKED: Asked[] = [

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { request } from 'undici';
 import { messagesRequestSchema } from '../../src/gateway/agent-apis/messages-request.js';
 import { responsesRequestSchema } from '../../src/gateway/agent-apis/responses-request.js';
-import { chatRequestSchema } from '../../src/gateway/request-schema.js';
+import { chatRequestSchema } from '../../src/gateway/routes/request-schema.js';
 import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';

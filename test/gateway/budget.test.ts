@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { closingRunner } from '../../src/rollouts/closing-runner.js';
-import type { RolloutBudget } from '../../src/gateway/budget.js';
+import type { RolloutBudget } from '../../src/gateway/registry/budget.js';
 import type { RolloutRunner } from '../../src/rollouts/spec.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';

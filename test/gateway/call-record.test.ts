@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { RolloutRef } from '../../src/contracts/rollout.js';
-import { callRecordText, oneLine } from '../../src/gateway/call-record.js';
-import type { Rollout } from '../../src/gateway/registry.js';
-import { encodeSpanObject, SpanEncoder } from '../../src/gateway/span-encoder.js';
-import { spanMeta, type CallContext } from '../../src/gateway/span-record.js';
+import { callRecordText, oneLine } from '../../src/gateway/recording/record-line.js';
+import type { Rollout } from '../../src/gateway/registry/rollout-registry.js';
+import { encodeSpanObject, UploadEncoder } from '../../src/gateway/recording/upload-encoder.js';
+import { spanMeta, type CallContext } from '../../src/gateway/recording/call-context.js';
 import { serializeSpan } from '../helpers/compact-spans.js';
 import { isCallRecord, spanOf } from '../../src/storage/call-records.js';
 import { spanOfStoredLine } from '../../src/storage/spans.js';
-import { sseBatches } from '../../src/gateway/sse.js';
+import { sseBatches } from '../../src/gateway/upstream/sse.js';
 import { StreamAssembler } from '../../src/storage/stream-assembler.js';
 import { engineAnswer, recordedRollout } from './engine-spans.js';
 
@@ -176,8 +176,8 @@ void describe('span encoder', () => {
   const lines = calls.map((c) => `${c.record}\n`).join('');
 
   void it('stores the records as logged: the same brotli (or gzip) segment on its worker thread as on the event loop, and plain single records', async () => {
-    const encoder = new SpanEncoder({ worker: true });
-    const inline = new SpanEncoder({ worker: false });
+    const encoder = new UploadEncoder({ worker: true });
+    const inline = new UploadEncoder({ worker: false });
     try {
       const job = { entries: calls.map((c) => ({ json: c.record })), segment: true, compression: 'brotli' as const };
       const [a, b] = await Promise.all([encoder.encode(job), inline.encode(job)]);
@@ -218,7 +218,7 @@ void describe('span encoder', () => {
   });
 
   void it('fails a job whose WAL entry cannot be read with a named error, and keeps working after', async () => {
-    const encoder = new SpanEncoder({ worker: true });
+    const encoder = new UploadEncoder({ worker: true });
     try {
       await assert.rejects(
         encoder.encode({

@@ -2,9 +2,9 @@
 import type { RolloutRef } from '../../src/contracts/rollout.js';
 import type { Span } from '../../src/contracts/span.js';
 import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
-import type { Rollout } from '../../src/gateway/registry.js';
-import { callRecordText } from '../../src/gateway/call-record.js';
-import { spanMeta, type CallContext } from '../../src/gateway/span-record.js';
+import type { Rollout } from '../../src/gateway/registry/rollout-registry.js';
+import { callRecordText } from '../../src/gateway/recording/record-line.js';
+import { spanMeta, type CallContext } from '../../src/gateway/recording/call-context.js';
 import { serializeSpan } from '../helpers/compact-spans.js';
 import { spanOf } from '../../src/storage/call-records.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GatewayError } from '../../src/gateway/openai-error.js';
-import { applyPromptOverlay } from '../../src/gateway/prompt-overlay.js';
+import { GatewayError } from '../../src/gateway/routes/openai-error.js';
+import { applyPromptOverlay } from '../../src/gateway/upstream/prompt-overlay.js';
 import { renderSystemPrompt, type OverlayText } from '../../src/prompts/system-prompt.js';
 
 const chat = (messages: unknown[]) => ({ model: 'agent-model', temperature: 0.3, messages });

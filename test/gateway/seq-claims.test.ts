@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Rollout } from '../../src/gateway/registry.js';
-import { listClaims, SeqClaims } from '../../src/gateway/seq-claims.js';
+import type { Rollout } from '../../src/gateway/registry/rollout-registry.js';
+import { listClaims, SeqClaims } from '../../src/gateway/registry/seq-claims.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
 import { rolloutInput, startStore } from './harness.js';

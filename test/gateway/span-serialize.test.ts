@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Rollout } from '../../src/gateway/registry.js';
-import type { CallContext } from '../../src/gateway/span-record.js';
+import type { Rollout } from '../../src/gateway/registry/rollout-registry.js';
+import type { CallContext } from '../../src/gateway/recording/call-context.js';
 import { buildSpan, serializeSpan } from '../helpers/compact-spans.js';
 import { restoreSpan } from '../../src/storage/span-codec.js';
 import { recordedRollout } from './engine-spans.js';

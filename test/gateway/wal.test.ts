@@ -5,9 +5,9 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
-import { sseData } from '../../src/gateway/sse.js';
-import { WriteAheadLog } from '../../src/gateway/wal.js';
-import { entryRef, readEntries } from '../../src/gateway/wal-segment.js';
+import { sseData } from '../../src/gateway/upstream/sse.js';
+import { WriteAheadLog } from '../../src/gateway/recording/wal.js';
+import { entryRef, readEntries } from '../../src/gateway/recording/wal-segment.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-wal-test-'));
 after(() => fs.rmSync(root, { recursive: true, force: true }));

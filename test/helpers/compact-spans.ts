@@ -1,6 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- the engine's answer is JSON of any shape; only known fields are touched */
 import type { Span } from '../../src/contracts/span.js';
-import { spanMeta, type CallContext, type CallOutcome } from '../../src/gateway/span-record.js';
+import { spanMeta, type CallContext, type CallOutcome } from '../../src/gateway/recording/call-context.js';
 import { spanOf } from '../../src/storage/call-records.js';
 import type { ElidedPath } from '../../src/storage/span-codec.js';
 

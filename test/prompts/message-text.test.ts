@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { digestFromSpans } from '../../src/apo/rollout-digest.js';
 import type { Span } from '../../src/contracts/span.js';
 import { translateMessages, translateResponses } from '../../src/gateway/agent-apis/translated-call.js';
-import { applyPromptOverlay } from '../../src/gateway/prompt-overlay.js';
+import { applyPromptOverlay } from '../../src/gateway/upstream/prompt-overlay.js';
 import { modelText, readableText, requestMessages, RESPONSES_TEXT_PARTS } from '../../src/prompts/message-text.js';
 import { agentSystemPrompt, spanApi, type AgentApi } from '../../src/prompts/system-prompt.js';
 import { spanToTurn } from '../../src/report/transcript.js';

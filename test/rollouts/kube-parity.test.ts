@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig, type V1Job } from '@kubernetes/client-node';
 import { parseRunConfig } from '../../src/config/run.js';
 import type { Task } from '../../src/contracts/task.js';
-import { registerRolloutSchema, type RegisterRollout } from '../../src/gateway/registry.js';
+import { registerRolloutSchema, type RegisterRollout } from '../../src/gateway/registry/rollout-registry.js';
 import { jobName } from '../../src/rollouts/kube-job.js';
 import { KubeRunner } from '../../src/rollouts/kube-runner.js';
 import { runRollouts } from '../../src/rollouts/run-rollouts.js';

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { parseRunConfig, type RunConfigInput } from '../../src/config/run.js';
 import { rolloutOutcomeRecordSchema, type RolloutOutcomeRecord } from '../../src/contracts/rollout-outcome.js';
 import type { Task } from '../../src/contracts/task.js';
-import { registerRolloutSchema, type RegisterRollout } from '../../src/gateway/registry.js';
+import { registerRolloutSchema, type RegisterRollout } from '../../src/gateway/registry/rollout-registry.js';
 import { LocalRunner } from '../../src/rollouts/local-runner.js';
 import { priorOutcomes, type RolloutJob } from '../../src/rollouts/rollout-records.js';
 import { runRollouts, type RunRolloutsDeps, type RunRolloutsInput } from '../../src/rollouts/run-rollouts.js';

@@ -13,7 +13,7 @@ import { createObjectStore, type ObjectStore } from '../../src/storage/object-st
 import { CorruptSpanError, readSpans } from '../../src/storage/spans.js';
 import { compressSegment } from '../../src/storage/span-compression.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
-import { SpanEncoder } from '../../src/gateway/span-encoder.js';
+import { UploadEncoder } from '../../src/gateway/recording/upload-encoder.js';
 import { recordedRollout } from '../gateway/engine-spans.js';
 import { scoredGroups } from '../batches/scored-rollouts.js';
 
@@ -43,7 +43,7 @@ void describe('span formats: segments from before compact spans, compact (gzip) 
     await compact.ensureBucket();
     records = createObjectStore({ ...services.s3, bucket: 'volt-fmt-rec' });
     await records.ensureBucket();
-    const encoder = new SpanEncoder({ worker: true });
+    const encoder = new UploadEncoder({ worker: true });
     // The same recorded calls, stored as gateways stored them before: whole JSON spans, then compact span lines (a
     // gzip'd segment for seqs 0..2, a plain compact segment for 3..4 and a single compact span for the last).
     for (const { result } of scored) {

@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ClientLink } from '../client-link.js';
-import { upstreamBody } from '../extensions.js';
-import type { GatewayCore } from '../gateway-core.js';
-import { GatewayError } from '../openai-error.js';
-import { applyPromptOverlay } from '../prompt-overlay.js';
-import { loadRolloutOverlay } from '../prompt-overlay-cache.js';
-import type { Rollout } from '../registry.js';
+import { ClientLink } from '../routes/client-link.js';
+import { upstreamBody } from '../upstream/extensions.js';
+import { GatewayError } from '../routes/openai-error.js';
+import { applyPromptOverlay } from '../upstream/prompt-overlay.js';
+import { loadRolloutOverlay, type RolloutOverlayDeps } from '../upstream/overlay-cache.js';
+import type { Upstream } from '../upstream/model-client.js';
+import type { Rollout } from '../registry/rollout-registry.js';
 import { messagesToChat, parseMessagesRequest } from './messages-request.js';
 import { checkPresentedKey } from './translated-call.js';
 
@@ -13,7 +13,10 @@ import { checkPresentedKey } from './translated-call.js';
  * `POST /v1/messages/count_tokens`: the prompt as the engine renders it (its chat template and tokenizer, the rollout's
  * overlay applied), counted by asking the engine for one token. Not recorded: no text reaches the agent.
  */
-export function countTokensRoute(core: GatewayCore, openRollout: (token: string) => Promise<Rollout>) {
+export function countTokensRoute(
+  deps: RolloutOverlayDeps & { upstream: Upstream },
+  openRollout: (token: string) => Promise<Rollout>,
+) {
   return async (request: FastifyRequest<{ Params: { token: string } }>, reply: FastifyReply) => {
     const rollout = await openRollout(request.params.token);
     checkPresentedKey(request.headers, request.params.token);
@@ -22,7 +25,7 @@ export function countTokensRoute(core: GatewayCore, openRollout: (token: string)
         ? { ...request.body, max_tokens: 1, stream: false }
         : request.body;
     const chat = messagesToChat(parseMessagesRequest(body)) as unknown as Record<string, unknown>;
-    const overlay = rollout.overlay === undefined ? await loadRolloutOverlay(core, rollout) : rollout.overlay;
+    const overlay = rollout.overlay === undefined ? await loadRolloutOverlay(deps, rollout) : rollout.overlay;
     const sent = applyPromptOverlay(
       upstreamBody(chat, 'chat.completions', rollout.record.policyModel, null),
       'chat.completions',
@@ -30,7 +33,7 @@ export function countTokensRoute(core: GatewayCore, openRollout: (token: string)
     );
     let res;
     try {
-      res = await core.upstream.postBuffered('/v1/chat/completions', JSON.stringify(sent), new ClientLink(reply.raw));
+      res = await deps.upstream.postBuffered('/v1/chat/completions', JSON.stringify(sent), new ClientLink(reply.raw));
     } catch (err) {
       throw new GatewayError(502, `upstream unreachable: ${(err as Error).message}`, {
         type: 'upstream_error',

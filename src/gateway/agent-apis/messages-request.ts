@@ -12,8 +12,8 @@ import type {
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import { GatewayError } from '../openai-error.js';
-import { parseBody } from '../request-schema.js';
+import { GatewayError } from '../routes/openai-error.js';
+import { parseBody } from '../routes/request-schema.js';
 
 const block = z.looseObject({ type: z.string() });
 // Only what the translation reads is checked; the SDK's own types describe the rest.

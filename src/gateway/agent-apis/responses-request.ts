@@ -12,8 +12,8 @@ import type {
   ResponseCreateParamsBase,
 } from 'openai/resources/responses/responses';
 import { z } from 'zod';
-import { GatewayError } from '../openai-error.js';
-import { parseBody } from '../request-schema.js';
+import { GatewayError } from '../routes/openai-error.js';
+import { parseBody } from '../routes/request-schema.js';
 
 // Only what the translation reads is checked; the SDK's own types describe the rest.
 const item = z.looseObject({ type: z.string().optional() });

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { gatewayErrors } from '../openai-error.js';
+import { gatewayErrors } from '../routes/openai-error.js';
 import type { AgentDialect } from './dialect.js';
 import { messagesToChat, parseMessagesRequest } from './messages-request.js';
 import { chatToMessage } from './messages-response.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GatewayError } from '../../../src/gateway/openai-error.js';
+import { GatewayError } from '../../../src/gateway/routes/openai-error.js';
 import { anthropicErrorBody, speaksAnthropic } from '../../../src/gateway/agent-apis/anthropic-error.js';
 import { messagesToChat, parseMessagesRequest } from '../../../src/gateway/agent-apis/messages-request.js';
 import { chatToMessage } from '../../../src/gateway/agent-apis/messages-response.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GatewayError } from '../../../src/gateway/openai-error.js';
+import { GatewayError } from '../../../src/gateway/routes/openai-error.js';
 import { parseResponsesRequest, responsesToChat } from '../../../src/gateway/agent-apis/responses-request.js';
 import { chatToResponse } from '../../../src/gateway/agent-apis/responses-response.js';
 import { ResponsesStreamTranslator } from '../../../src/gateway/agent-apis/responses-stream.js';

@@ -1,8 +1,8 @@
-import { parseSpanKey, readSpans, spanOfStoredLine, type SpanStore } from '../storage/spans.js';
-import { keys } from '../storage/keys.js';
-import type { Rollout } from './registry.js';
-import type { WalEntry } from './wal.js';
-import { entryRef, readEntries } from './wal-segment.js';
+import { parseSpanKey, readSpans, spanOfStoredLine, type SpanStore } from '../../storage/spans.js';
+import { keys } from '../../storage/keys.js';
+import type { Rollout } from './rollout-registry.js';
+import type { WalEntry } from '../recording/wal.js';
+import { entryRef, readEntries } from '../recording/wal-segment.js';
 
 /**
  * A budgeted rollout's usage as its recorded calls say: every admitted call leaves exactly one span (answered,

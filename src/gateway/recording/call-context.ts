@@ -1,10 +1,11 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- reads engine JSON defensively */
 import { randomUUID } from 'node:crypto';
-import type { Span } from '../contracts/span.js';
-import type { AgentDialect } from './agent-apis/dialect.js';
-import type { Rollout } from './registry.js';
-import type { SpanMeta } from '../storage/call-records.js';
+import type { Span } from '../../contracts/span.js';
+import type { AgentDialect } from '../agent-apis/dialect.js';
+import type { Rollout } from '../registry/rollout-registry.js';
+import type { SpanMeta } from '../../storage/call-records.js';
 
+/** What the gateway knows of one call while it runs: its rollout and seq, the agent's request, what went upstream. */
 export interface CallContext {
   rollout: Rollout;
   seq: number;

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { anthropicErrorBody, speaksAnthropic } from './agent-apis/anthropic-error.js';
-import type { GatewayMetrics } from './metrics.js';
+import { anthropicErrorBody, speaksAnthropic } from '../agent-apis/anthropic-error.js';
+import type { GatewayMetrics } from '../metrics.js';
 import { GatewayError, errorBody, typeForStatus } from './openai-error.js';
 
 /** Every error leaves in the OpenAI shape; client faults keep their 4xx, and only real gateway faults are 5xx. */

@@ -4,7 +4,7 @@ import {
   compressSegmentAsync,
   SEGMENT_CONTENT_TYPE,
   type SegmentCompression,
-} from '../storage/span-compression.js';
+} from '../../storage/span-compression.js';
 import { readEntryLines, type EntryRef } from './wal-segment.js';
 
 /** One span object ready to put: its bytes, their content type, and the bytes of the records it holds (metrics). */
@@ -44,7 +44,7 @@ export function encodeSpanObject(job: EncodeJob): EncodedObject {
  * and compressing run on a worker thread, so they use another core instead of the event loop the agents' calls
  * wait on; without, on the event loop (compression on libuv's pool). A worker that dies is replaced at the next job.
  */
-export class SpanEncoder {
+export class UploadEncoder {
   private worker: Worker | null = null;
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve: (o: EncodedObject) => void; reject: (err: Error) => void }>();
@@ -113,7 +113,7 @@ export class SpanEncoder {
 function workerBootstrap(): string {
   const here = import.meta.url;
   const ts = here.endsWith('.ts');
-  const entry = new URL(ts ? './span-encoder-worker.ts' : './span-encoder-worker.js', here).href;
+  const entry = new URL(ts ? './upload-encoder-worker.ts' : './upload-encoder-worker.js', here).href;
   if (!ts) return `import(${JSON.stringify(entry)});`;
   return `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
 }

@@ -1,24 +1,39 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- engine JSON */
 import { once } from 'node:events';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
-import type { Span } from '../contracts/span.js';
-import { countCompletion } from './budget.js';
+import type { Span } from '../../contracts/span.js';
+import { countCompletion } from '../registry/budget.js';
 import type { Cancellation } from './client-link.js';
-import { stripExtensions, isUsageOnlyChunk, type Asked } from './extensions.js';
-import type { GatewayCore } from './gateway-core.js';
+import { stripExtensions, isUsageOnlyChunk, type Asked } from '../upstream/extensions.js';
 import { GatewayError, errorBody, typeForStatus } from './openai-error.js';
-import type { CallContext } from './span-record.js';
-import { oneLine } from './call-record.js';
-import { parseAnswer, tryParse } from './answer-parse.js';
-import { sseBatches } from './sse.js';
+import type { CallContext } from '../recording/call-context.js';
+import type { CallRecorder } from '../recording/call-recorder.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { RolloutRegistry } from '../registry/rollout-registry.js';
+import { oneLine } from '../recording/record-line.js';
+import { parseAnswer, tryParse } from '../upstream/answer-parse.js';
+import { sseBatches } from '../upstream/sse.js';
 import {
   header,
   ResponseTooLargeError,
   type BufferedResponse,
   type UpstreamHeaders,
+  type Upstream,
   type UpstreamResponse,
-} from './upstream.js';
+} from '../upstream/model-client.js';
+
+/**
+ * Where a call goes: to the model server, then its record to the recorder (the WAL, then the object store). A failure
+ * on the model side is counted in the metrics and made durable in the rollout's registry record.
+ */
+export interface RelayDeps {
+  upstream: Upstream;
+  recorder: CallRecorder;
+  metrics: GatewayMetrics;
+  registry: RolloutRegistry;
+  log: FastifyBaseLogger;
+}
 
 const UPSTREAM_PATH: Record<Span['endpoint'], string> = {
   'chat.completions': '/v1/chat/completions',
@@ -27,7 +42,7 @@ const UPSTREAM_PATH: Record<Span['endpoint'], string> = {
 
 /** A non-streaming call: the span is durable before the response is sent. */
 export async function relayJson(
-  core: GatewayCore,
+  relay: RelayDeps,
   ctx: CallContext,
   asked: Asked,
   reply: FastifyReply,
@@ -35,14 +50,14 @@ export async function relayJson(
 ): Promise<unknown> {
   let res: BufferedResponse;
   try {
-    res = await core.upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
+    res = await relay.upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
   } catch (err) {
-    return failBeforeFirstByte(core, ctx, err, link);
+    return failBeforeFirstByte(relay, ctx, err, link);
   }
   const firstByteAt = res.headersAt;
   // Nothing to strip when the agent asked for the ids and logprobs: the answer goes out as received.
   const passThrough = !ctx.dialect && asked.tokenIds && asked.logprobs;
-  // What the agent gets no copy of is checked, not parsed (answer-parse.ts); a dialect translates the whole answer.
+  // What the agent gets no copy of is checked, not parsed (upstream/answer-parse.ts); a dialect parses it whole.
   const json = ctx.dialect
     ? tryParse(res.text)
     : parseAnswer(
@@ -51,8 +66,8 @@ export async function relayJson(
       );
   if (res.statusCode >= 400 || json === undefined) {
     const message = upstreamMessage(json, res.text, res.statusCode);
-    await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
-    await core.recorder.record(ctx, {
+    await upstreamFailed(relay, ctx, `status_${res.statusCode}`, res.statusCode);
+    await relay.recorder.record(ctx, {
       answer: { json: answerText(res.bytes, json) },
       firstByteAt,
       error: { status: res.statusCode, message },
@@ -61,7 +76,7 @@ export async function relayJson(
     throw agentError(res, message);
   }
   // The answer goes into the WAL as the text received; the span is built from it when it is uploaded.
-  await core.recorder.record(ctx, {
+  await relay.recorder.record(ctx, {
     answer: { json: answerText(res.bytes, json) },
     firstByteAt,
     error: null,
@@ -75,7 +90,7 @@ export async function relayJson(
 
 /** A streaming call: chunks pass through as they arrive; the span is durable before `[DONE]` is written. */
 export async function relayStream(
-  core: GatewayCore,
+  relay: RelayDeps,
   ctx: CallContext,
   asked: Asked,
   reply: FastifyReply,
@@ -84,9 +99,9 @@ export async function relayStream(
 ) {
   let res: UpstreamResponse;
   try {
-    res = await core.upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
+    res = await relay.upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
   } catch (err) {
-    return failBeforeFirstByte(core, ctx, err, link);
+    return failBeforeFirstByte(relay, ctx, err, link);
   }
   const contentType = header(res.headers, 'content-type') ?? '';
   if (res.statusCode >= 400 || !contentType.includes('text/event-stream')) {
@@ -96,8 +111,8 @@ export async function relayStream(
       res.statusCode >= 400
         ? upstreamMessage(json, text, res.statusCode)
         : `upstream answered ${contentType || 'no content-type'} to a stream request`;
-    await upstreamFailed(core, ctx, `status_${res.statusCode}`, res.statusCode);
-    await core.recorder.record(ctx, {
+    await upstreamFailed(relay, ctx, `status_${res.statusCode}`, res.statusCode);
+    await relay.recorder.record(ctx, {
       answer: { json: answerText(text, json) },
       firstByteAt: new Date(),
       error: { status: res.statusCode, message },
@@ -121,7 +136,7 @@ export async function relayStream(
   };
   const translator = ctx.dialect?.stream();
   const passThrough = asked.tokenIds && asked.logprobs;
-  // The data of every chunk the span is built from (call-record.ts), as received; the usage, for the budget now.
+  // The data of every chunk the span is built from (record-line.ts), as received; the usage, for the budget now.
   const chunks: string[] = [];
   let usage: any = null;
   let firstByteAt: Date | null = null;
@@ -136,8 +151,8 @@ export async function relayStream(
       let stop = false;
       for (const data of batch) {
         bytes += data.length;
-        if (bytes > core.upstream.maxResponseBytes) {
-          error = { status: null, message: new ResponseTooLargeError(core.upstream.maxResponseBytes).message };
+        if (bytes > relay.upstream.maxResponseBytes) {
+          error = { status: null, message: new ResponseTooLargeError(relay.upstream.maxResponseBytes).message };
           res.body.destroy();
           stop = true;
           break;
@@ -165,17 +180,17 @@ export async function relayStream(
       if (stop) break;
     }
     if (!done && !error) error = { status: null, message: 'upstream stream ended before [DONE]' };
-    if (error) await upstreamFailed(core, ctx, 'stream_interrupted', null);
+    if (error) await upstreamFailed(relay, ctx, 'stream_interrupted', null);
   } catch (err) {
     error = {
       status: null,
       message: link.gone ? 'client disconnected' : `upstream stream failed: ${(err as Error).message}`,
     };
-    if (!link.gone) await upstreamFailed(core, ctx, 'stream_interrupted', null);
+    if (!link.gone) await upstreamFailed(relay, ctx, 'stream_interrupted', null);
     res.body.destroy();
   }
   try {
-    await core.recorder.record(ctx, { answer: { chunks }, firstByteAt, error, usage });
+    await relay.recorder.record(ctx, { answer: { chunks }, firstByteAt, error, usage });
     countCompletion(ctx.rollout, { usage });
   } catch (err) {
     request.log.error({ err }, 'span could not be made durable');
@@ -193,7 +208,7 @@ export async function relayStream(
 }
 
 async function failBeforeFirstByte(
-  core: GatewayCore,
+  relay: RelayDeps,
   ctx: CallContext,
   err: unknown,
   link: Cancellation,
@@ -204,9 +219,9 @@ async function failBeforeFirstByte(
     : tooLarge
       ? err.message
       : `upstream unreachable: ${(err as Error).message}`;
-  if (link.gone) core.metrics.upstreamErrors.inc({ kind: 'client_abort' });
-  else await upstreamFailed(core, ctx, 'connect', null);
-  await core.recorder.record(ctx, { answer: { json: 'null' }, firstByteAt: null, error: { status: null, message } });
+  if (link.gone) relay.metrics.upstreamErrors.inc({ kind: 'client_abort' });
+  else await upstreamFailed(relay, ctx, 'connect', null);
+  await relay.recorder.record(ctx, { answer: { json: 'null' }, firstByteAt: null, error: { status: null, message } });
   throw new GatewayError(502, message, {
     type: 'upstream_error',
     code: tooLarge ? 'upstream_response_too_large' : 'upstream_unreachable',
@@ -217,13 +232,13 @@ async function failBeforeFirstByte(
  * Counts a failure on the model side. A 404 is one too (the gateway chose the model, so an unknown one is not the
  * agent's fault); other 4xx are the agent's own bad requests.
  */
-async function upstreamFailed(core: GatewayCore, ctx: CallContext, kind: string, status: number | null): Promise<void> {
-  core.metrics.upstreamErrors.inc({ kind });
+async function upstreamFailed(relay: RelayDeps, ctx: CallContext, kind: string, status: number | null): Promise<void> {
+  relay.metrics.upstreamErrors.inc({ kind });
   if (status !== null && status >= 400 && status < 500 && status !== 404 && status !== 429) return;
   // Made durable before the agent hears of it: a gateway restart must not turn this attempt back into a clean one.
-  await core.registry
+  await relay.registry
     .noteUpstreamFailure(ctx.rollout)
-    .catch((err: unknown) => core.log.error({ err }, 'could not persist an upstream failure'));
+    .catch((err: unknown) => relay.log.error({ err }, 'could not persist an upstream failure'));
 }
 
 // Exhausted 429s keep their status and Retry-After so the agent's SDK backs off; 5xx become 502; other 4xx pass through.

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { GatewayError } from './openai-error.js';
-import type { Rollout } from './registry.js';
+import { GatewayError } from '../routes/openai-error.js';
+import type { Rollout } from './rollout-registry.js';
 
 /** Per-attempt limits the gateway enforces on every call of a rollout (null: unbounded). */
 export const rolloutBudgetSchema = z.strictObject({

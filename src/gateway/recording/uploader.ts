@@ -1,7 +1,7 @@
-import { parseSpanKey, segmentKeyFor } from '../storage/spans.js';
-import type { SegmentCompression } from '../storage/span-compression.js';
-import { SpanEncoder, type EncodedObject } from './span-encoder.js';
-import type { GatewayStore } from './store.js';
+import { parseSpanKey, segmentKeyFor } from '../../storage/spans.js';
+import type { SegmentCompression } from '../../storage/span-compression.js';
+import { UploadEncoder, type EncodedObject } from './upload-encoder.js';
+import type { GatewayStore } from '../store.js';
 import type { WalEntry, WriteAheadLog } from './wal.js';
 import { entryRef } from './wal-segment.js';
 
@@ -41,8 +41,8 @@ export interface UploaderOptions {
   maxSegmentBytes?: number;
   /** How segment objects are compressed (default brotli; readSpans recognises each by its first bytes). */
   compression?: SegmentCompression;
-  /** Builds span objects from WAL entries (span-encoder.ts); default: on the event loop, compression on libuv's pool. */
-  encoder?: SpanEncoder;
+  /** Builds span objects from WAL entries (upload-encoder.ts); default: on the event loop, compression on libuv's pool. */
+  encoder?: UploadEncoder;
   log?: (msg: string, err: unknown) => void;
   /** After each put: the object's bytes, the bytes of the records it holds, and per span seconds since it was queued (metrics). */
   onUploaded?: (bytes: number, lagsS: number[], spanBytes: number) => void;
@@ -65,7 +65,7 @@ export class SpanUploader {
   private queuedBytes = 0;
   private stopped = false;
   private timer: NodeJS.Timeout | null = null;
-  private readonly encoder: SpanEncoder;
+  private readonly encoder: UploadEncoder;
   failures = 0;
 
   constructor(
@@ -73,7 +73,7 @@ export class SpanUploader {
     private readonly wal: WriteAheadLog,
     private readonly opts: UploaderOptions = {},
   ) {
-    this.encoder = opts.encoder ?? new SpanEncoder({ worker: false });
+    this.encoder = opts.encoder ?? new UploadEncoder({ worker: false });
   }
 
   get pendingCount(): number {

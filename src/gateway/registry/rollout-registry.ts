@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import type { PromptOverlay } from '../contracts/prompt-overlay.js';
-import { assertId } from '../storage/keys.js';
-import type { RolloutRef } from '../contracts/rollout.js';
+import type { PromptOverlay } from '../../contracts/prompt-overlay.js';
+import { assertId } from '../../storage/keys.js';
+import type { RolloutRef } from '../../contracts/rollout.js';
 import { budgetUsageSchema, rolloutBudgetSchema } from './budget.js';
 
 const safeId = (kind: string) =>

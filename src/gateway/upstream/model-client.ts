@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool, type Dispatcher } from 'undici';
-import type { Cancellation } from './client-link.js';
+import type { Cancellation } from '../routes/client-link.js';
 
 export interface UpstreamOptions {
   /** Total tries for 429/5xx/connect errors before the first byte reaches the agent. */

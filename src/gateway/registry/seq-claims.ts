@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RolloutRef } from '../contracts/rollout.js';
-import { keys } from '../storage/keys.js';
-import type { Rollout } from './registry.js';
-import type { GatewayStore } from './store.js';
+import type { RolloutRef } from '../../contracts/rollout.js';
+import { keys } from '../../storage/keys.js';
+import type { Rollout } from './rollout-registry.js';
+import type { GatewayStore } from '../store.js';
 
 const CLAIM_NAME = /^(\d{8})\.(.+)$/;
 const EMPTY = Buffer.alloc(0);

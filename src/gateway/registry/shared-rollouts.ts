@@ -1,11 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import type { RolloutRef } from '../contracts/rollout.js';
-import { keys } from '../storage/keys.js';
-import { parseRecord } from '../storage/records.js';
-import { parseSpanKey } from '../storage/spans.js';
-import { GatewayError } from './openai-error.js';
+import type { RolloutRef } from '../../contracts/rollout.js';
+import { keys } from '../../storage/keys.js';
+import { parseRecord } from '../../storage/records.js';
+import { parseSpanKey } from '../../storage/spans.js';
+import { GatewayError } from '../routes/openai-error.js';
 import {
   newRecord,
   refOfToken,
@@ -14,9 +14,9 @@ import {
   type Rollout,
   type RolloutRegistry,
   type RolloutRecord,
-} from './registry.js';
+} from './rollout-registry.js';
 import { listClaims } from './seq-claims.js';
-import type { GatewayStore } from './store.js';
+import type { GatewayStore } from '../store.js';
 
 /** What one replica counted for an attempt; close sums them over the replicas. */
 const replicaCountersSchema = z.strictObject({

@@ -1,4 +1,4 @@
-import { CALL_RECORD_PREFIX, type SpanMeta } from '../storage/call-records.js';
+import { CALL_RECORD_PREFIX, type SpanMeta } from '../../storage/call-records.js';
 
 /**
  * What the WAL holds for one call, and what the span segments store (src/storage/call-records.ts): the span's meta,

@@ -1,4 +1,4 @@
-import type { Rollout } from './registry.js';
+import type { Rollout } from './rollout-registry.js';
 
 /** Counts calls in flight, per rollout and overall, so close and drain can wait for them. */
 export class InFlight {

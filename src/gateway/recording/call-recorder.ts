@@ -1,9 +1,9 @@
-import { keys } from '../storage/keys.js';
-import { callRecordParts, type RecordedAnswer } from './call-record.js';
-import type { InFlight } from './in-flight.js';
-import type { GatewayMetrics } from './metrics.js';
-import { spanMeta, type CallContext, type CallOutcome } from './span-record.js';
-import type { GatewayStore } from './store.js';
+import { keys } from '../../storage/keys.js';
+import { callRecordParts, type RecordedAnswer } from './record-line.js';
+import type { InFlight } from '../registry/in-flight.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { spanMeta, type CallContext, type CallOutcome } from './call-context.js';
+import type { GatewayStore } from '../store.js';
 import type { SpanUploader } from './uploader.js';
 import type { WriteAheadLog } from './wal.js';
 
@@ -20,9 +20,9 @@ export interface RecordedCall {
 
 /**
  * Makes a call's record durable; returns only once it would survive `kill -9` of the gateway. The record holds the
- * answer's text as received (call-record.ts); it is what the store keeps, and the span is built from it when read.
+ * answer's text as received (record-line.ts); it is what the store keeps, and the span is built from it when read.
  */
-export class SpanRecorder {
+export class CallRecorder {
   constructor(
     private readonly deps: {
       wal: WriteAheadLog;

@@ -1,5 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- edits engine JSON in place */
-import type { Span } from '../contracts/span.js';
+import type { Span } from '../../contracts/span.js';
 
 /** What the agent itself asked for; everything else the gateway added is stripped before it sees a reply. */
 export interface Asked {

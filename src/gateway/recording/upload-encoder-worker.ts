@@ -1,7 +1,7 @@
 import { parentPort } from 'node:worker_threads';
-import { encodeSpanObject, type EncodeJob } from './span-encoder.js';
+import { encodeSpanObject, type EncodeJob } from './upload-encoder.js';
 
-// The span encoder's worker thread (span-encoder.ts): one job at a time, answered by id.
+// The span encoder's worker thread (upload-encoder.ts): one job at a time, answered by id.
 parentPort!.on('message', ({ id, job }: { id: number; job: EncodeJob }) => {
   try {
     const { body, contentType, spanBytes } = encodeSpanObject(job);

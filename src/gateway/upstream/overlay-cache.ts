@@ -1,9 +1,9 @@
-import type { PromptOverlay } from '../contracts/prompt-overlay.js';
-import { createPromptOverlayStore, type PromptOverlayStore } from '../storage/prompt-overlays.js';
-import type { GatewayCore } from './gateway-core.js';
-import { GatewayError } from './openai-error.js';
-import type { RegisterRollout, Rollout } from './registry.js';
-import type { GatewayStore } from './store.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { PromptOverlay } from '../../contracts/prompt-overlay.js';
+import { createPromptOverlayStore, type PromptOverlayStore } from '../../storage/prompt-overlays.js';
+import { GatewayError } from '../routes/openai-error.js';
+import type { RegisterRollout, Rollout, RolloutRegistry } from '../registry/rollout-registry.js';
+import type { GatewayStore } from '../store.js';
 
 /** Overlays by run and version. They are written once and never change, so a found one is cached for good. */
 export class PromptOverlayCache {
@@ -39,10 +39,13 @@ export class PromptOverlayCache {
 }
 
 /** The overlay a registration asks for (none for null or version 0); a version never written is a 404. */
-export async function overlayForRegistration(core: GatewayCore, input: RegisterRollout): Promise<PromptOverlay | null> {
+export async function overlayForRegistration(
+  overlays: PromptOverlayCache,
+  input: RegisterRollout,
+): Promise<PromptOverlay | null> {
   const version = input.promptOverlay?.version ?? 0;
   if (version === 0) return null;
-  const overlay = await core.overlays.get(input.runId, version);
+  const overlay = await overlays.get(input.runId, version);
   if (!overlay) {
     throw new GatewayError(404, `run ${input.runId} has no prompt overlay version ${version}`, {
       code: 'overlay_not_found',
@@ -52,23 +55,30 @@ export async function overlayForRegistration(core: GatewayCore, input: RegisterR
   return overlay;
 }
 
+/** A rollout's calls read overlays from the cache; one that cannot be loaded is a model-side failure of the attempt. */
+export interface RolloutOverlayDeps {
+  overlays: PromptOverlayCache;
+  registry: RolloutRegistry;
+  log: FastifyBaseLogger;
+}
+
 /**
  * The overlay of a rollout's calls: resolved at registration, so this is a field read on the hot path; only the
  * first call after a gateway restart (the registry reloads records, not overlays) reads the store.
  */
-export async function loadRolloutOverlay(core: GatewayCore, rollout: Rollout): Promise<PromptOverlay | null> {
+export async function loadRolloutOverlay(deps: RolloutOverlayDeps, rollout: Rollout): Promise<PromptOverlay | null> {
   const version = rollout.record.promptOverlay?.version ?? 0;
   if (version === 0) return (rollout.overlay = null);
   let overlay: PromptOverlay | null;
   try {
-    overlay = await core.overlays.get(rollout.record.runId, version);
+    overlay = await deps.overlays.get(rollout.record.runId, version);
   } catch (err) {
-    core.log.warn({ err }, 'prompt overlay could not be loaded');
+    deps.log.warn({ err }, 'prompt overlay could not be loaded');
     overlay = null;
   }
   if (!overlay) {
     // Serving the call without its overlay would record a wrong experiment; the attempt is an infra failure instead.
-    await core.registry.noteUpstreamFailure(rollout);
+    await deps.registry.noteUpstreamFailure(rollout);
     throw new GatewayError(
       503,
       `prompt overlay version ${version} of run ${rollout.record.runId} could not be loaded`,

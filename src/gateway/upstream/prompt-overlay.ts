@@ -1,7 +1,7 @@
-import type { Span } from '../contracts/span.js';
-import { modelText } from '../prompts/message-text.js';
-import { isSystemRole, renderSystemPrompt, type OverlayText } from '../prompts/system-prompt.js';
-import { GatewayError } from './openai-error.js';
+import type { Span } from '../../contracts/span.js';
+import { modelText } from '../../prompts/message-text.js';
+import { isSystemRole, renderSystemPrompt, type OverlayText } from '../../prompts/system-prompt.js';
+import { GatewayError } from '../routes/openai-error.js';
 
 /**
  * The request body with the overlay applied; `body` itself is never changed (the span records it as the agent

@@ -1,38 +1,59 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { Span } from '../contracts/span.js';
-import { admitCall } from './budget.js';
-import { keys } from '../storage/keys.js';
-import { countTokensRoute } from './agent-apis/count-tokens.js';
+import type { Span } from '../../contracts/span.js';
+import { admitCall } from '../registry/budget.js';
+import { keys } from '../../storage/keys.js';
+import { countTokensRoute } from '../agent-apis/count-tokens.js';
 import {
   checkPresentedKey,
   translateMessages,
   translateResponses,
   type TranslatedCall,
-} from './agent-apis/translated-call.js';
+} from '../agent-apis/translated-call.js';
 import { ClientLink } from './client-link.js';
-import { askedBy, upstreamBody } from './extensions.js';
-import type { GatewayCore } from './gateway-core.js';
+import { askedBy, upstreamBody } from '../upstream/extensions.js';
 import { GatewayError, gatewayErrors } from './openai-error.js';
-import { applyPromptOverlay } from './prompt-overlay.js';
-import { loadRolloutOverlay } from './prompt-overlay-cache.js';
-import { relayJson, relayStream } from './proxy-call.js';
-import type { Rollout } from './registry.js';
+import { applyPromptOverlay } from '../upstream/prompt-overlay.js';
+import { loadRolloutOverlay } from '../upstream/overlay-cache.js';
+import { relayJson, relayStream, type RelayDeps } from './relay.js';
+import type { InFlight } from '../registry/in-flight.js';
+import type { PauseGate } from '../registry/pause-gate.js';
+import type { Rollout, RolloutRegistry } from '../registry/rollout-registry.js';
+import type { RolloutTokens } from '../registry/rollout-tokens.js';
+import type { SeqClaims } from '../registry/seq-claims.js';
+import type { GatewayStore } from '../store.js';
+import type { PromptOverlayCache } from '../upstream/overlay-cache.js';
 import { chatRequestSchema, completionRequestSchema, parseBody, rewardSchema } from './request-schema.js';
-import { redactHeaders } from './span-record.js';
-import { agentRewardsFileSchema } from '../contracts/rewards.js';
-import { parseRecord } from '../storage/records.js';
+import { redactHeaders } from '../recording/call-context.js';
+import { agentRewardsFileSchema } from '../../contracts/rewards.js';
+import { parseRecord } from '../../storage/records.js';
 
 type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
 
+export interface AgentRouteDeps {
+  /** The open rollout a token names; its registry records budget refusals and model-side failures. */
+  rollouts: RolloutTokens;
+  /** While paused, a new call waits up to `pause.waitMs`, then is answered 429 with Retry-After `pause.retryAfterS`. */
+  gate: PauseGate;
+  pause: { waitMs: number; retryAfterS: number };
+  /** Calls in flight, which close and drain wait for. */
+  inFlight: InFlight;
+  /** The prompt overlay a rollout's calls are sent under. */
+  overlays: PromptOverlayCache;
+  /** Replicas: each call's seq claimed in the object store; null: numbered by this process. */
+  seqs: SeqClaims | null;
+  /** Where a call goes: the model server, then the recorder. */
+  relay: RelayDeps;
+  /** The rewards an agent posts go straight to the object store. */
+  store: GatewayStore;
+  log: FastifyBaseLogger;
+}
+
 /** The agent-facing, OpenAI-compatible routes under `/r/<token>/`. */
-export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): void {
-  const openRollout = async (token: string): Promise<Rollout> => {
-    const rollout = core.shared ? await core.shared.resolve(token) : core.registry.get(token);
-    if (!rollout || rollout.record.status !== 'open' || rollout.closeRequested || core.closing.has(token))
-      throw gatewayErrors.unknownToken();
-    return rollout;
-  };
+export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps): void {
+  const { rollouts, gate, inFlight, relay, store } = deps;
+  const openRollout = (token: string): Promise<Rollout> => rollouts.open(token);
+  const overlayDeps = { overlays: deps.overlays, registry: rollouts.registry, log: deps.log };
 
   // `translate`: the agent speaks another API (Responses, Messages); the engine is asked in chat completions.
   const call =
@@ -42,17 +63,17 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
       if (translate) checkPresentedKey(request.headers, request.params.token);
       const translated = translate?.(request.body);
       const body = translated ? translated.chat : (parseBody(schema!, request.body) as Record<string, unknown>);
-      if (core.gate.paused && !(await core.gate.waitOpen(core.opts.pauseWaitMs)))
-        throw gatewayErrors.paused(core.opts.pauseRetryAfterS);
+      if (gate.paused && !(await gate.waitOpen(deps.pause.waitMs))) throw gatewayErrors.paused(deps.pause.retryAfterS);
       // Re-checked after the pause: the rollout may have been closed while this call waited.
       const rollout = await openRollout(request.params.token);
       const admitted = admitCall(rollout, body);
-      if (admitted.refused) await core.registry.noteBudgetExceeded(rollout, admitted.refused);
+      if (admitted.refused) await rollouts.registry.noteBudgetExceeded(rollout, admitted.refused);
       if (admitted.error) throw admitted.error;
       const link = new ClientLink(reply.raw);
-      core.inFlight.begin(rollout);
+      inFlight.begin(rollout);
       try {
-        const overlay = rollout.overlay === undefined ? await loadRolloutOverlay(core, rollout) : rollout.overlay;
+        const overlay =
+          rollout.overlay === undefined ? await loadRolloutOverlay(overlayDeps, rollout) : rollout.overlay;
         const upstreamRequest = applyPromptOverlay(
           upstreamBody(body, endpoint, rollout.record.policyModel, rollout.record.sampling),
           endpoint,
@@ -60,9 +81,9 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
         );
         const ctx = {
           rollout,
-          seq: core.seqs ? -1 : rollout.nextSeq++,
+          seq: deps.seqs ? -1 : rollout.nextSeq++,
           // Claimed beside the upstream call rather than before it, so the claim's round trips hide behind the model.
-          seqClaim: core.seqs ? claimSeq(core, rollout) : undefined,
+          seqClaim: deps.seqs ? claimSeq(deps.seqs, rollout, rollouts.registry, deps.log) : undefined,
           endpoint,
           api: translated?.dialect.api ?? endpoint,
           dialect: translated?.dialect,
@@ -77,10 +98,10 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
         // Awaited (and its failure answered) where the span is recorded; this only keeps a rejection from being unhandled.
         ctx.seqClaim?.catch(() => undefined);
         const asked = askedBy(body, endpoint);
-        if (ctx.stream) return await relayStream(core, ctx, asked, reply, request, link);
-        return await relayJson(core, ctx, asked, reply, link);
+        if (ctx.stream) return await relayStream(relay, ctx, asked, reply, request, link);
+        return await relayJson(relay, ctx, asked, reply, link);
       } finally {
-        core.inFlight.end(rollout);
+        inFlight.end(rollout);
       }
     };
 
@@ -88,7 +109,10 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
   app.post('/r/:token/v1/completions', call('completions', completionRequestSchema));
   app.post('/r/:token/v1/responses', call('chat.completions', null, translateResponses));
   app.post('/r/:token/v1/messages', call('chat.completions', null, translateMessages));
-  app.post('/r/:token/v1/messages/count_tokens', countTokensRoute(core, openRollout));
+  app.post(
+    '/r/:token/v1/messages/count_tokens',
+    countTokensRoute({ ...overlayDeps, upstream: relay.upstream }, openRollout),
+  );
 
   app.get('/r/:token/v1/models', async (request: TokenRequest) => {
     const { record } = await openRollout(request.params.token);
@@ -103,11 +127,11 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
     const reward = parseBody(rewardSchema, request.body);
     const key = keys.agentRewards(rollout.ref);
     const append = async () => {
-      const existing = await core.store.getJsonOrNull(key);
+      const existing = await store.getJsonOrNull(key);
       // A corrupt file fails the post (500) rather than being overwritten: the rewards already posted are kept.
       const rewards = existing === null ? [] : parseRecord(key, agentRewardsFileSchema, existing).rewards;
       rewards.push({ value: reward.value, name: reward.name ?? null, at: new Date().toISOString() });
-      await core.store.putJson(key, { rewards });
+      await store.putJson(key, { rewards });
       return rewards.length;
     };
     const next = (rewardChains.get(key) ?? Promise.resolve()).then(append, append);
@@ -120,14 +144,19 @@ export function registerProxyRoutes(app: FastifyInstance, core: GatewayCore): vo
 }
 
 /** Replicas: the call's seq, claimed in the object store; without one the call cannot be recorded, so it fails. */
-async function claimSeq(core: GatewayCore, rollout: Rollout): Promise<number> {
+async function claimSeq(
+  seqs: SeqClaims,
+  rollout: Rollout,
+  registry: RolloutRegistry,
+  log: FastifyBaseLogger,
+): Promise<number> {
   try {
-    return await core.seqs!.next(rollout);
+    return await seqs.next(rollout);
   } catch (err) {
-    core.log.error({ err }, 'could not claim a span seq');
-    await core.registry
+    log.error({ err }, 'could not claim a span seq');
+    await registry
       .noteUpstreamFailure(rollout)
-      .catch((e: unknown) => core.log.error({ err: e }, 'could not persist an upstream failure'));
+      .catch((e: unknown) => log.error({ err: e }, 'could not persist an upstream failure'));
     throw new GatewayError(
       503,
       `the gateway could not number this call: object store unreachable (${(err as Error).message})`,
