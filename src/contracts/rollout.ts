@@ -1,12 +1,13 @@
 import { z } from 'zod';
+import { safeIdSchema } from './safe-id.js';
 
 const index = z.number().int().min(0);
 
-/** Which attempt of which rollout: the ids every rollout key is built from (src/storage/keys.ts checks them). */
+/** Which attempt of which rollout: the ids every rollout key is built from, so they must be safe ids. */
 export const rolloutRefSchema = z.object({
-  runId: z.string().min(1),
+  runId: safeIdSchema('run id'),
   iteration: index,
-  rolloutId: z.string().min(1),
+  rolloutId: safeIdSchema('rollout id'),
   attempt: index,
 });
 export type RolloutRef = z.output<typeof rolloutRefSchema>;
