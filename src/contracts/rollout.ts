@@ -36,7 +36,7 @@ export const rolloutResultSchema = z.object({
 });
 export type RolloutResult = z.output<typeof rolloutResultSchema>;
 
-/** A runner's report, stored at keys.rolloutResult: the contract result plus the kept workdir (null when not kept or not local). */
+/** A runner's report, stored at keys.rolloutResult: the contract result plus the workdir (null: no runner keeps it past afterAgent). */
 export const runnerResultSchema = rolloutResultSchema.extend({
   workdir: z.string().nullable(),
   /** How the attempt was isolated (docs/sandbox.md); absent in results stored before sandboxes existed. */

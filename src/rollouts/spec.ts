@@ -47,8 +47,6 @@ export const rolloutSpecSchema = z.object({
   envAllowList: z.array(agentEnvNameSchema).optional(),
   /** Fixed variables from the run config (e.g. AGENT_TEMPERATURE); the contract variables always win over them. */
   env: z.record(agentEnvNameSchema, z.string()).optional(),
-  /** Keep the workdir after the attempt and return its path (rewards that inspect files need it). */
-  keepWorkdir: z.boolean().default(false),
   /** Isolation of a local attempt (docs/sandbox.md); Kubernetes pods are isolated by the cluster instead. */
   sandbox: sandboxKindSchema.default('bubblewrap'),
   limits: rolloutLimitsSchema.prefault({}),
@@ -108,7 +106,7 @@ export interface LogSink {
 /** Runs one attempt. Resolves with an outcome for everything but cancellation, which rejects after cleanup. */
 export interface RolloutRunner {
   run(spec: RolloutSpecInput, signal: AbortSignal, options?: RunOptions): Promise<RunnerResult>;
-  /** Frees what an iteration's rollouts left on this machine (their kept workdirs), once their rewards are stored. */
+  /** Frees what an iteration's rollouts left on this machine (their rollout directories), once their rewards are stored. */
   release?(runId: string, iteration: number, rolloutIds: readonly string[]): Promise<void>;
   /** Kills agents a dead worker left running on this machine and closes their tokens; returns how many. */
   reapAbandoned?(closeToken: (token: string) => Promise<unknown>): Promise<number>;
