@@ -14,7 +14,7 @@ import { buildBatchFile } from '../src/batches/batch-io.js';
 import { buildBatch } from '../src/batches/build-batch.js';
 import { batchConfigSchema } from '../src/batches/config.js';
 import type { ScoredRollout } from '../src/batches/groups.js';
-import { syntheticRollout } from '../src/batches/synthetic-spans.js';
+import { syntheticRollout } from '../test/helpers/synthetic-spans.js';
 import type { RolloutRef } from '../src/contracts/rollout.js';
 
 const { values } = parseArgs({

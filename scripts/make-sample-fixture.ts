@@ -5,7 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { buildBatchFile } from '../src/batches/batch-io.js';
 import { batchConfigSchema } from '../src/batches/config.js';
 import type { ScoredRollout } from '../src/batches/groups.js';
-import { syntheticRollout, type SyntheticRolloutOptions } from '../src/batches/synthetic-spans.js';
+import { syntheticRollout, type SyntheticRolloutOptions } from '../test/helpers/synthetic-spans.js';
 import type { RolloutOutcome } from '../src/contracts/rollout.js';
 
 /** The shared TS/Python contract fixture: synthetic spans through the real batch builder. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
+import { envNameSchema } from '../contracts/env-name.js';
 
 const int = (min: number) => z.number().int().min(min);
-const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name');
 
 /**
  * Automatic prompt optimisation (the `promptOptimization` workflow): beam search over prompt overlays the gateway
@@ -43,7 +43,7 @@ export const apoConfigSchema = z.strictObject({
       baseUrl: z.url(),
       model: z.string().min(1),
       /** Worker environment variable holding the optimiser's API key (never stored with the run). */
-      apiKeyEnv: envName.optional(),
+      apiKeyEnv: envNameSchema.optional(),
       temperature: z.number().min(0).max(2).default(0.7),
       /** Failed rollouts shown to the optimiser per critique. */
       failuresPerCritique: int(1).max(32).default(4),

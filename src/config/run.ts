@@ -4,7 +4,8 @@ import { rewardSpecSchema } from '../rewards/spec.js';
 import { kubeRunnerConfigSchema } from '../rollouts/kube-config.js';
 import { rolloutLimitsSchema, sandboxKindSchema } from '../rollouts/sandbox-spec.js';
 import { DEFAULT_ENV_ALLOW_LIST } from '../rollouts/spec.js';
-import { isSafeId } from '../storage/keys.js';
+import { agentEnvNameSchema } from '../contracts/env-name.js';
+import { safeIdSchema } from '../contracts/safe-id.js';
 import { taskSetHashSchema } from '../contracts/task.js';
 import { apoConfigSchema } from './apo.js';
 import { parseFrozen } from './errors.js';
@@ -27,10 +28,6 @@ const seconds = z
   .int()
   .positive()
   .max(7 * 24 * 3600);
-const envName = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')
-  .refine((n) => !n.startsWith('VOLT_'), 'VOLT_* variables hold operator secrets and are never passed to agents');
 
 /** An object-store prefix of task files (tasks.trainPrefix, `volt tasks add --prefix`). */
 export const taskPrefixSchema = z
@@ -49,9 +46,7 @@ export const taskPrefixSchema = z
 export const runConfigSchema = z
   .strictObject({
     /** Names the run everywhere (object-store prefix, workflow id): 1-128 of [A-Za-z0-9_.-], no '/' or '..'. */
-    runId: z
-      .string()
-      .refine(isSafeId, "unsafe run id: use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'"),
+    runId: safeIdSchema('run id'),
     /** Seeds task sampling and the trainer, so a run can be repeated. */
     seed: int(0).default(0),
     model: z
@@ -75,8 +70,8 @@ export const runConfigSchema = z
          */
         startFrom: z
           .union([
-            z.strictObject({ run: z.string().refine(isSafeId, 'unsafe run id') }),
-            z.strictObject({ lineage: z.string().refine(isSafeId, 'unsafe lineage name') }),
+            z.strictObject({ run: safeIdSchema('run id') }),
+            z.strictObject({ lineage: safeIdSchema('lineage name') }),
             z.strictObject({
               checkpoint: z.string().regex(/^[0-9a-f]{64}$/, 'a checkpoint is 64 lowercase hex digits (sha256)'),
             }),
@@ -88,16 +83,11 @@ export const runConfigSchema = z
      * The lineage this run belongs to (runs of one schedule): it starts from the lineage's current policy, trains on the
      * tasks added since the lineage's previous run, and its candidates must beat that policy (the incumbent) to replace it.
      */
-    lineage: z
-      .string()
-      .refine(isSafeId, "unsafe lineage name: use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'")
-      .optional(),
+    lineage: safeIdSchema('lineage name').optional(),
     /** Where production finds the lineage's current policy: the model server serves it as `model: "<alias>"` (needs `lineage`). */
     deploy: z
       .strictObject({
-        alias: z
-          .string()
-          .refine(isSafeId, "unsafe alias: use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'"),
+        alias: safeIdSchema('alias'),
       })
       .optional(),
     /** The unmodified agent: how to start it. It only sees OPENAI_BASE_URL/OPENAI_API_KEY, ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY, VOLT_TASK* and the allow-list. */
@@ -107,9 +97,9 @@ export const runConfigSchema = z
       /** Base for relative file paths in `command` (default: the worker's cwd); the agent itself always runs in a fresh per-rollout working directory. */
       cwd: z.string().min(1).optional(),
       /** Variables set for the agent, e.g. { "AGENT_TEMPERATURE": "0.7" } (not for secrets: they are stored with the run). */
-      env: z.record(envName, z.string()).default({}),
+      env: z.record(agentEnvNameSchema, z.string()).default({}),
       /** Worker environment variables passed through to the agent; everything else is withheld. */
-      envAllowList: z.array(envName).default([...DEFAULT_ENV_ALLOW_LIST]),
+      envAllowList: z.array(agentEnvNameSchema).default([...DEFAULT_ENV_ALLOW_LIST]),
       /** A rollout running longer than this is killed and counts as timed_out. */
       timeoutSec: seconds.default(300),
       /** Per-attempt budget the gateway enforces: a call past it gets a 429 (caps: a 400) and the attempt ends agent_failed (`budget`). */

@@ -1,12 +1,13 @@
 import { z } from 'zod';
+import { safeIdSchema } from './safe-id.js';
 
 const index = z.number().int().min(0);
 
-/** Which attempt of which rollout: the ids every rollout key is built from (src/storage/keys.ts checks them). */
+/** Which attempt of which rollout: the ids every rollout key is built from, so they must be safe ids. */
 export const rolloutRefSchema = z.object({
-  runId: z.string().min(1),
+  runId: safeIdSchema('run id'),
   iteration: index,
-  rolloutId: z.string().min(1),
+  rolloutId: safeIdSchema('rollout id'),
   attempt: index,
 });
 export type RolloutRef = z.output<typeof rolloutRefSchema>;
@@ -35,7 +36,7 @@ export const rolloutResultSchema = z.object({
 });
 export type RolloutResult = z.output<typeof rolloutResultSchema>;
 
-/** A runner's report, stored at keys.rolloutResult: the contract result plus the kept workdir (null when not kept or not local). */
+/** A runner's report, stored at keys.rolloutResult: the contract result plus the workdir (null: no runner keeps it past afterAgent). */
 export const runnerResultSchema = rolloutResultSchema.extend({
   workdir: z.string().nullable(),
   /** How the attempt was isolated (docs/sandbox.md); absent in results stored before sandboxes existed. */

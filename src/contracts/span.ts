@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rolloutRefSchema, type RolloutRef } from './rollout.js';
 
 /**
  * A span: one LLM call as the gateway recorded it. Written by `src/gateway`, read by `src/batches`.
@@ -15,12 +16,8 @@ export interface SpanChoice {
   toolCalls?: unknown[];
 }
 
-export interface Span {
+export interface Span extends RolloutRef {
   spanId: string;
-  runId: string;
-  iteration: number;
-  rolloutId: string;
-  attempt: number;
   /** 0-based sequence number of the call within its rollout attempt. */
   seq: number;
   mode: 'train' | 'eval';
@@ -63,10 +60,7 @@ export const spanChoiceSchema = z.object({
 /** The stored shape of a Span (keys.span / keys.spanSegment), checked when src/storage/spans.ts reads it back. */
 export const spanSchema = z.object({
   spanId: z.string().min(1),
-  runId: z.string().min(1),
-  iteration: z.number().int().min(0),
-  rolloutId: z.string().min(1),
-  attempt: z.number().int().min(0),
+  ...rolloutRefSchema.shape,
   seq: z.number().int().min(0),
   mode: z.enum(['train', 'eval']),
   endpoint: z.enum(['chat.completions', 'completions']),

@@ -158,12 +158,13 @@ export class LocalRunner implements RolloutRunner {
       stdoutKey: keys.rolloutLog(ref, 'stdout'),
       stderrKey: keys.rolloutLog(ref, 'stderr'),
       detail,
-      workdir: spec.keepWorkdir ? workdir : null,
+      // File-reading rewards are scored in afterAgent, before the workdir is removed: nothing needs it afterwards.
+      workdir: null,
       sandbox: spec.sandbox,
     });
     let sandbox: AttemptSandbox | null = null;
     const cleanup = async () => {
-      if (!spec.keepWorkdir) await rm(base, { recursive: true, force: true });
+      await rm(base, { recursive: true, force: true });
       await sandbox?.cgroup?.remove();
     };
 

@@ -112,8 +112,6 @@ export async function runRollouts(
         timeoutMs: config.agent.timeoutSec * 1000,
         envAllowList: [...config.agent.envAllowList],
         env: { ...config.agent.env },
-        // File-reading rewards are scored in afterAgent, so nothing needs the workdir afterwards.
-        keepWorkdir: false,
         sandbox: config.rollouts.sandbox,
         limits: { ...config.rollouts.limits },
         hiddenFiles: { ...task.hidden?.files },

@@ -1,27 +1,10 @@
 import { z } from 'zod';
-import type { RolloutRef } from '../contracts/rollout.js';
-import { assertId } from '../storage/keys.js';
-import type { RunnerResult } from '../contracts/rollout.js';
+import { agentEnvNameSchema } from '../contracts/env-name.js';
+import { rolloutRefSchema, type RolloutRef, type RunnerResult } from '../contracts/rollout.js';
 import { workdirPathSchema } from '../contracts/task.js';
 import type { RunInWorkdir } from '../rewards/run-process.js';
 import type { WorkdirFiles } from '../rewards/workdir-files.js';
 import { rolloutLimitsSchema, sandboxKindSchema } from './sandbox-spec.js';
-
-const safeId = (kind: string) =>
-  z.string().refine((v) => {
-    try {
-      assertId(kind, v);
-      return true;
-    } catch {
-      return false;
-    }
-  }, `unsafe ${kind} id: use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'`);
-
-const envName = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'not an environment variable name')
-  // Operator secrets live under VOLT_*; no allow-list may pass them to an agent.
-  .refine((n) => !n.startsWith('VOLT_'), 'VOLT_* variables are never passed to agents');
 
 /** Variables an agent gets from the worker's environment unless the spec names its own list. */
 export const DEFAULT_ENV_ALLOW_LIST: readonly string[] = Object.freeze([
@@ -40,12 +23,7 @@ export const DEFAULT_ENV_ALLOW_LIST: readonly string[] = Object.freeze([
 
 /** One rollout attempt, as the rollout activity hands it to a runner. Serialisable (goes through Temporal). */
 export const rolloutSpecSchema = z.object({
-  ref: z.object({
-    runId: safeId('run'),
-    iteration: z.number().int().min(0),
-    rolloutId: safeId('rollout'),
-    attempt: z.number().int().min(0),
-  }),
+  ref: rolloutRefSchema,
   taskId: z.string().min(1),
   groupId: z.string().min(1),
   mode: z.enum(['train', 'eval']),
@@ -66,11 +44,9 @@ export const rolloutSpecSchema = z.object({
     token: z.string().min(1),
   }),
   timeoutMs: z.number().int().positive(),
-  envAllowList: z.array(envName).optional(),
+  envAllowList: z.array(agentEnvNameSchema).optional(),
   /** Fixed variables from the run config (e.g. AGENT_TEMPERATURE); the contract variables always win over them. */
-  env: z.record(envName, z.string()).optional(),
-  /** Keep the workdir after the attempt and return its path (rewards that inspect files need it). */
-  keepWorkdir: z.boolean().default(false),
+  env: z.record(agentEnvNameSchema, z.string()).optional(),
   /** Isolation of a local attempt (docs/sandbox.md); Kubernetes pods are isolated by the cluster instead. */
   sandbox: sandboxKindSchema.default('bubblewrap'),
   limits: rolloutLimitsSchema.prefault({}),
@@ -130,7 +106,7 @@ export interface LogSink {
 /** Runs one attempt. Resolves with an outcome for everything but cancellation, which rejects after cleanup. */
 export interface RolloutRunner {
   run(spec: RolloutSpecInput, signal: AbortSignal, options?: RunOptions): Promise<RunnerResult>;
-  /** Frees what an iteration's rollouts left on this machine (their kept workdirs), once their rewards are stored. */
+  /** Frees what an iteration's rollouts left on this machine (their rollout directories), once their rewards are stored. */
   release?(runId: string, iteration: number, rolloutIds: readonly string[]): Promise<void>;
   /** Kills agents a dead worker left running on this machine and closes their tokens; returns how many. */
   reapAbandoned?(closeToken: (token: string) => Promise<unknown>): Promise<number>;

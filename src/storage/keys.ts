@@ -1,24 +1,11 @@
 import type { RolloutRef } from '../contracts/rollout.js';
-
-/**
- * The object-store key layout. This is the only file that knows it; every key is built from ids that
- * passed `assertId`, so no user string can climb out of its prefix.
- */
-const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+import { isSafeId, SAFE_ID_RULE } from '../contracts/safe-id.js';
 
 export class UnsafeIdError extends Error {
-  constructor(
-    kind: string,
-    value: unknown,
-    rule = "use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no '..'",
-  ) {
+  constructor(kind: string, value: unknown, rule = SAFE_ID_RULE) {
     super(`unsafe ${kind} id ${JSON.stringify(value)}: ${rule}`);
     this.name = 'UnsafeIdError';
   }
-}
-
-export function isSafeId(value: unknown): value is string {
-  return typeof value === 'string' && ID.test(value) && !value.includes('..');
 }
 
 export function assertId(kind: string, value: unknown): string {
@@ -67,6 +54,10 @@ const pad = (n: number, width = 6) => String(n).padStart(width, '0');
 export const spanSegmentName = (firstSeq: number, lastSeq: number) =>
   `${pad(assertIndex('seq', firstSeq), 8)}-${pad(assertIndex('seq', lastSeq), 8)}.jsonl`;
 
+/**
+ * The object-store key layout. This is the only file that knows it; every key is built from ids that
+ * passed `assertId`, so no user string can climb out of its prefix.
+ */
 export const keys = {
   run: (runId: string) => `runs/${assertId('run', runId)}/`,
   iteration: (runId: string, iteration: number) =>

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { BatchFileError, BatchFileWriter, batchFileSamples, readBatchFile } from '../../src/batches/batch-file.js';
 import { buildBatch } from '../../src/batches/build-batch.js';
 import { batchConfigSchema } from '../../src/batches/config.js';
-import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
+import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import { scoredGroups } from './scored-rollouts.js';
 import type { SampleRow } from '../../src/contracts/sample.js';
 

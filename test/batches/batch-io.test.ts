@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { readBatchFile } from '../../src/batches/batch-file.js';
 import { storeSpanSource, writeBatch } from '../../src/batches/batch-io.js';
 import { batchConfigSchema } from '../../src/batches/config.js';
-import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
+import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import { loadEvidence } from '../../src/rewards/evidence.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildBatch } from '../../src/batches/build-batch.js';
 import { batchConfigSchema } from '../../src/batches/config.js';
-import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
+import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import { rolloutResult, scoredGroups } from './scored-rollouts.js';
 import type { SampleRow } from '../../src/contracts/sample.js';
 import type { RolloutRef } from '../../src/contracts/rollout.js';

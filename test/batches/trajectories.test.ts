@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { Span } from '../../src/contracts/span.js';
-import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
+import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import { buildTrajectories, type Trajectory } from '../../src/batches/trajectories.js';
 import { toTransition } from '../../src/batches/transitions.js';
 

@@ -13,7 +13,7 @@ import { agentRewardsFileSchema, rewardsFileSchema } from '../../src/contracts/r
 import { rolloutOutcomeRecordSchema, rolloutStartedSchema } from '../../src/contracts/rollout-outcome.js';
 import { runnerResultSchema } from '../../src/contracts/rollout.js';
 import { sampleRowSchema } from '../../src/contracts/sample.js';
-import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
+import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import { CorruptObjectError } from '../../src/storage/errors.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';

@@ -1,7 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- engine JSON */
 import type { RolloutRef } from '../../src/contracts/rollout.js';
 import type { Span } from '../../src/contracts/span.js';
-import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
+import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import type { Rollout } from '../../src/gateway/registry/rollout-registry.js';
 import { callRecordText } from '../../src/gateway/recording/record-line.js';
 import { spanMeta, type CallContext } from '../../src/gateway/recording/call-context.js';

@@ -10,7 +10,7 @@ import { keys } from '../../src/storage/keys.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { countSpans, readSpans } from '../../src/storage/spans.js';
 import type { TestServices } from '../helpers/services.js';
-import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
+import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import { startStore } from './harness.js';
 import type { RolloutRef } from '../../src/contracts/rollout.js';
 

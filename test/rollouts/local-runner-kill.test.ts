@@ -38,19 +38,21 @@ void describe('LocalRunner stopping agents', () => {
 
   void it('times out a hanging agent and kills every process it forked, even one ignoring SIGTERM', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink, killGraceMs: 300 });
-    const spec = specFor([agent('hang-fork.sh')], { timeoutMs: 1500, keepWorkdir: true, sandbox: 'none' });
-    const result = await runner.run(spec, new AbortController().signal);
+    const spec = specFor([agent('hang-fork.sh')], { timeoutMs: 1500, sandbox: 'none' });
+    let pids: number[] = [];
+    const result = await runner.run(spec, new AbortController().signal, {
+      afterAgent: async (workdir) => (pids = await forkedPids(workdir)),
+    });
     assert.equal(result.outcome, 'timed_out');
     assert.match(result.detail ?? '', /timed out after 1500 ms/);
     assert.match((await s3.read(result.stdoutKey)).toString(), /ready/);
-    await assertAllGone(await forkedPids(result.workdir as string));
+    await assertAllGone(pids);
   });
 
   void it('abort kills the whole group and rejects with AbortError', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink, killGraceMs: 300 });
     const spec = specFor([agent('hang-fork.sh')], {
       timeoutMs: 60_000,
-      keepWorkdir: true,
       sandbox: 'none',
       ref: { runId: 'run-1', iteration: 0, rolloutId: 'abort-me', attempt: 0 },
     });
@@ -68,13 +70,15 @@ void describe('LocalRunner stopping agents', () => {
   void it('an agent that exits leaves no background child behind', async () => {
     const runner = new LocalRunner({ root, logs: s3.sink });
     const spec = specFor(['/bin/sh', '-c', 'sleep 600 & echo $! > bg; echo $$ >> bg'], {
-      keepWorkdir: true,
       sandbox: 'none',
       ref: { runId: 'run-1', iteration: 0, rolloutId: 'bg', attempt: 0 },
     });
-    const result = await runner.run(spec, new AbortController().signal);
+    let pids: number[] = [];
+    const result = await runner.run(spec, new AbortController().signal, {
+      afterAgent: async (workdir) =>
+        (pids = (await readFile(path.join(workdir, 'bg'), 'utf8')).trim().split('\n').map(Number)),
+    });
     assert.equal(result.outcome, 'succeeded');
-    const pids = (await readFile(path.join(result.workdir as string, 'bg'), 'utf8')).trim().split('\n').map(Number);
     await assertAllGone(pids);
   });
 
@@ -82,13 +86,14 @@ void describe('LocalRunner stopping agents', () => {
     const runner = new LocalRunner({ root, logs: s3.sink, drainMs: 300 });
     const script = "setsid sh -c 'echo $$ > escaped; exec sleep 600' & sleep 0.2; echo started";
     const spec = specFor(['/bin/sh', '-c', script], {
-      keepWorkdir: true,
       sandbox: 'none',
       ref: { runId: 'run-1', iteration: 0, rolloutId: 'escape', attempt: 0 },
     });
-    const result = await runner.run(spec, new AbortController().signal);
+    let pid = 0;
+    const result = await runner.run(spec, new AbortController().signal, {
+      afterAgent: async (workdir) => (pid = Number((await readFile(path.join(workdir, 'escaped'), 'utf8')).trim())),
+    });
     assert.equal(result.outcome, 'succeeded');
-    const pid = Number((await readFile(path.join(result.workdir as string, 'escaped'), 'utf8')).trim());
     assert.match(result.detail ?? '', new RegExp(`killed escaped processes .*\\b${pid}\\b`));
     await sleep(50);
     assert.deepEqual(

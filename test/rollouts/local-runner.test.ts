@@ -76,10 +76,10 @@ void describe('LocalRunner', () => {
       LANG: 'C.UTF-8',
     };
     const runner = new LocalRunner({ root, logs, parentEnv });
-    const result = await runner.run(
-      specFor([agent('print-env.sh')], { keepWorkdir: true }),
-      new AbortController().signal,
-    );
+    let workdir = '';
+    const result = await runner.run(specFor([agent('print-env.sh')]), new AbortController().signal, {
+      prepareWorkdir: async (dir) => (workdir = dir),
+    });
     assert.equal(result.outcome, 'succeeded');
     const text = (await s3.read(result.stdoutKey)).toString();
     assert.doesNotMatch(text, /admin-secret-1|s3-secret-1|s3-access|aws-secret/);
@@ -118,7 +118,7 @@ void describe('LocalRunner', () => {
     assert.equal(env.get('OPENAI_API_KEY'), 'tok-0');
     assert.equal(env.get('ANTHROPIC_API_KEY'), 'tok-0');
     assert.equal(env.get('ANTHROPIC_BASE_URL'), env.get('OPENAI_BASE_URL')!.replace(/\/v1$/, ''));
-    assert.equal(env.get('PWD'), result.workdir);
+    assert.equal(env.get('PWD'), workdir);
   });
 
   void it('refuses an allow-list naming VOLT_* secrets, naming the field', async () => {

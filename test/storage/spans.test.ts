@@ -6,7 +6,7 @@ import { createObjectStore, type ObjectStore } from '../../src/storage/object-st
 import { CorruptSpanError, countSpans, parseSpanKey, readSpans, segmentKeyFor } from '../../src/storage/spans.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 import type { RolloutRef } from '../../src/contracts/rollout.js';
-import { syntheticRollout } from '../../src/batches/synthetic-spans.js';
+import { syntheticRollout } from '../helpers/synthetic-spans.js';
 
 // A full span (it must pass the Span contract on read); the note rides in spanId so tests can tell copies apart.
 const span = (ref: RolloutRef, seq: number, note = 'a'): Span => ({

@@ -3,24 +3,11 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { PromptOverlay } from '../../contracts/prompt-overlay.js';
-import { assertId } from '../../storage/keys.js';
-import type { RolloutRef } from '../../contracts/rollout.js';
+import { rolloutRefSchema, type RolloutRef } from '../../contracts/rollout.js';
 import { budgetUsageSchema, rolloutBudgetSchema } from './budget.js';
 
-const safeId = (kind: string) =>
-  z.string().refine((v) => {
-    try {
-      return assertId(kind, v) === v;
-    } catch {
-      return false;
-    }
-  }, 'use 1-128 of [A-Za-z0-9_.-], starting with a letter or digit, no ".."');
-
 export const registerRolloutSchema = z.strictObject({
-  runId: safeId('run'),
-  iteration: z.number().int().min(0),
-  rolloutId: safeId('rollout'),
-  attempt: z.number().int().min(0),
+  ...rolloutRefSchema.shape,
   mode: z.enum(['train', 'eval']),
   policyModel: z.string().min(1).max(256),
   /** Sampling the gateway imposes on every call of this rollout (e.g. greedy evaluation); null leaves the agent's. */
@@ -211,7 +198,9 @@ export function newRecord(input: RegisterRollout, named = false): RolloutRecord 
   };
 }
 
-const refSchema = z.tuple([safeId('run'), z.number().int().min(0), safeId('rollout'), z.number().int().min(0)]);
+// A token names its attempt as [runId, iteration, rolloutId, attempt], each checked as a RolloutRef field is.
+const field = rolloutRefSchema.shape;
+const refSchema = z.tuple([field.runId, field.iteration, field.rolloutId, field.attempt]);
 
 /** The attempt a token names (the part before its dot), or null for anything that is not such a token. */
 export function refOfToken(token: string): RolloutRef | null {

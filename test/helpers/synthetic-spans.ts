@@ -1,9 +1,7 @@
-import type { RolloutRef } from '../contracts/rollout.js';
-import type { Span } from '../contracts/span.js';
-import { seededRandom } from '../workflows/sampling.js';
-
+import type { RolloutRef } from '../../src/contracts/rollout.js';
+import type { Span } from '../../src/contracts/span.js';
 // Synthetic data must be reproducible: the same seeded PRNG that task sampling uses.
-export { seededRandom };
+import { seededRandom } from '../../src/workflows/sampling.js';
 
 export interface SyntheticRolloutOptions {
   turns: number;
