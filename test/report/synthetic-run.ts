@@ -121,6 +121,7 @@ export function span(
     seq,
     mode: 'train',
     endpoint: 'chat.completions',
+    api: 'chat.completions',
     stream: false,
     startedAt: '2026-11-30T10:30:00.000Z',
     firstByteAt: null,
