@@ -41,6 +41,7 @@ const result = {
   stderrKey: keys.rolloutLog(ref, 'stderr'),
   detail: null,
   workdir: null,
+  sandbox: 'bubblewrap',
 };
 const outcome = {
   rolloutId: 'g0-r0',
@@ -61,6 +62,7 @@ const rewards = {
       rolloutId: 'g0-r0',
       attempt: 0,
       taskId: 't1',
+      taskKind: null,
       groupId: 'g0',
       outcome: 'succeeded',
       reward: 1,

@@ -12,7 +12,14 @@ import { alias, history, lastRewards, RUN_ID, span, spans, status, XSS } from '.
 const data = (o: Partial<ReportData> = {}): ReportData => ({
   runId: RUN_ID,
   status,
-  config: { model: 'm', iterations: 2, groupSize: 2, tasksPerIteration: 2, rewardKind: 'numeric_match' },
+  config: {
+    model: 'm',
+    iterations: 2,
+    groupSize: 2,
+    tasksPerIteration: 2,
+    rewardKind: 'numeric_match',
+    sandbox: 'bubblewrap',
+  },
   timing: { state: 'COMPLETED', startedAt: '2026-11-30T10:00:00.000Z', closedAt: '2026-11-30T12:01:01.000Z' },
   baseScore: 0.25,
   promoted: alias.current,

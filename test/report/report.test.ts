@@ -71,6 +71,7 @@ describe('run report from a real object store', { timeout: 120_000 }, () => {
         groupSize: 2,
         tasksPerIteration: 2,
         rewardKind: 'numeric_match',
+        sandbox: 'bubblewrap',
       },
       timing: { state: 'COMPLETED', startedAt: '2026-11-30T10:00:00.000Z', closedAt: '2026-11-30T10:42:05.000Z' },
       ...(await readStoreData(store, RUN_ID, 1)),

@@ -52,6 +52,7 @@ export function scriptedPipeline(store: ObjectStore, gate: (runId: string, itera
         rolloutId: r.rolloutId,
         attempt: 0,
         taskId: `t${i}`,
+        taskKind: null,
         groupId: r.rolloutId.split('-')[0]!,
         outcome: r.outcome,
         reward: mode === 'eval' ? Number(i < evalCorrect(label, iteration)) : trainReward(r.rolloutId),

@@ -81,6 +81,7 @@ const scored = (rolloutId: string, reward: number | null): RewardsFile['rollouts
   rolloutId,
   attempt: rolloutId === 'g0-r1' ? 1 : 0,
   taskId: `task-${rolloutId}`,
+  taskKind: null,
   groupId: rolloutId.slice(0, 2),
   outcome: reward === null ? 'infra_failed' : 'succeeded',
   reward,
