@@ -1,8 +1,8 @@
 /**
  * CPU time of each piece of work one agent-sized, non-streamed call costs, in one process (so a loaded machine skews
  * it less than a wall-time profile): on the event loop (the request's check, the upstream body, the answer's parse,
- * the call record's meta, the agent's stripped answer), on the span encoder's thread (the record compressed; before
- * call records were stored, it parsed the record and built the compact span line), and for a reader of the store.
+ * the call record's meta, the agent's stripped answer), on the span encoder's thread (the record compressed), and for
+ * a reader of the store.
  * Median of 9 rounds of 200. Run: node --import tsx bench/call-costs.ts [--size agent]
  */
 import os from 'node:os';
@@ -12,8 +12,6 @@ import { stripExtensions, upstreamBody } from '../src/gateway/upstream/extension
 import type { Rollout } from '../src/gateway/registry/rollout-registry.js';
 import { chatRequestSchema } from '../src/gateway/routes/request-schema.js';
 import { spanMeta, type CallContext } from '../src/gateway/recording/call-context.js';
-import { serializeSpan } from '../test/helpers/compact-spans.js';
-import { spanOf, type SpanMeta } from '../src/storage/call-records.js';
 import { compressSegment } from '../src/storage/span-compression.js';
 import { spanOfStoredLine } from '../src/storage/spans.js';
 import { CALL_SIZES, engineTokens, requestBody, type CallSize } from './gateway-sizes.js';
@@ -66,8 +64,6 @@ const ctx: CallContext = {
 };
 const meta = spanMeta(ctx, new Date(), null);
 const record = callRecordText(meta, ctx.upstreamText, { json: answer });
-const parsed = JSON.parse(record) as { meta: SpanMeta; upstreamRequest: unknown; response: unknown };
-const compact = serializeSpan(spanOf(parsed.meta, parsed.upstreamRequest, parsed.response), ctx);
 const recordBytes = Buffer.from(`${record}\n`);
 const none = { tokenIds: false, logprobs: false, usage: false };
 
@@ -93,20 +89,7 @@ const cases: [string, () => unknown][] = [
     () => JSON.stringify(stripExtensions(parseAnswer(answer, { ids: true, logprobs: true }), none)),
   ],
   ['encoder: the record stored (brotli, alone)', () => compressSegment(recordBytes, 'brotli')],
-  [
-    'before: encoder built the compact span line',
-    () =>
-      serializeSpan(
-        spanOf(
-          (JSON.parse(record) as typeof parsed).meta,
-          parsed.upstreamRequest,
-          (JSON.parse(record) as typeof parsed).response,
-        ),
-        ctx,
-      ),
-  ],
   ['reader: span of a stored call record', () => spanOfStoredLine(record)],
-  ['reader: span of a compact span line (before)', () => spanOfStoredLine(compact)],
 ];
 const cpu = () => {
   const u = process.cpuUsage();
@@ -117,9 +100,7 @@ console.log(
   `load average ${os
     .loadavg()
     .map((l) => l.toFixed(1))
-    .join(
-      ' ',
-    )}; ${size}: request ${requestText.length} chars, answer ${answer.length}, call record ${record.length}, compact span line (before) ${compact.length}`,
+    .join(' ')}; ${size}: request ${requestText.length} chars, answer ${answer.length}, call record ${record.length}`,
 );
 for (let round = 0; round < 9; round++) {
   for (const [name, f] of round % 2 ? [...cases].reverse() : cases) {

@@ -1,7 +1,7 @@
 import type { Span } from '../contracts/span.js';
 import type { Task } from '../contracts/task.js';
 import { requestMessages } from '../prompts/message-text.js';
-import { agentSystemPrompt, isSystemRole, spanApi } from '../prompts/system-prompt.js';
+import { agentSystemPrompt, isSystemRole } from '../prompts/system-prompt.js';
 import { readSpans, type SpanStore } from '../storage/spans.js';
 import { completedAnswers, completedText } from './stop-reason.js';
 import type { RolloutRef } from '../contracts/rollout.js';
@@ -56,7 +56,7 @@ export function digestFromSpans(
   const lastOk = [...ordered].reverse().find((s) => s.status === 'ok');
   const last = lastOk ?? ordered[ordered.length - 1];
   const messages = last ? requestMessages(last.request.body) : [];
-  const system = last ? agentSystemPrompt(last.request.body, spanApi(last)) : null;
+  const system = last ? agentSystemPrompt(last.request.body, last.api) : null;
   const finalChoice = lastOk ? (lastOk.choices.find((c) => c.index === 0) ?? lastOk.choices[0]) : undefined;
   const finalText = lastOk && finalChoice ? completedText(lastOk, finalChoice.index) : null;
   // Earlier answers come back from the agent cut at their stop strings too: show them as the model wrote them.

@@ -4,8 +4,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /**
  * The stop string that ended a choice, from the recorded response (vLLM's `stop_reason`: a string for a stop string,
- * an int for a stop token id, null for EOS), only when the choice finished with 'stop'; null otherwise and for
- * spans recorded before the engine reported it.
+ * an int for a stop token id, null for EOS), only when the choice finished with 'stop'; null otherwise and when the
+ * engine does not report it.
  */
 export function stopString(span: Span, index: number): string | null {
   const response = span.response;

@@ -6,8 +6,8 @@ export const scoredRolloutRecordSchema = z.object({
   rolloutId: z.string().min(1),
   attempt: z.number().int().min(0),
   taskId: z.string().min(1),
-  /** The task's `kind`, null when it has none (absent in files written before kinds were recorded). */
-  taskKind: z.string().nullable().optional(),
+  /** The task's `kind`, null when it has none. */
+  taskKind: z.string().nullable(),
   groupId: z.string().min(1),
   outcome: rolloutOutcomeSchema,
   /** null when the rollout failed for infrastructure reasons or its reward could not be computed: never a zero. */

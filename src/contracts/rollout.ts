@@ -39,9 +39,9 @@ export type RolloutResult = z.output<typeof rolloutResultSchema>;
 /** A runner's report, stored at keys.rolloutResult: the contract result plus the workdir (null: no runner keeps it past afterAgent). */
 export const runnerResultSchema = rolloutResultSchema.extend({
   workdir: z.string().nullable(),
-  /** How the attempt was isolated (docs/sandbox.md); absent in results stored before sandboxes existed. */
-  sandbox: z.enum(['bubblewrap', 'none', 'kubernetes']).optional(),
-  /** Model calls of the attempt that failed on the model side (the gateway's count when its token closed); absent before. */
+  /** How the attempt was isolated (docs/sandbox.md). */
+  sandbox: z.enum(['bubblewrap', 'none', 'kubernetes']),
+  /** Model calls of the attempt that failed on the model side (the gateway's count when its token closed); absent when none did. */
   upstreamFailures: z.number().int().min(0).optional(),
 });
 export type RunnerResult = z.output<typeof runnerResultSchema>;

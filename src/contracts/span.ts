@@ -23,8 +23,8 @@ export interface Span extends RolloutRef {
   mode: 'train' | 'eval';
   /** The engine API the call was made in; `response` and `choices` are in its shape. */
   endpoint: 'chat.completions' | 'completions';
-  /** The API the agent spoke (`request.body` is in its shape); absent on spans recorded before it existed = endpoint. */
-  api?: 'chat.completions' | 'completions' | 'responses' | 'messages';
+  /** The API the agent spoke (`request.body` is in its shape). */
+  api: 'chat.completions' | 'completions' | 'responses' | 'messages';
   stream: boolean;
   startedAt: string;
   firstByteAt: string | null;
@@ -64,7 +64,7 @@ export const spanSchema = z.object({
   seq: z.number().int().min(0),
   mode: z.enum(['train', 'eval']),
   endpoint: z.enum(['chat.completions', 'completions']),
-  api: z.enum(['chat.completions', 'completions', 'responses', 'messages']).optional(),
+  api: z.enum(['chat.completions', 'completions', 'responses', 'messages']),
   stream: z.boolean(),
   startedAt: z.string(),
   firstByteAt: z.string().nullable(),

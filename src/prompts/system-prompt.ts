@@ -4,16 +4,13 @@ import type { Span } from '../contracts/span.js';
 import { modelText, RESPONSES_TEXT_PARTS } from './message-text.js';
 
 export type OverlayText = Pick<PromptOverlay, 'mode' | 'template'>;
-export type AgentApi = NonNullable<Span['api']>;
+export type AgentApi = Span['api'];
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const SYSTEM_ROLES = new Set(['system', 'developer']);
 
 /** Chat roles an overlay replaces or extends (OpenAI's newer models call the system message 'developer'). */
 export const isSystemRole = (role: unknown): boolean => SYSTEM_ROLES.has(role as string);
-
-/** The API a span's request body is in: spans recorded before `span.api` existed spoke their engine endpoint. */
-export const spanApi = (span: Pick<Span, 'api' | 'endpoint'>): AgentApi => span.api ?? span.endpoint;
 
 /** The system prompt an overlay produces from the agent's own one ('' when it sent none). */
 export function renderSystemPrompt(overlay: OverlayText, original: string): string {

@@ -117,17 +117,17 @@ function iterationTable(data: ReportData): string {
   );
 }
 
-const TIMED = ['rollouts', 'rewards', 'batch', 'update', 'evaluating', 'promoting'] as const;
+const TIMED = ['rollouts', 'rewards', 'batch', 'update', 'evaluating'] as const;
 
 /** Where each iteration's wall time went, and when it ended counted from the run's start. */
 function timelineTable(data: ReportData): string {
-  const timed = data.status.history.filter((h) => h.timeline);
-  if (timed.length === 0) return '';
+  const { history } = data.status;
+  if (history.length === 0) return '';
   const start = Date.parse(data.timing.startedAt);
-  const rows = timed.map((h) => [
+  const rows = history.map((h) => [
     h.iteration,
-    ...TIMED.map((p) => fmt(h.timeline?.seconds[p], 0)),
-    formatDuration((Date.parse(h.timeline!.endedAt) - start) / 1000),
+    ...TIMED.map((p) => fmt(h.timeline.seconds[p], 0)),
+    formatDuration((Date.parse(h.timeline.endedAt) - start) / 1000),
   ]);
   return `<h2>Timeline (seconds per phase)</h2>${table(['iteration', ...TIMED, 'ended, since the run started'], rows, 'numbers')}`;
 }

@@ -8,8 +8,8 @@ export interface ConfigSummary {
   iterations: number;
   groupSize: number;
   tasksPerIteration: number;
-  /** The rollouts' isolation (sandboxLabel); absent in reports of older runs. */
-  sandbox?: string;
+  /** The rollouts' isolation (sandboxLabel). */
+  sandbox: string;
   rewardKind: string;
 }
 

@@ -53,7 +53,7 @@ export function statusFromHistory(runId: string, history: History, converter: Pa
   const { config, resumeState } = startInput(history, converter);
   let state: RunState | null = resumeState;
   for (const event of history.events ?? []) {
-    // Runs that own "best" decide promotion and rollback themselves: their serving activities say what moved.
+    // The run owns "best": its promotion and rollback activities say what moved.
     const scheduled = event.activityTaskScheduledEventAttributes;
     const moved =
       scheduled && state
@@ -75,13 +75,29 @@ export function statusFromHistory(runId: string, history: History, converter: Pa
     const [result] = payloads(done.result).map((p) => converter.fromPayload<unknown>(p));
     if (done.workflowType?.name === 'evaluation' && !state) {
       const base = result as EvalResult;
-      state = { iteration: 0, policy: base.policy, best: { policy: base.policy, score: base.score }, history: [] };
+      const { score, rewardSum, scored, tasks } = base;
+      state = {
+        iteration: 0,
+        policy: base.policy,
+        best: { policy: base.policy, score },
+        baseEval: {
+          score,
+          rewardSum,
+          scored,
+          tasks,
+          ...(base.byKind ? { byKind: base.byKind } : {}),
+          ...(base.extraSets ? { extraSets: base.extraSets } : {}),
+        },
+        history: [],
+        promotions: [{ policy: base.policy, score, iteration: null }],
+        bestIteration: null,
+      };
     } else if (done.workflowType?.name === 'trainingIteration' && state) {
       const r = result as TrainingIterationResult;
       state = {
+        ...state,
         iteration: r.summary.iteration + 1,
         policy: r.policy,
-        best: r.best,
         history: [...state.history, r.summary],
       };
     }
@@ -94,10 +110,12 @@ export function statusFromHistory(runId: string, history: History, converter: Pa
     paused: false,
     policy: state?.policy ?? null,
     best: state?.best ?? null,
+    baseEval: state?.baseEval ?? null,
     meanRewards: state?.history.map((h) => h.meanReward) ?? [],
     evalScores: state?.history.map((h) => h.evalScore) ?? [],
     history: state?.history ?? [],
-    sandbox: config?.rollouts.sandbox,
+    // A config that never validated ran nothing; 'bubblewrap' is what validation would have defaulted it to.
+    sandbox: config?.rollouts?.sandbox ?? 'bubblewrap',
   };
 }
 

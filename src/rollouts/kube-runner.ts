@@ -135,6 +135,7 @@ export class KubeRunner implements RolloutRunner {
         stderrKey: keys.rolloutLog(spec.ref, 'stderr'),
         detail,
         workdir: null,
+        sandbox: 'kubernetes',
       };
       // The checks ran in the pod; the reward parts read their results as if they ran them now.
       if (scoring && outcome !== 'infra_failed') {

@@ -131,8 +131,7 @@ export async function runRollouts(
             { startedAt: new Date().toISOString(), policy: policy.name },
             rolloutStartedSchema,
           );
-          // Configs recorded before budgets existed have none: unbounded, as they ran.
-          const budget = config.agent.budget ?? null;
+          const budget = config.agent.budget;
           const { token, baseUrl } = await deps.gateway.register({
             ...ref,
             mode,

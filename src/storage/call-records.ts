@@ -3,15 +3,15 @@ import type { Span, SpanChoice } from '../contracts/span.js';
 import { StreamAssembler } from './stream-assembler.js';
 
 /**
- * A call record: what the gateway writes for one call, in its WAL and (since the gateway-scale work) in the stored
- * span segments too. One JSON line `{"callRecord":1,"meta":{…},"upstreamRequest":<the request sent>,"response":<the
+ * A call record: what the gateway writes for one call, in its WAL and in the stored span objects and segments. One
+ * JSON line `{"callRecord":1,"meta":{…},"upstreamRequest":<the request sent>,"response":<the
  * engine's answer as received>}` (streams: `"chunks":[<data of each SSE chunk>]`). The engine's answer is kept whole,
  * where each token id and logprob appears once; the span (the Span contract) is built from the record when it is read
  * (`spanOfCallRecord`), so the gateway never parses or re-serialises an answer to store it.
  */
 export const CALL_RECORD_PREFIX = '{"callRecord":1,';
 
-/** A stored or logged line that is a call record, rather than a span line (the forms gateways wrote before). */
+/** A stored or logged line that is a call record (the only form spans are stored in). */
 export function isCallRecord(line: string): boolean {
   return line.startsWith(CALL_RECORD_PREFIX);
 }
@@ -31,6 +31,7 @@ export type SpanMeta = Pick<
   | 'seq'
   | 'mode'
   | 'endpoint'
+  | 'api'
   | 'stream'
   | 'startedAt'
   | 'firstByteAt'
@@ -40,7 +41,6 @@ export type SpanMeta = Pick<
   | 'promptOverlay'
   | 'error'
 > & {
-  api: NonNullable<Span['api']>;
   /** servedBy's fallback when the answer names no model. */
   policyModel: string;
 };

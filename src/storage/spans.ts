@@ -1,8 +1,7 @@
 import { spanSchema, type Span } from '../contracts/span.js';
 import { CorruptObjectError } from './errors.js';
 import { keys, spanSegmentName } from './keys.js';
-import { isCallRecord, spanOfCallRecord, type CallRecord } from './call-records.js';
-import { restoreSpan } from './span-codec.js';
+import { CALL_RECORD_PREFIX, isCallRecord, spanOfCallRecord, type CallRecord } from './call-records.js';
 import { spanObjectText } from './span-compression.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 
@@ -52,13 +51,12 @@ export function segmentKeyFor(spanKey: string, first: number, last: number): str
 }
 
 /**
- * The span one stored line holds, not yet checked against the Span contract: a call record (what gateways store now,
- * call-records.ts) is built into its span; a span line (the compact form with `elided`, or a whole span, as older
- * gateways stored) has what was elided put back. Throws on a line that is not JSON or does not fit its form.
+ * The span one stored line holds, not yet checked against the Span contract: the gateway stores each call as a call
+ * record (call-records.ts), built into its span here. Throws on a line that is not a call record or not JSON.
  */
 export function spanOfStoredLine(line: string): unknown {
-  const value: unknown = JSON.parse(line);
-  return isCallRecord(line) ? spanOfCallRecord(value as CallRecord) : restoreSpan(value);
+  if (!isCallRecord(line)) throw new Error(`not a call record (a stored span line starts with ${CALL_RECORD_PREFIX})`);
+  return spanOfCallRecord(JSON.parse(line) as CallRecord);
 }
 
 function parseObject(key: string, bytes: Buffer, segment: boolean): Span[] {

@@ -1,14 +1,10 @@
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
-import type { createCpuActivities } from '../activities/index.js';
 import type { ProposeOverlaysInput } from '../activities/prompt-proposals.js';
 import type { LaunchRolloutsInput } from '../activities/rollouts.js';
 import type { RunConfig } from '../config/run.js';
-import { nonRetryableFailureTypes } from '../contracts/failures.js';
-import { CPU_QUEUE } from './proxies.js';
+import { CPU_QUEUE, longOptions, quickOptions, retryPolicy, type Cpu } from './proxies.js';
 import type { LaunchedRollout } from '../contracts/rollout-outcome.js';
 import type { PolicyRef } from '../contracts/policy.js';
-
-type Cpu = ReturnType<typeof createCpuActivities>;
 
 /** One prompt version run on a list of tasks: rollout ids are unique per (iteration, prefix, version, task). */
 export interface VersionRun {
@@ -29,29 +25,9 @@ export interface VersionRun {
  * like training's; proposing may call an external optimiser, so it gets retries with backoff for an endpoint down.
  */
 export function apoActivities(config: RunConfig, policy: PolicyRef) {
-  const retry = {
-    initialInterval: '1s',
-    backoffCoefficient: 2,
-    maximumInterval: '30s',
-    nonRetryableErrorTypes: nonRetryableFailureTypes,
-  };
-  const quick: ActivityOptions = {
-    taskQueue: CPU_QUEUE,
-    startToCloseTimeout: '2 minutes',
-    retry: { ...retry, maximumAttempts: 5 },
-  };
-  const long: ActivityOptions = {
-    taskQueue: CPU_QUEUE,
-    startToCloseTimeout: `${config.timeouts.rolloutsSec}s`,
-    heartbeatTimeout: `${config.timeouts.heartbeatSec}s`,
-    retry: { ...retry, maximumAttempts: 10 },
-  };
-  const propose: ActivityOptions = {
-    taskQueue: CPU_QUEUE,
-    startToCloseTimeout: '10 minutes',
-    retry: { ...retry, maximumAttempts: 8 },
-  };
-  const q = proxyActivities<Cpu>(quick);
+  const long = longOptions(config);
+  const propose: ActivityOptions = { taskQueue: CPU_QUEUE, startToCloseTimeout: '10 minutes', retry: retryPolicy(8) };
+  const q = proxyActivities<Cpu>(quickOptions);
   const l = proxyActivities<Cpu>(long);
   const p = proxyActivities<Cpu>(propose);
 

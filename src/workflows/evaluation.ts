@@ -1,4 +1,4 @@
-import { ApplicationFailure, patched, setCurrentDetails } from '@temporalio/workflow';
+import { ApplicationFailure, setCurrentDetails } from '@temporalio/workflow';
 import type { RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
 import type { PolicyRef } from '../contracts/policy.js';
@@ -50,11 +50,9 @@ export async function evaluation(input: EvaluationInput): Promise<EvalResult> {
     resultKey: r.rewardsKey,
     ...(r.byKind ? { byKind: r.byKind } : {}),
   };
-  // Histories recorded before extra sets (and configs without them: absent in older validated configs) issue nothing here.
-  const extraSets = config.eval.extraSets ?? [];
-  if (extraSets.length > 0 && patched('eval-extra-sets')) {
+  if (config.eval.extraSets.length > 0) {
     result.extraSets = [];
-    for (const x of extraSets) {
+    for (const x of config.eval.extraSets) {
       const setLabel = `${label}-${x.name}`;
       const scored = await scoreSet(config, {
         iteration,
@@ -127,9 +125,7 @@ async function scoreSet(config: RunConfig, s: SetToScore) {
     taskSet,
     results: launched.results,
   });
-  // Histories recorded before retries and the scored-fraction rule replay without them.
-  const honest = patched('eval-min-scored-fraction');
-  for (let round = 1; honest && round <= config.eval.retryRounds && rewards.unscored.length > 0; round++) {
+  for (let round = 1; round <= config.eval.retryRounds && rewards.unscored.length > 0; round++) {
     setCurrentDetails(
       `${policy.name}: ${rewards.unscored.length} of ${tasks.length} ${s.what} tasks unscored; retry round ${round}`,
     );
@@ -138,7 +134,7 @@ async function scoreSet(config: RunConfig, s: SetToScore) {
     rewards = await act.computeRewards({ config, iteration, mode: 'eval', label, taskSet, results: launched.results });
   }
   let error: { message: string; details: { scored: number; tasks: number; rewardsKey: string } } | null = null;
-  if (honest && rewards.scored < config.eval.minScoredFraction * tasks.length) {
+  if (rewards.scored < config.eval.minScoredFraction * tasks.length) {
     const message =
       `evaluation of ${policy.name}${s.what === 'held-out' ? '' : ` on ${s.what}`} is incomplete: ${rewards.scored}/${tasks.length} tasks scored (${rewards.infraFailed} unscored after ` +
       `${config.eval.retryRounds} retry rounds), below eval.minScoredFraction ${config.eval.minScoredFraction}`;

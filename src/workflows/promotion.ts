@@ -1,16 +1,15 @@
 import type { RollbackRequest } from './definitions.js';
-import type { Promotion } from './types.js';
+import type { Promotion, RunState } from './types.js';
+
+/** What a rollback chooses from: every promotion so far and which one is the best now. */
+export type PromotionHistory = Pick<RunState, 'promotions' | 'bestIteration'>;
 
 /** A candidate is promoted when its held-out score beats the current best's by more than the margin. */
 export const beatsBest = (score: number, best: { score: number }, margin: number): boolean =>
   score > best.score + margin;
 
 /** Plain checks (no zod in workflow code): the request's shape, and that the run has something to return to. */
-export function validateRollback(
-  request: RollbackRequest,
-  promotions: readonly Promotion[] | undefined,
-  bestIteration: number | null | undefined,
-): void {
+export function validateRollback(request: RollbackRequest, run: PromotionHistory | undefined): void {
   if (!request || typeof request !== 'object')
     throw new Error('rollback expects {"to": "base" | "previous" | <iteration>}');
   const { to } = request;
@@ -19,19 +18,12 @@ export function validateRollback(
       `rollback.to: expected "base", "previous" or the iteration of a promotion, got ${JSON.stringify(to)}`,
     );
   }
-  if (!promotions)
-    throw new Error(
-      'rollback: the run has not evaluated its base model yet (or started before rollback updates); try again later',
-    );
-  rollbackTarget(request, promotions, bestIteration ?? null);
+  if (!run) throw new Error('rollback: the run has not evaluated its base model yet; try again later');
+  rollbackTarget(request, run);
 }
 
 /** The promotion a rollback returns to; throws (rejecting the update) when there is none. */
-export function rollbackTarget(
-  request: RollbackRequest,
-  promotions: readonly Promotion[],
-  bestIteration: number | null,
-): Promotion {
+export function rollbackTarget(request: RollbackRequest, { promotions, bestIteration }: PromotionHistory): Promotion {
   const base = promotions.find((p) => p.iteration === null);
   if (request.to === 'base') {
     if (!base) throw new Error('rollback: the run has no base entry');

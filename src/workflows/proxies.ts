@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, type ActivityOptions, type RetryPolicy } from '@temporalio/workflow';
 import type { createCpuActivities, createGpuActivities } from '../activities/index.js';
 import type { RunConfig } from '../config/run.js';
 import { nonRetryableFailureTypes } from '../contracts/failures.js';
@@ -6,14 +6,38 @@ import { nonRetryableFailureTypes } from '../contracts/failures.js';
 export const CPU_QUEUE = 'volt-cpu';
 export const GPU_QUEUE = 'volt-gpu';
 
-type Cpu = ReturnType<typeof createCpuActivities>;
+export type Cpu = ReturnType<typeof createCpuActivities>;
 type Gpu = ReturnType<typeof createGpuActivities>;
+
+/** Every activity retries with backoff, except on the failure types the one table marks non-retryable. */
+export const retryPolicy = (maximumAttempts: number): RetryPolicy => ({
+  initialInterval: '1s',
+  backoffCoefficient: 2,
+  maximumInterval: '30s',
+  maximumAttempts,
+  nonRetryableErrorTypes: nonRetryableFailureTypes,
+});
+
+/** Short cpu steps (listing tasks, planning, small records): they fail fast. */
+export const quickOptions: ActivityOptions = {
+  taskQueue: CPU_QUEUE,
+  startToCloseTimeout: '2 minutes',
+  retry: retryPolicy(5),
+};
+
+/** Rollouts, rewards and batches: bounded by heartbeats, so a dead worker is noticed within `heartbeatSec`. */
+export const longOptions = (config: RunConfig): ActivityOptions => ({
+  taskQueue: CPU_QUEUE,
+  startToCloseTimeout: `${config.timeouts.rolloutsSec}s`,
+  heartbeatTimeout: `${config.timeouts.heartbeatSec}s`,
+  retry: retryPolicy(10),
+});
 
 /** Config validation must not depend on the config it validates, so its proxy has fixed options. */
 export const validation = proxyActivities<Cpu>({
   taskQueue: CPU_QUEUE,
   startToCloseTimeout: '1 minute',
-  retry: { maximumAttempts: 3, nonRetryableErrorTypes: nonRetryableFailureTypes },
+  retry: retryPolicy(3),
 });
 
 /**
@@ -22,35 +46,20 @@ export const validation = proxyActivities<Cpu>({
  */
 export function activitiesFor(config: RunConfig) {
   const heartbeatTimeout = `${config.timeouts.heartbeatSec}s`;
-  const retry = {
-    initialInterval: '1s',
-    backoffCoefficient: 2,
-    maximumInterval: '30s',
-    nonRetryableErrorTypes: nonRetryableFailureTypes,
-  };
-  const quick = proxyActivities<Cpu>({
-    taskQueue: CPU_QUEUE,
-    startToCloseTimeout: '2 minutes',
-    retry: { ...retry, maximumAttempts: 5 },
-  });
-  const long = proxyActivities<Cpu>({
-    taskQueue: CPU_QUEUE,
-    startToCloseTimeout: `${config.timeouts.rolloutsSec}s`,
-    heartbeatTimeout,
-    retry: { ...retry, maximumAttempts: 10 },
-  });
+  const quick = proxyActivities<Cpu>(quickOptions);
+  const long = proxyActivities<Cpu>(longOptions(config));
   const gpu = proxyActivities<Gpu>({
     taskQueue: GPU_QUEUE,
     startToCloseTimeout: `${config.timeouts.updateSec}s`,
     heartbeatTimeout,
-    retry: { ...retry, maximumAttempts: 5 },
+    retry: retryPolicy(5),
   });
   // Serving activities heartbeat too: a gpu worker killed mid-promotion is retried after heartbeatSec, not 5 minutes.
   const serving = proxyActivities<Gpu>({
     taskQueue: GPU_QUEUE,
     startToCloseTimeout: '5 minutes',
     heartbeatTimeout,
-    retry: { ...retry, maximumAttempts: 10 },
+    retry: retryPolicy(10),
   });
   return {
     listTaskIds: quick.listTaskIds,

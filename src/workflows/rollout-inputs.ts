@@ -1,6 +1,6 @@
 import type { RunConfig } from '../config/run.js';
 
-/** The run's pinned task sets (hashes filled in by validateRunConfig); null only for runs started before pinning. */
+/** The run's pinned task sets: validateRunConfig fills in their hashes, and the task activities reject a null one. */
 export const trainSetOf = (config: RunConfig): string | null => config.tasks.trainSet ?? null;
 export const evalSetOf = (config: RunConfig): string | null => config.tasks.evalSet ?? null;
 

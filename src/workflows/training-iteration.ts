@@ -3,7 +3,6 @@ import {
   ChildWorkflowFailure,
   executeChild,
   getExternalWorkflowHandle,
-  patched,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -12,12 +11,12 @@ import { sampleUntilInformative } from './dynamic-sampling.js';
 import { evaluation } from './evaluation.js';
 import { FailureType } from '../contracts/failures.js';
 import { phaseSignal, PhaseKey } from './definitions.js';
-import { beatsBest } from './promotion.js';
 import { activitiesFor } from './proxies.js';
 import { trainSetOf } from './rollout-inputs.js';
 import { sampleTaskIds } from './sampling.js';
 import type {
   DynamicSamplingSummary,
+  IterationSummary,
   IterationTimeline,
   Phase,
   TimedPhase,
@@ -27,12 +26,11 @@ import type {
 
 /**
  * One training iteration: sample tasks → launch rollouts (a GRPO group per task) → rewards → batch → update on
- * volt-gpu → evaluate the candidate on held-out tasks → promote it if it beats the best by the margin.
- * Rollouts always come from the latest policy (on-policy); promotion only moves the served `best` alias.
+ * volt-gpu → evaluate the candidate on held-out tasks. Rollouts always come from the latest policy (on-policy); the
+ * run, which owns "best", decides whether the candidate is promoted.
  */
 export async function trainingIteration(input: TrainingIterationInput): Promise<TrainingIterationResult> {
   const { config, iteration, policy } = input;
-  let best = input.best;
   const act = activitiesFor(config);
   const parent = workflowInfo().parent;
 
@@ -103,8 +101,7 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
   });
   let rollouts = launched.results.length;
   let dynamicSampling: DynamicSamplingSummary | null = null;
-  // Histories recorded before dynamic sampling (and runs without it) issue nothing here.
-  if (config.rollouts.dynamicSampling && patched('dynamic-sampling')) {
+  if (config.rollouts.dynamicSampling) {
     const sampled = await sampleUntilInformative(
       act,
       { config, iteration, policy, taskSet, order, tasks, results: launched.results, rewards },
@@ -117,26 +114,26 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
   await phase('batch', `mean reward ${rewards.meanReward.toFixed(3)}; building batch`);
   const batch = await act.buildBatch({ config, iteration, rewardsKey: rewards.rewardsKey });
 
-  const summary = {
+  const summary: IterationSummary = {
     iteration,
     rollouts,
     infraFailed: rewards.infraFailed,
     meanReward: rewards.meanReward,
     samples: batch.samples,
     tokens: batch.tokens,
-    candidate: null as TrainingIterationResult['policy'] | null,
-    evalScore: null as number | null,
-    eval: null as TrainingIterationResult['summary']['eval'],
-    evalError: null as string | null,
+    candidate: null,
+    evalScore: null,
+    eval: null,
+    evalError: null,
     promoted: false,
-    trainMetrics: null as Record<string, number> | null,
-    ...(dynamicSampling && { dynamicSampling }),
+    trainMetrics: null,
+    dynamicSampling,
     timeline,
   };
   if (batch.samples === 0) {
     // Every group had zero reward variance (or was dropped): no signal to learn from, keep the policy.
     await phase('done', `no trainable samples (${batch.dropReasons}); policy unchanged`);
-    return { summary, policy, best };
+    return { summary, policy };
   }
 
   await phase('update', `update on ${batch.samples} samples, ${batch.tokens} tokens`);
@@ -167,24 +164,10 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
         ...(result.extraSets ? { extraSets: result.extraSets } : {}),
       };
     }
-    // With promotion: 'run' the run decides, against its best at that moment (a rollback may have moved it).
-    if (
-      !(result instanceof ApplicationFailure) &&
-      input.promotion !== 'run' &&
-      beatsBest(result.score, best, config.eval.promoteMargin)
-    ) {
-      await phase(
-        'promoting',
-        `promoting ${trained.policy.name}: ${result.score.toFixed(3)} > ${best.score.toFixed(3)}`,
-      );
-      await act.promoteCheckpoint({ config, iteration, policy: trained.policy, score: result.score });
-      best = { policy: trained.policy, score: result.score };
-      summary.promoted = true;
-    }
   }
   await phase(
     'done',
-    `mean reward ${rewards.meanReward.toFixed(3)}, eval ${summary.evalError ? 'incomplete' : (summary.evalScore?.toFixed(3) ?? 'skipped')}${summary.promoted ? ', promoted' : ''}`,
+    `mean reward ${rewards.meanReward.toFixed(3)}, eval ${summary.evalError ? 'incomplete' : (summary.evalScore?.toFixed(3) ?? 'skipped')}`,
   );
-  return { summary, policy: trained.policy, best };
+  return { summary, policy: trained.policy };
 }

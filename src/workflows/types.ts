@@ -30,6 +30,8 @@ export interface ExtraSetResult extends ScoreCounts {
 
 /** An evaluation's counts as a run keeps them (base and per iteration). */
 export type EvalCounts = ScoreCounts & { byKind?: Record<string, ScoreCounts>; extraSets?: ExtraSetResult[] };
+/** The base policy's evaluation as the run keeps it. */
+export type BaseEval = EvalCounts & { score: number };
 
 export interface IterationSummary {
   iteration: number;
@@ -40,20 +42,20 @@ export interface IterationSummary {
   tokens: number;
   candidate: PolicyRef | null;
   evalScore: number | null;
-  /** The evaluation's numerator and denominator (absent in iterations recorded before they were stored). */
-  eval?: EvalCounts | null;
+  /** The evaluation's numerator and denominator; null when the candidate was not evaluated or its evaluation did not count. */
+  eval: EvalCounts | null;
   /** Why the candidate's evaluation did not count (too few tasks scored): nothing was promoted. */
-  evalError?: string | null;
+  evalError: string | null;
   promoted: boolean;
   trainMetrics: Record<string, number> | null;
-  /** rollouts.dynamicSampling: the extra rounds it ran (absent when off or in iterations recorded before it). */
-  dynamicSampling?: DynamicSamplingSummary | null;
+  /** rollouts.dynamicSampling: the extra rounds it ran; null when it is off. */
+  dynamicSampling: DynamicSamplingSummary | null;
   /** Seconds spent in each phase (workflow time; dynamic sampling's extra rounds count as rollouts) and when the iteration ended. */
-  timeline?: IterationTimeline;
+  timeline: IterationTimeline;
 }
 
 /** The phases of an iteration that take time, timed from the workflow's own clock (replay-safe). */
-export type TimedPhase = 'sampling-tasks' | 'rollouts' | 'rewards' | 'batch' | 'update' | 'evaluating' | 'promoting';
+export type TimedPhase = 'sampling-tasks' | 'rollouts' | 'rewards' | 'batch' | 'update' | 'evaluating';
 export interface IterationTimeline {
   seconds: Partial<Record<TimedPhase, number>>;
   /** ISO time the iteration ended. */
@@ -102,13 +104,13 @@ export interface RunState {
   policy: PolicyRef;
   /** The promoted checkpoint and its held-out score. */
   best: { policy: PolicyRef; score: number };
-  /** The base policy's evaluation: numerator and denominator of its score. */
-  baseEval?: (EvalCounts & { score: number }) | null;
+  /** The base policy's evaluation: numerator and denominator of its score; null with evaluation off. */
+  baseEval: BaseEval | null;
   history: IterationSummary[];
-  /** The base model and every promotion so far, oldest first: what `rollback` can return to (absent in runs started before it). */
-  promotions?: Promotion[];
-  /** Which of `promotions` is the best now. */
-  bestIteration?: number | null;
+  /** The base model and every promotion so far, oldest first: what `rollback` can return to. */
+  promotions: Promotion[];
+  /** Which of `promotions` is the best now (null: the base model). */
+  bestIteration: number | null;
   /** Set when the run started from a stored policy or belongs to a lineage. */
   lineage?: RunLineage;
 }
@@ -117,15 +119,12 @@ export interface TrainingIterationInput {
   config: RunConfig;
   iteration: number;
   policy: PolicyRef;
-  best: { policy: PolicyRef; score: number };
-  /** 'run': the iteration only evaluates its candidate and the run decides promotion (it owns "best"); absent: the iteration promotes. */
-  promotion?: 'run';
 }
 
+/** The iteration's summary and the policy the next one samples from; the run decides promotion (it owns "best"). */
 export interface TrainingIterationResult {
   summary: IterationSummary;
   policy: PolicyRef;
-  best: { policy: PolicyRef; score: number };
 }
 
 export interface EvaluationInput {
@@ -156,12 +155,12 @@ export interface RunStatus {
   paused: boolean;
   policy: PolicyRef | null;
   best: { policy: PolicyRef; score: number } | null;
-  baseEval?: (EvalCounts & { score: number }) | null;
+  baseEval: BaseEval | null;
   meanRewards: number[];
   evalScores: (number | null)[];
   history: IterationSummary[];
-  /** The run's rollouts.sandbox; 'none' means agents run unisolated (absent in results of older runs). */
-  sandbox?: 'bubblewrap' | 'none';
+  /** The run's rollouts.sandbox; 'none' means agents run unisolated. */
+  sandbox: 'bubblewrap' | 'none';
   /** Started from / compared against / tasks taken (runs with model.startFrom, lineage or tasks.trainPrefix). */
   lineage?: RunLineage | null;
   /** 'no-new-tasks': a tasks.trainPrefix run found nothing its lineage had not trained on and ended at once. */

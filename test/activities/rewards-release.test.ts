@@ -71,6 +71,7 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
           ref,
           taskId: 't0',
           groupId: 't0',
+          sandbox: 'none',
           mode: 'train',
           outcome: 'succeeded',
           exitCode: 0,

@@ -47,6 +47,7 @@ function span(
     seq,
     mode: 'train',
     endpoint: 'chat.completions',
+    api: 'chat.completions',
     stream: false,
     startedAt: at,
     firstByteAt: at,

@@ -23,6 +23,7 @@ import { createPromptOverlayStore } from '../../src/storage/prompt-overlays.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 import { CALC_SYSTEM, calcTask, calculatorRollout } from './calculator-spans.js';
 import { startScriptedOptimizer, type ScriptedOptimizer } from './scripted-optimizer.js';
+import { callRecordLine } from '../helpers/stored-spans.js';
 
 const KEY_ENV = 'VOLT_TEST_APO_PROPOSER_KEY';
 const tasks = Array.from({ length: 8 }, (_, i) =>
@@ -99,7 +100,7 @@ describe('proposeOverlays on a real S3 server, with the scripted FAKE optimiser'
           result: String(answer),
           answer: String(i < solved ? answer : answer + 1),
         });
-        for (const s of spans) await store.putJson(keys.span(ref, s.seq), s);
+        for (const s of spans) await store.putBytes(keys.span(ref, s.seq), Buffer.from(callRecordLine(s)));
         rollouts.push({ ref, taskId: task.id, reward: i < solved ? 1 : 0, parentVersion });
       }
     }

@@ -10,6 +10,7 @@ import { createObjectStore, type ObjectStore } from '../../src/storage/object-st
 import { startTestServices, type TestServices } from '../helpers/services.js';
 import { scoredGroups } from './scored-rollouts.js';
 import { batchManifestSchema } from '../../src/contracts/batch-manifest.js';
+import { callRecordLine, callRecordSegment } from '../helpers/stored-spans.js';
 
 let services: TestServices;
 let store: ObjectStore;
@@ -34,16 +35,10 @@ void describe('batch I/O through a real S3 server (rclone)', () => {
         rewriteAt: i === 1 ? [2] : [],
       });
       if (i % 2 === 1)
-        await store.putBytes(
-          keys.spanSegment(s.result.ref, 0, spans.length - 1),
-          Buffer.from(
-            spans
-              .reverse()
-              .map((sp) => `${JSON.stringify(sp)}\n`)
-              .join(''),
-          ),
-        );
-      else for (const span of spans.reverse()) await store.putJson(keys.span(s.result.ref, span.seq), span);
+        await store.putBytes(keys.spanSegment(s.result.ref, 0, spans.length - 1), callRecordSegment(spans.reverse()));
+      else
+        for (const span of spans.reverse())
+          await store.putBytes(keys.span(s.result.ref, span.seq), Buffer.from(callRecordLine(span)));
     }
     await store.putJson(keys.agentRewards(scored[0]!.result.ref), {
       rewards: [

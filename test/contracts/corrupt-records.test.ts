@@ -21,6 +21,8 @@ import { createPromptOverlayStore } from '../../src/storage/prompt-overlays.js';
 import { parseRecord } from '../../src/storage/records.js';
 import { readSpans } from '../../src/storage/spans.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
+import { asStored, callRecordLine } from '../helpers/stored-spans.js';
+import type { Span } from '../../src/contracts/span.js';
 
 const RUN = 'corrupt-run';
 const ref = { runId: RUN, iteration: 0, rolloutId: 'g0-r0', attempt: 0 };
@@ -39,6 +41,7 @@ const result = {
   stderrKey: keys.rolloutLog(ref, 'stderr'),
   detail: null,
   workdir: null,
+  sandbox: 'bubblewrap',
 };
 const outcome = {
   rolloutId: 'g0-r0',
@@ -59,6 +62,7 @@ const rewards = {
       rolloutId: 'g0-r0',
       attempt: 0,
       taskId: 't1',
+      taskKind: null,
       groupId: 'g0',
       outcome: 'succeeded',
       reward: 1,
@@ -166,6 +170,8 @@ void describe('stored records are contracts: a corrupt or foreign record is a ty
     field: string;
     bad: unknown;
     read: (key: string) => Promise<unknown>;
+    /** How the system stores it, when not as JSON of the record itself. */
+    write?: (key: string, value: unknown) => Promise<unknown>;
   }[] = [
     {
       name: 'rollout outcome',
@@ -258,9 +264,10 @@ void describe('stored records are contracts: a corrupt or foreign record is a ty
     {
       name: 'span',
       key: keys.span(ref, 0),
-      valid: span,
-      field: 'choices.0.tokenIds',
-      bad: 'abc',
+      valid: asStored(span),
+      field: 'seq',
+      bad: 'one',
+      write: (k, value) => store.putBytes(k, Buffer.from(callRecordLine(value as Span))),
       read: async () => {
         const out = [];
         for await (const s of readSpans(store, ref)) out.push(s);
@@ -271,9 +278,10 @@ void describe('stored records are contracts: a corrupt or foreign record is a ty
 
   for (const c of cases) {
     void it(`${c.name}: the valid record reads back; a broken ${c.field} fails naming ${c.key}`, async () => {
-      await store.putJson(c.key, c.valid);
+      const write = c.write ?? ((k, value) => store.putJson(k, value));
+      await write(c.key, c.valid);
       assert.deepEqual(await c.read(c.key), c.valid);
-      await store.putJson(c.key, corrupt(c.valid, c.field, c.bad));
+      await write(c.key, corrupt(c.valid, c.field, c.bad));
       const err = await c.read(c.key).then(
         () => null,
         (e: unknown) => e,

@@ -59,6 +59,7 @@ describe('per-attempt budgets in the gateway', () => {
         ref: s.ref,
         taskId: s.taskId,
         groupId: s.groupId,
+        sandbox: 'none',
         mode: 'train',
         outcome: 'succeeded',
         exitCode: 0,

@@ -6,7 +6,6 @@ import { callRecordText, oneLine } from '../../src/gateway/recording/record-line
 import type { Rollout } from '../../src/gateway/registry/rollout-registry.js';
 import { encodeSpanObject, UploadEncoder } from '../../src/gateway/recording/upload-encoder.js';
 import { spanMeta, type CallContext } from '../../src/gateway/recording/call-context.js';
-import { serializeSpan } from '../helpers/compact-spans.js';
 import { isCallRecord, spanOf } from '../../src/storage/call-records.js';
 import { spanOfStoredLine } from '../../src/storage/spans.js';
 import { sseBatches } from '../../src/gateway/upstream/sse.js';
@@ -80,14 +79,12 @@ function engineChunks(): string[] {
 const asRead = (span: unknown) => JSON.parse(JSON.stringify(span)) as unknown;
 
 void describe('call records (the WAL and stored form of a call)', () => {
-  void it('read back as the span the call path built, and as the compact span line an older gateway stored reads', () => {
+  void it('read back as the span the call path built', () => {
     const calls = recordedRollout(ref, { turns: 4, seed: 9, promptLen: 200, completionLen: 30 });
     for (const c of calls) {
       assert.ok(isCallRecord(c.record));
       assert.equal(c.record.includes('\n'), false, 'one WAL line');
       assert.deepEqual(spanOfStoredLine(c.record), asRead(c.span));
-      assert.deepEqual(spanOfStoredLine(c.record), spanOfStoredLine(c.stored));
-      assert.deepEqual(spanOfStoredLine(c.record), spanOfStoredLine(c.today));
     }
   });
 
@@ -105,10 +102,6 @@ void describe('call records (the WAL and stored form of a call)', () => {
     const record = callRecordText(meta, ctx(false).upstreamText, { json: text });
     assert.equal(record.includes('\n'), false);
     assert.deepEqual(spanOfStoredLine(record), asRead(spanOf(meta, upstreamRequest, answer)));
-    assert.deepEqual(
-      spanOfStoredLine(record),
-      spanOfStoredLine(serializeSpan(spanOf(meta, upstreamRequest, answer), ctx(false))),
-    );
   });
 
   void it("splice in the agent's request text when it is one line, and read back the span as if it had been serialised", () => {
@@ -202,15 +195,14 @@ void describe('span encoder', () => {
         compression: 'brotli',
       });
       assert.deepEqual([single.contentType, single.body.toString()], ['application/json', calls[0]!.record]);
-      // A span line an older gateway left in its WAL is stored as it is, beside records.
       const plain = encodeSpanObject({
-        entries: [{ json: calls[1]!.stored }, { json: calls[2]!.record }],
+        entries: [{ json: calls[1]!.record }, { json: calls[2]!.record }],
         segment: true,
         compression: 'none',
       });
       assert.deepEqual(
         [plain.contentType, plain.body.toString()],
-        ['application/x-ndjson', `${calls[1]!.stored}\n${calls[2]!.record}\n`],
+        ['application/x-ndjson', `${calls[1]!.record}\n${calls[2]!.record}\n`],
       );
     } finally {
       await encoder.close();

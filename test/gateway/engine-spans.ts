@@ -5,7 +5,6 @@ import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import type { Rollout } from '../../src/gateway/registry/rollout-registry.js';
 import { callRecordText } from '../../src/gateway/recording/record-line.js';
 import { spanMeta, type CallContext } from '../../src/gateway/recording/call-context.js';
-import { serializeSpan } from '../helpers/compact-spans.js';
 import { spanOf } from '../../src/storage/call-records.js';
 
 /** A chat answer shaped like vLLM's (>= 0.10.2) with return_token_ids and logprobs, as the engine sends it. */
@@ -44,10 +43,8 @@ export function engineAnswer(promptIds: number[], completionIds: number[], logpr
 }
 
 /**
- * A multi-turn rollout as the gateway records it from engine answers: each span built as buildSpan builds it, with
- * `today` = the span as one JSON document (the format stored before compact spans), `stored` = serializeSpan's line
- * (the compact form stored before call records), and `record` = the call record the gateway appends to its WAL and
- * stores for it (the answer as the engine's JSON text).
+ * A multi-turn rollout as the gateway records it from engine answers: each `span` as a reader builds it, and `record`
+ * = the call record the gateway appends to its WAL and stores for it (the answer as the engine's JSON text).
  */
 export function recordedRollout(
   ref: RolloutRef,
@@ -82,8 +79,6 @@ export function recordedRollout(
     const span: Span = spanOf(meta, upstreamRequest, response);
     return {
       span,
-      today: JSON.stringify(span),
-      stored: serializeSpan(span, ctx),
       record: callRecordText(meta, ctx.upstreamText, { json: JSON.stringify(response) }),
     };
   });

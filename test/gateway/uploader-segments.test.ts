@@ -11,6 +11,7 @@ import type { ObjectStore } from '../../src/storage/object-store.js';
 import { countSpans, readSpans } from '../../src/storage/spans.js';
 import type { TestServices } from '../helpers/services.js';
 import { syntheticRollout } from '../helpers/synthetic-spans.js';
+import { callRecordLine } from '../helpers/stored-spans.js';
 import { startStore } from './harness.js';
 import type { RolloutRef } from '../../src/contracts/rollout.js';
 
@@ -20,9 +21,9 @@ before(async () => ({ services, store } = await startStore()));
 after(async () => services?.stop());
 
 const ref = (rolloutId: string): RolloutRef => ({ runId: 'seg-run', iteration: 1, rolloutId, attempt: 0 });
-// A whole span: readSpans checks the Span contract.
+// A call record, as the gateway's WAL holds it: readSpans builds its span and checks the Span contract.
 const span = (r: RolloutRef, seq: number) =>
-  JSON.stringify({ ...syntheticRollout(r, { turns: 1, seed: seq })[0]!, seq });
+  callRecordLine({ ...syntheticRollout(r, { turns: 1, seed: seq })[0]!, seq });
 
 /**
  * The real store, recording the key of every put that succeeded. A put that failed (a loaded CI machine's S3 server

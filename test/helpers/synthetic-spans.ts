@@ -46,6 +46,7 @@ export function syntheticRollout(ref: RolloutRef, o: SyntheticRolloutOptions): S
       seq,
       mode: 'train',
       endpoint: 'chat.completions',
+      api: 'chat.completions',
       stream: false,
       startedAt: at,
       firstByteAt: at,

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadRecordedHistories, replayAll } from './histories.js';
 
-// Histories recorded from real runs (test/pipeline/durability.test.ts with VOLT_RECORD_HISTORIES=1; promptOptimization
-// from test/workflows/prompt-optimization.test.ts, a real server running the real workflow code with stub activities;
-// word-demo-s1b-eval-base: a real base evaluation with eval.extraSets, `temporal workflow show --output json` of a demo run)
-// must replay on the current workflow code: a non-deterministic change to a workflow fails here, before it breaks
-// running runs.
+// Histories recorded with VOLT_RECORD_HISTORIES=1 from real runs (crash-run, bad-config: test/pipeline/durability.test.ts)
+// and from a real server running the real workflow code with stub activities (xs-run, a run that promotes and scores
+// eval.extraSets: test/workflows/eval-extra-sets.test.ts; apo-beam: test/workflows/prompt-optimization.test.ts) must
+// replay on the current workflow code: a non-deterministic change to a workflow fails here, before it breaks running
+// runs. Re-record them (delete the old files first) when a workflow changes on purpose.
 describe('workflow replay', () => {
   it('replays every recorded history with the current workflow code', async () => {
     const histories = loadRecordedHistories();

@@ -10,6 +10,7 @@ import { readStoreData } from '../../src/report/store-data.js';
 import { writeReport } from '../../src/report/write-report.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 import { alias, baseEval, lastRewards, RUN_ID, spans, status, XSS } from './synthetic-run.js';
+import { callRecordLine } from '../helpers/stored-spans.js';
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const python = path.resolve(import.meta.dirname, '../../.venv/bin/python');
@@ -28,9 +29,9 @@ describe('run report from a real object store', { timeout: 120_000 }, () => {
     await store.putJson(keys.rewards(RUN_ID, 1), lastRewards);
     await store.putJson(keys.modelAlias(RUN_ID, 'best'), alias);
     for (const s of spans)
-      await store.putJson(
+      await store.putBytes(
         keys.span({ runId: RUN_ID, iteration: 1, rolloutId: s.rolloutId, attempt: s.attempt }, s.seq),
-        s,
+        Buffer.from(callRecordLine(s)),
       );
     out = await mkdtemp(path.join(os.tmpdir(), 'volt-report-'));
   });
@@ -70,6 +71,7 @@ describe('run report from a real object store', { timeout: 120_000 }, () => {
         groupSize: 2,
         tasksPerIteration: 2,
         rewardKind: 'numeric_match',
+        sandbox: 'bubblewrap',
       },
       timing: { state: 'COMPLETED', startedAt: '2026-11-30T10:00:00.000Z', closedAt: '2026-11-30T10:42:05.000Z' },
       ...(await readStoreData(store, RUN_ID, 1)),

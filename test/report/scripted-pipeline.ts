@@ -10,6 +10,7 @@ import type { ObjectStore } from '../../src/storage/object-store.js';
 import { span } from './synthetic-run.js';
 import type { RewardsFile } from '../../src/contracts/rewards.js';
 import type { PolicyRef } from '../../src/contracts/policy.js';
+import { callRecordLine } from '../helpers/stored-spans.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -40,7 +41,8 @@ export function scriptedPipeline(store: ObjectStore, gate: (runId: string, itera
           mode,
           servedBy: { model: input.policy.name, version: input.policy.sha256?.slice(0, 12) ?? null },
         };
-        await store.putJson(keys.span({ runId: config.runId, iteration, rolloutId, attempt: 0 }, 0), s);
+        const key = keys.span({ runId: config.runId, iteration, rolloutId, attempt: 0 }, 0);
+        await store.putBytes(key, Buffer.from(callRecordLine(s)));
       }
       return { results: ids.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const })) };
     },
@@ -50,6 +52,7 @@ export function scriptedPipeline(store: ObjectStore, gate: (runId: string, itera
         rolloutId: r.rolloutId,
         attempt: 0,
         taskId: `t${i}`,
+        taskKind: null,
         groupId: r.rolloutId.split('-')[0]!,
         outcome: r.outcome,
         reward: mode === 'eval' ? Number(i < evalCorrect(label, iteration)) : trainReward(r.rolloutId),

@@ -24,8 +24,12 @@ const iter = (iteration: number, o: Partial<IterationSummary>): IterationSummary
   tokens: 400,
   candidate: null,
   evalScore: null,
+  eval: null,
+  evalError: null,
   promoted: false,
   trainMetrics: null,
+  dynamicSampling: null,
+  timeline: { seconds: {}, endedAt: '2026-01-01T00:00:00.000Z' },
   ...o,
 });
 
@@ -57,9 +61,11 @@ export const status: RunStatus = {
   paused: false,
   policy: candidate(1, 'b'),
   best: { policy: candidate(0, 'a'), score: 0.5 },
+  baseEval: null,
   meanRewards: history.map((h) => h.meanReward),
   evalScores: history.map((h) => h.evalScore),
   history,
+  sandbox: 'bubblewrap',
 };
 
 export const baseEval: RewardsFile = {
@@ -75,6 +81,7 @@ const scored = (rolloutId: string, reward: number | null): RewardsFile['rollouts
   rolloutId,
   attempt: rolloutId === 'g0-r1' ? 1 : 0,
   taskId: `task-${rolloutId}`,
+  taskKind: null,
   groupId: rolloutId.slice(0, 2),
   outcome: reward === null ? 'infra_failed' : 'succeeded',
   reward,
@@ -115,6 +122,7 @@ export function span(
     seq,
     mode: 'train',
     endpoint: 'chat.completions',
+    api: 'chat.completions',
     stream: false,
     startedAt: '2026-11-30T10:30:00.000Z',
     firstByteAt: null,

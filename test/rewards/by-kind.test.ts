@@ -21,8 +21,14 @@ describe('evaluation counts per task kind', () => {
     assert.equal(formatByKind(byKind!), '(none) 1.000 (1/1), plain 0.750 (1.50/2), word 0.500 (1/2 scored of 3)');
   });
 
-  it('is null when no task has a kind (records written before kinds, or task sets without them)', () => {
-    assert.equal(countsByKind([{ reward: 1 }, { taskKind: null, reward: 0 }]), null);
+  it('is null when no task has a kind (task sets without them)', () => {
+    assert.equal(
+      countsByKind([
+        { taskKind: null, reward: 1 },
+        { taskKind: null, reward: 0 },
+      ]),
+      null,
+    );
     assert.equal(countsByKind([]), null);
   });
 });

@@ -21,6 +21,7 @@ function finished(outcome: RunnerResult['outcome']): RolloutRunner {
       ref: s.ref,
       taskId: s.taskId,
       groupId: s.groupId,
+      sandbox: 'none',
       mode: 'train',
       outcome,
       exitCode: 1,

@@ -290,6 +290,7 @@ describe('priorOutcomes: what a retried launch reuses', () => {
       ref: { runId: RUN, iteration: 1, rolloutId, attempt },
       taskId: 't0',
       groupId: 'g0',
+      sandbox: 'none',
       mode: 'eval',
       outcome: 'succeeded',
       exitCode: 0,

@@ -8,7 +8,7 @@ import { recordedRollout } from '../gateway/engine-spans.js';
 const ref = { runId: 'cmp', iteration: 0, rolloutId: 'r', attempt: 0 };
 const segment = Buffer.from(
   recordedRollout(ref, { turns: 4, seed: 7, promptLen: 500, completionLen: 64 })
-    .map((c) => `${c.stored}\n`)
+    .map((c) => `${c.record}\n`)
     .join(''),
 );
 

@@ -7,6 +7,7 @@ import { CorruptSpanError, countSpans, parseSpanKey, readSpans, segmentKeyFor } 
 import { startTestServices, type TestServices } from '../helpers/services.js';
 import type { RolloutRef } from '../../src/contracts/rollout.js';
 import { syntheticRollout } from '../helpers/synthetic-spans.js';
+import { callRecordLine, callRecordSegment } from '../helpers/stored-spans.js';
 
 // A full span (it must pass the Span contract on read); the note rides in spanId so tests can tell copies apart.
 const span = (ref: RolloutRef, seq: number, note = 'a'): Span => ({
@@ -14,7 +15,8 @@ const span = (ref: RolloutRef, seq: number, note = 'a'): Span => ({
   seq,
   spanId: note,
 });
-const jsonl = (spans: Span[]) => Buffer.from(spans.map((s) => `${JSON.stringify(s)}\n`).join(''));
+const jsonl = callRecordSegment;
+const single = (s: Span) => Buffer.from(callRecordLine(s));
 
 async function collect(store: ObjectStore, ref: RolloutRef) {
   const out: { seq: number; note: string }[] = [];
@@ -68,8 +70,8 @@ void describe('readSpans against a real S3 server (rclone serve s3)', () => {
 
   void it('reads mixed layouts and yields a seq stored twice once (single span, overlapping segments)', async () => {
     const r = ref('mixed');
-    await store.putJson(keys.span(r, 0), span(r, 0));
-    await store.putJson(keys.span(r, 3), span(r, 3));
+    await store.putBytes(keys.span(r, 0), single(span(r, 0)));
+    await store.putBytes(keys.span(r, 3), single(span(r, 3)));
     await store.putBytes(keys.spanSegment(r, 1, 3), jsonl([span(r, 1), span(r, 2), span(r, 3)]));
     // A WAL replay grouped differently: an overlapping segment with the same spans.
     await store.putBytes(keys.spanSegment(r, 2, 5), jsonl([2, 3, 4, 5].map((s) => span(r, s))));
@@ -84,7 +86,10 @@ void describe('readSpans against a real S3 server (rclone serve s3)', () => {
 
   void it('names the object and line of a corrupt span', async () => {
     const r = ref('corrupt');
-    await store.putBytes(keys.spanSegment(r, 0, 1), Buffer.from(`${JSON.stringify(span(r, 0))}\n{"seq":\n`));
+    await store.putBytes(
+      keys.spanSegment(r, 0, 1),
+      Buffer.from(`${callRecordLine(span(r, 0))}\n{"callRecord":1,"meta":\n`),
+    );
     await assert.rejects(
       collect(store, r),
       (err: Error) => err instanceof CorruptSpanError && err.message.includes('00000000-00000001.jsonl: line 2'),

@@ -191,7 +191,7 @@ void describe('rollouts.dynamicSampling: groups of other tasks until the batch h
         }),
       )) as RunStatus;
       assert.equal(s.calls.train.length, 1);
-      assert.equal(result.history[0]!.dynamicSampling, undefined);
+      assert.equal(result.history[0]!.dynamicSampling, null);
     },
   );
 });

@@ -5,6 +5,7 @@ import { parseRunConfig, type RunConfig } from '../../src/config/run.js';
 import type { PolicyRef } from '../../src/contracts/policy.js';
 import { CPU_QUEUE } from '../../src/workflows/proxies.js';
 import type { RunStatus } from '../../src/workflows/types.js';
+import { recordHistories } from '../replay/histories.js';
 import { startWorkflowEnv, withStubWorkers, type CpuStubs, type GpuStubs } from './workflow-env.js';
 
 type Env = Awaited<ReturnType<typeof startWorkflowEnv>>;
@@ -163,6 +164,9 @@ void describe('eval.extraSets: held-out sets scored beside the main one, never p
         ],
       );
       assert.deepEqual(s.calls.promoted, ['cand-1']);
+      // Replay fixtures (test/replay/): a run whose evaluations score an extra set, and whose run promotes.
+      if (process.env.VOLT_RECORD_HISTORIES === '1')
+        assert.ok((await recordHistories(env.env.client, true)).length >= 5);
     },
   );
 

@@ -86,10 +86,9 @@ export const runStatusCommand: Command = {
       }
       if (s.outcome === 'no-new-tasks')
         ctx.out("outcome: no new tasks since the lineage's previous run; nothing trained");
-      if (s.sandbox)
-        ctx.out(
-          `rollout sandbox: ${s.sandbox === 'none' ? 'NONE (rollouts.sandbox: "none": agents run unisolated)' : s.sandbox}`,
-        );
+      ctx.out(
+        `rollout sandbox: ${s.sandbox === 'none' ? 'NONE (rollouts.sandbox: "none": agents run unisolated)' : s.sandbox}`,
+      );
       for (const h of s.history) {
         const evalText = h.evalError
           ? `incomplete (${h.evalError})`
@@ -100,7 +99,7 @@ export const runStatusCommand: Command = {
           `  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`,
         );
         if (h.dynamicSampling) ctx.out(`    dynamic sampling: ${dynamicSamplingText(h.dynamicSampling)}`);
-        if (h.timeline) ctx.out(`    seconds: ${timelineText(h.timeline)}`);
+        ctx.out(`    seconds: ${timelineText(h.timeline)}`);
         if (h.eval?.byKind) ctx.out(`    eval by task kind: ${formatByKind(h.eval.byKind)}`);
         for (const line of extraSetLines(h.eval?.extraSets)) ctx.out(`    ${line}`);
       }

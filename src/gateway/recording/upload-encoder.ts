@@ -15,7 +15,7 @@ export interface EncodedObject {
 }
 
 export interface EncodeJob {
-  /** WAL entries (call records, or span lines an older gateway wrote) in seq order, read from their files if need be. */
+  /** WAL entries (call records) in seq order, read from their files if need be. */
   entries: EntryRef[];
   /** A segment (JSON Lines, compressed as `compression` says) rather than one span alone (plain JSON). */
   segment: boolean;
