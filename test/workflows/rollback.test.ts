@@ -5,7 +5,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createConfigActivities } from '../../src/activities/config.js';
 import type { ComputeRewardsInput, RewardsSummary } from '../../src/activities/rewards.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
-import { writeAlias } from '../../src/activities/serving.js';
+import { writeAlias } from '../../src/serving/run-alias.js';
 import { connectClient } from '../../src/client/connect.js';
 import { rollbackRun, startTrainingRun } from '../../src/client/runs.js';
 import { loadEnv } from '../../src/config/env.js';
