@@ -37,6 +37,7 @@ function hold() {
 
 // Real Temporal dev server, real S3, the real trainingRun/trainingIteration/evaluation workflows; agents, model and trainer
 // are FAKE stub activities (scripted scores), since what is under test is the workflow's promotion and rollback rule.
+// The serving side (alias written, <run>-best unloaded) runs on the real model server in test/serving/rollback-to-base.test.ts.
 void describe('rollback is a workflow update: the run owns "best"', { timeout: 300_000 }, () => {
   let services: TestServices;
   let store: ObjectStore;
