@@ -83,7 +83,7 @@ export default tseslint.config(
     'storage stands on contracts (and config) only',
   ),
   ...layer(
-    'src/{config,tasks,rollouts,rewards,batches,apo,prompts,gateway,report}/**/*.ts',
+    'src/{config,tasks,rollouts,rewards,batches,apo,prompts,gateway,report,lineage,serving,training}/**/*.ts',
     ['activities', 'workers', 'cli', 'stack'],
     'domain modules are below activities, workers and the CLI',
     [

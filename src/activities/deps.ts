@@ -2,6 +2,7 @@ import type { VoltEnv } from '../config/env.js';
 import type { GatewayAdminClient } from '../gateway/admin-client.js';
 import type { KubeRunnerConfigInput } from '../rollouts/kube-config.js';
 import type { RolloutRunner } from '../rollouts/spec.js';
+import type { ModelServerClient } from '../serving/model-server-client.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { PinnedTaskSets } from '../tasks/pinned-task-sets.js';
 
@@ -18,6 +19,6 @@ export interface ActivityDeps {
   taskSets: PinnedTaskSets;
   /** Python interpreter with volt_trainer installed (VOLT_PYTHON, resolved). */
   python: string;
-  /** Base URL of the model server (VOLT_MODEL_SERVER_URL). */
-  modelServerUrl: string;
+  /** The model server's one client (VOLT_MODEL_SERVER_URL, its admin key). */
+  modelServer: ModelServerClient;
 }

@@ -1,104 +1,37 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { RunConfig } from '../config/run.js';
+import { Context } from '@temporalio/activity';
 import { FailureType } from '../contracts/failures.js';
-import type { PolicyRef } from '../contracts/policy.js';
-import type { LaunchedRollout, RolloutOutcomeRecord } from '../contracts/rollout-outcome.js';
-import { priorOutcomes } from '../rollouts/rollout-records.js';
-import { runRollouts } from '../rollouts/run-rollouts.js';
+import type { LaunchedRollout } from '../contracts/rollout-outcome.js';
+import { TaskSetError } from '../contracts/task.js';
+import { launchRollouts, type LaunchProgress, type LaunchRolloutsInput } from '../rollouts/launch-rollouts.js';
 import { SandboxUnavailableError } from '../rollouts/sandbox-probe.js';
-import { requireTaskSet } from './config.js';
+import { serveAgain } from '../serving/serve-policy.js';
 import type { ActivityDeps } from './deps.js';
-import { serveAgain } from './serving.js';
+import { failingAs, type FailureRule } from './failure-rules.js';
+import { heartbeating } from './heartbeat.js';
 
-export interface LaunchRolloutsInput {
-  config: RunConfig;
-  iteration: number;
-  /** Only whether these rollouts train: 'eval' rollouts are scored but never put in a batch. */
-  mode: 'train' | 'eval';
-  label: string;
-  policy: PolicyRef;
-  /** The pinned task set (sha256, keys.taskSet) the task ids belong to. */
-  taskSet: string | null;
-  /** Sampling the gateway imposes on every call (e.g. greedy evaluation); null keeps the agent's own. */
-  sampling: { temperature: number } | null;
-  tasks: { taskId: string; groupId: string; rolloutIds: string[] }[];
-  /** The prompt overlay the gateway applies to every call of these rollouts; null or version 0: the agent's own. */
-  promptOverlay?: { version: number } | null;
-  /** Rollouts whose final attempt was this one run again as a new attempt (an evaluation's unscored rollouts). */
-  rerun?: { rolloutId: string; attempt: number }[];
-}
+export type { LaunchRolloutsInput };
 
-export const createRolloutActivities = (deps: ActivityDeps) => ({
-  /**
-   * Run every rollout of the list (src/rollouts/run-rollouts.ts), each with its own gateway token, retrying only
-   * infra failures as new attempts. Idempotent: rollouts with an outcome record are reused; an attempt that was cut
-   * off by a crash is abandoned and the rollout runs again as the next attempt.
-   */
-  async launchRollouts(input: LaunchRolloutsInput): Promise<{ results: LaunchedRollout[] }> {
-    const ctx = Context.current();
-    const { config, iteration } = input;
-    const { byId } = await deps.taskSets.load(requireTaskSet(input.taskSet));
-    const jobs = input.tasks.flatMap((t) =>
-      t.rolloutIds.map((rolloutId) => ({ taskId: t.taskId, groupId: t.groupId, rolloutId })),
-    );
-    const progress = { total: jobs.length, done: 0, reused: 0, byOutcome: {} as Record<string, number> };
-    const beat = () => ctx.heartbeat({ ...progress });
-    const count = (record: RolloutOutcomeRecord) => {
-      progress.done += 1;
-      progress.byOutcome[record.final.outcome] = (progress.byOutcome[record.final.outcome] ?? 0) + 1;
-      beat();
-    };
-    const ticker = setInterval(beat, 2000);
-    try {
-      // Agents a dead worker left running on this machine are killed and their tokens closed before new ones start.
-      await deps.runner.reapAbandoned?.((token) => deps.gateway.close(token));
-      // A retried launch may follow a model server restart (which drops adapters) that the workflow's servePolicy
-      // preceded. The base model needs no re-serving: if the server is still down, the attempts fail upstream and
-      // each retried attempt waits for it (run-rollouts.ts), so a launch retried for another reason starts at once.
-      if (ctx.info.attempt > 1 && input.policy.sha256) await serveAgain(deps, input.policy, ctx.cancellationSignal);
-      const { reused, pending } = await priorOutcomes(deps.store, config.runId, iteration, jobs, input.rerun ?? []);
-      progress.reused = reused.size;
-      for (const record of reused.values()) count(record);
-      const runner =
-        config.rollouts.runner === 'kubernetes' && config.rollouts.kubernetes
-          ? deps.kubeRunner(config.rollouts.kubernetes)
-          : deps.runner;
-      const ran = await runRollouts(
-        {
-          config,
-          iteration,
-          mode: input.mode,
-          policy: input.policy,
-          sampling: input.sampling,
-          promptOverlay: input.promptOverlay ?? null,
-          tasks: byId,
-          jobs: pending,
-        },
-        {
-          store: deps.store,
-          gateway: deps.gateway,
-          runner,
-          python: deps.python,
-          env: process.env,
-          servePolicy: (policy, signal) => serveAgain(deps, policy, signal),
-        },
-        { signal: ctx.cancellationSignal, onRecord: count },
-      );
-      const results = jobs.map((job) => {
-        const record = (reused.get(job.rolloutId) ?? ran.get(job.rolloutId))!;
-        return { rolloutId: job.rolloutId, attempt: record.final.ref.attempt, outcome: record.final.outcome };
-      });
-      return { results };
-    } catch (err) {
-      if (err instanceof SandboxUnavailableError)
-        throw ApplicationFailure.create({
-          type: FailureType.SandboxUnavailable,
-          message: err.message,
-          nonRetryable: true,
-        });
-      throw err;
-    } finally {
-      clearInterval(ticker);
-    }
-  },
-});
+const rules: FailureRule[] = [
+  [SandboxUnavailableError, FailureType.SandboxUnavailable],
+  [TaskSetError, FailureType.InvalidTaskSet],
+];
+
+export const createRolloutActivities = (deps: ActivityDeps) => {
+  const serving = { server: deps.modelServer, store: deps.store, dataDir: deps.env.dataDir };
+  const launchDeps = {
+    ...deps,
+    env: process.env,
+    servePolicy: (policy: LaunchRolloutsInput['policy'], signal: AbortSignal) => serveAgain(serving, policy, signal),
+  };
+  return {
+    /** Run the rollouts (src/rollouts/launch-rollouts.ts), heartbeating their progress; idempotent across retries. */
+    async launchRollouts(input: LaunchRolloutsInput): Promise<{ results: LaunchedRollout[] }> {
+      const ctx = Context.current();
+      let progress: LaunchProgress | undefined;
+      const onProgress = (p: LaunchProgress) => ctx.heartbeat((progress = p));
+      const opts = { signal: ctx.cancellationSignal, retried: ctx.info.attempt > 1, onProgress };
+      const run = () => failingAs(rules, () => launchRollouts(input, launchDeps, opts));
+      return { results: await heartbeating(run, 2_000, () => progress) };
+    },
+  };
+};

@@ -1,3 +1,4 @@
+import { text } from 'node:stream/consumers';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from 'minio';
 import { FailureType } from '../contracts/failures.js';
@@ -12,12 +13,6 @@ export interface SmokeRecord {
   runId: string;
   message: string;
   writtenBy: string;
-}
-
-async function readAll(stream: AsyncIterable<Buffer | string>): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk));
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** A bad run id can never succeed, so it fails the workflow at once instead of being retried. */
@@ -42,7 +37,7 @@ export const createSmokeActivities = (deps: SmokeDeps) => ({
   },
 
   async readSmokeObject(key: string): Promise<SmokeRecord> {
-    return JSON.parse(await readAll(await deps.s3.getObject(deps.bucket, key))) as SmokeRecord;
+    return JSON.parse(await text(await deps.s3.getObject(deps.bucket, key))) as SmokeRecord;
   },
 });
 

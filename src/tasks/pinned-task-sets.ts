@@ -33,8 +33,17 @@ export class PinnedTaskSets {
     return loaded;
   }
 
-  /** The pinned set with this hash, from the object store (checked against the hash and the task contract). */
-  load(sha256: string): Promise<LoadedTaskSet> {
+  /**
+   * The pinned set with this hash, from the object store (checked against the hash and the task contract). A run
+   * config with no hash was started before task sets were pinned: it cannot continue reproducibly (TaskSetError).
+   */
+  load(sha256: string | null | undefined): Promise<LoadedTaskSet> {
+    if (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(sha256))
+      return Promise.reject(
+        new TaskSetError(
+          `no pinned task set (got ${JSON.stringify(sha256)}): the run config's tasks.trainSet/evalSet are filled in when the run starts; restart runs started before task pinning`,
+        ),
+      );
     let hit = this.cache.get(sha256);
     if (!hit) {
       hit = getTaskSet(this.store, sha256).then((tasks) => ({

@@ -8,6 +8,7 @@ import { LiveGroups } from '../rollouts/live-groups.js';
 import { LocalRunner } from '../rollouts/local-runner.js';
 import { objectStoreLogSink } from '../rollouts/log-sink.js';
 import { createObjectStore } from '../storage/object-store.js';
+import { createModelServerClient } from '../serving/model-server-client.js';
 import { PinnedTaskSets } from '../tasks/pinned-task-sets.js';
 
 /** Build the clients every activity closes over, once per worker process. */
@@ -44,6 +45,6 @@ export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cw
     },
     taskSets: new PinnedTaskSets(store, cwd),
     python: path.resolve(cwd, env.VOLT_PYTHON),
-    modelServerUrl: env.VOLT_MODEL_SERVER_URL,
+    modelServer: createModelServerClient({ url: env.VOLT_MODEL_SERVER_URL, adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY }),
   };
 }

@@ -4,7 +4,7 @@ import type { ObjectStore } from '../../src/storage/object-store.js';
 import { parseSpanKey } from '../../src/storage/spans.js';
 import type { LedgerLine } from './ledger.js';
 
-/** Where an update's trainer stands, from its work dir (src/activities/update.ts, trainer/volt_trainer/train.py). */
+/** Where an update's trainer stands, from its work dir (src/training/train-policy.ts, trainer/volt_trainer/train.py). */
 export function trainerProgress(
   dataDir: string,
   runId: string,

@@ -9,6 +9,7 @@ import { createLineageActivities } from '../../src/activities/lineage.js';
 import type { ComputeRewardsInput, RewardsSummary } from '../../src/activities/rewards.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { createServingActivities } from '../../src/activities/serving.js';
+import { createModelServerClient } from '../../src/serving/model-server-client.js';
 import { connectClient } from '../../src/client/connect.js';
 import { startTrainingRun } from '../../src/client/runs.js';
 import { loadEnv, type VoltEnv } from '../../src/config/env.js';
@@ -99,7 +100,8 @@ void describe("a lineage's deploy alias on a real model server", { timeout: 1_80
     let release!: () => void;
     const reached = new Promise<void>((r) => (reach = r));
     const released = new Promise<void>((r) => (release = r));
-    const deps = { env, store, modelServerUrl: model.url };
+    const modelServer = createModelServerClient({ url: model.url, adminKey: MODEL_ADMIN_KEY });
+    const deps = { env, store, modelServer };
     const activities = {
       ...createConfigActivities({ taskSets: new PinnedTaskSets(store, root) }),
       ...createLineageActivities({ store }),

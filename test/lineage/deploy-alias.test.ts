@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { createLineageActivities } from '../../src/activities/lineage.js';
-import { syncDeployAliases } from '../../src/activities/serving.js';
 import { loadEnv } from '../../src/config/env.js';
+import { createModelServerClient } from '../../src/serving/model-server-client.js';
+import { syncDeployAliases } from '../../src/serving/promotion.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import { FailureType } from '../../src/contracts/failures.js';
 import { deployAliasSchema } from '../../src/contracts/lineage.js';
@@ -63,7 +64,11 @@ void describe('one deploy alias, one lineage', { timeout: 120_000 }, () => {
     );
     // Nothing is served for a claim, so restoring aliases asks no model server for anything (this URL answers nothing).
     const env = loadEnv({ ...services.env, VOLT_MODEL_SERVER_URL: 'http://127.0.0.1:9' }, process.cwd());
-    assert.deepEqual(await syncDeployAliases({ env, store, modelServerUrl: 'http://127.0.0.1:9' }), []);
+    const server = createModelServerClient({
+      url: env.VOLT_MODEL_SERVER_URL,
+      adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY,
+    });
+    assert.deepEqual(await syncDeployAliases({ server, store, dataDir: env.dataDir }), []);
 
     await assert.rejects(planRun({ config: config('calc-b', 'calc-b-night-1') }), refusal('calc-b', 'calc-a'));
     await planRun({ config: config('calc-a', 'calc-a-night-2') }); // its own lineage again: fine

@@ -42,6 +42,24 @@ void describe(
       assert.match(
         (
           await layering(
+            'src/serving/promotion.ts',
+            "import { createServingActivities } from '../activities/serving.js';\nvoid createServingActivities;\n",
+          )
+        )[0] ?? '',
+        /domain modules are below/,
+      );
+      assert.match(
+        (
+          await layering(
+            'src/training/trainer-process.ts',
+            "import { Context } from '@temporalio/activity';\nvoid Context;\n",
+          )
+        )[0] ?? '',
+        /Domain modules take plain inputs/,
+      );
+      assert.match(
+        (
+          await layering(
             'src/rollouts/run-rollouts.ts',
             "import { Context } from '@temporalio/activity';\nvoid Context;\n",
           )

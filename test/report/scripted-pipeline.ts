@@ -1,8 +1,9 @@
 import path from 'node:path';
 import { createConfigActivities } from '../../src/activities/config.js';
-import { rewardsKeyFor, type ComputeRewardsInput, type RewardsSummary } from '../../src/activities/rewards.js';
+import type { ComputeRewardsInput, RewardsSummary } from '../../src/activities/rewards.js';
+import { rewardsKeyFor } from '../../src/rewards/score-rollouts.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
-import { writeAlias } from '../../src/activities/serving.js';
+import { writeAlias } from '../../src/serving/run-alias.js';
 import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
 import type { RunConfig } from '../../src/config/run.js';
 import { keys } from '../../src/storage/keys.js';

@@ -5,7 +5,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createConfigActivities } from '../../src/activities/config.js';
 import type { ComputeRewardsInput, RewardsSummary } from '../../src/activities/rewards.js';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
-import { writeAlias } from '../../src/activities/serving.js';
+import { writeAlias } from '../../src/serving/run-alias.js';
 import { connectClient } from '../../src/client/connect.js';
 import { rollbackRun, startTrainingRun } from '../../src/client/runs.js';
 import { loadEnv } from '../../src/config/env.js';
@@ -37,6 +37,7 @@ function hold() {
 
 // Real Temporal dev server, real S3, the real trainingRun/trainingIteration/evaluation workflows; agents, model and trainer
 // are FAKE stub activities (scripted scores), since what is under test is the workflow's promotion and rollback rule.
+// The serving side (alias written, <run>-best unloaded) runs on the real model server in test/serving/rollback-to-base.test.ts.
 void describe('rollback is a workflow update: the run owns "best"', { timeout: 300_000 }, () => {
   let services: TestServices;
   let store: ObjectStore;

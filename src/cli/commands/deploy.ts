@@ -1,5 +1,6 @@
-import { syncDeployAliases } from '../../activities/serving.js';
 import { listDeployAliases } from '../../lineage/deploy-alias.js';
+import { createModelServerClient } from '../../serving/model-server-client.js';
+import { syncDeployAliases } from '../../serving/promotion.js';
 import { createObjectStore } from '../../storage/object-store.js';
 import { UsageError, type Command } from '../command.js';
 
@@ -33,7 +34,8 @@ export const deployCommand: Command = {
     if (action !== 'restore-aliases')
       throw new UsageError(`unknown deploy action ${JSON.stringify(action)} (expected list or restore-aliases)`);
     const url = typeof ctx.values['model-server'] === 'string' ? ctx.values['model-server'] : env.VOLT_MODEL_SERVER_URL;
-    const loaded = await syncDeployAliases({ env, store, modelServerUrl: url });
+    const server = createModelServerClient({ url, adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY });
+    const loaded = await syncDeployAliases({ server, store, dataDir: env.dataDir });
     ctx.out(
       loaded.length
         ? `deploy aliases served by ${url}: ${loaded.join(', ')}`

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { syncDeployAliases } from '../../activities/serving.js';
+import { createModelServerClient } from '../../serving/model-server-client.js';
+import { syncDeployAliases } from '../../serving/promotion.js';
 import { createObjectStore } from '../../storage/object-store.js';
 import type { VoltEnv } from '../../config/env.js';
 import type { Command, CommandContext } from '../command.js';
@@ -51,22 +52,11 @@ export const serveCommand: Command = {
 
 /** Wait until the server answers, then load the stored deploy aliases; a failure is printed, the server keeps running. */
 async function restoreAliases(env: Readonly<VoltEnv>, ctx: CommandContext, gone: () => boolean): Promise<void> {
-  const base = env.VOLT_MODEL_SERVER_URL.replace(/\/+$/, '');
-  while (
-    !gone() &&
-    !(await fetch(`${base}/v1/models`).then(
-      (r) => r.ok,
-      () => false,
-    ))
-  )
-    await sleep(250);
+  const server = createModelServerClient({ url: env.VOLT_MODEL_SERVER_URL, adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY });
+  while (!gone() && !(await server.ready())) await sleep(250);
   if (gone()) return;
   try {
-    const loaded = await syncDeployAliases({
-      env,
-      store: createObjectStore(env),
-      modelServerUrl: env.VOLT_MODEL_SERVER_URL,
-    });
+    const loaded = await syncDeployAliases({ server, store: createObjectStore(env), dataDir: env.dataDir });
     ctx.out(loaded.length ? `deploy aliases served: ${loaded.join(', ')}` : 'no deploy aliases stored');
   } catch (err) {
     ctx.err(`volt serve: could not restore deploy aliases: ${(err as Error).message}`);

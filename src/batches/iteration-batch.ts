@@ -1,0 +1,53 @@
+import type { RunConfig } from '../config/run.js';
+import { rewardsFileSchema } from '../contracts/rewards.js';
+import { rolloutOutcomeRecordSchema } from '../contracts/rollout-outcome.js';
+import { keys } from '../storage/keys.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import { writeBatch } from './batch-io.js';
+import type { ScoredRollout } from './groups.js';
+
+export interface IterationBatch {
+  samples: number;
+  tokens: number;
+  batchKey: string;
+  manifestKey: string;
+  /** Why rollouts and groups were dropped, as `reason: count, ...` (or `none`). */
+  dropReasons: string;
+}
+
+/** An iteration's rewarded rollouts → samples.safetensors + manifest.json (deterministic: a re-run rewrites the same). */
+export async function writeIterationBatch(
+  store: ObjectStore,
+  config: RunConfig,
+  iteration: number,
+  rewardsKey: string,
+): Promise<IterationBatch> {
+  const rewards = await store.getJson(rewardsKey, rewardsFileSchema);
+  const scored: ScoredRollout[] = [];
+  for (const r of rewards.rollouts) {
+    const record = await store.getJson(
+      keys.rolloutOutcome(config.runId, iteration, r.rolloutId),
+      rolloutOutcomeRecordSchema,
+    );
+    scored.push({ result: record.final, reward: r.reward });
+  }
+  const {
+    manifest: m,
+    samplesKey,
+    manifestKey,
+  } = await writeBatch(store, config.runId, iteration, scored, config.batch);
+  const drops = {
+    ...m.drops.rollouts,
+    ...Object.fromEntries(Object.entries(m.drops.groups).map(([k, v]) => [`groups_${k}`, v])),
+  };
+  return {
+    samples: m.counts.samples,
+    tokens: m.tokens.prompt + m.tokens.response,
+    batchKey: samplesKey,
+    manifestKey,
+    dropReasons:
+      Object.entries(drops)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(', ') || 'none',
+  };
+}

@@ -1,0 +1,58 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { PolicyRef } from '../contracts/policy.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import type { ModelServerClient } from './model-server-client.js';
+
+/** What serving a policy needs: the model server, the checkpoints, and where adapters are unpacked for the server. */
+export interface ServingDeps {
+  server: ModelServerClient;
+  store: ObjectStore;
+  /** Adapters are unpacked under `<dataDir>/adapters/<sha256>` (the server reads them at that path). */
+  dataDir: string;
+}
+
+/** The policy's checkpoint is not in the object store: no retry can serve it. */
+export class CheckpointNotFoundError extends Error {
+  constructor(sha256: string, cause: unknown) {
+    super(`checkpoint ${sha256}: ${(cause as Error).message}`, { cause });
+    this.name = 'CheckpointNotFoundError';
+  }
+}
+
+/** Make the model server serve `policy` under `name`, downloading its adapter first; the base model is always served. */
+export async function servePolicy(deps: ServingDeps, policy: PolicyRef, name = policy.name): Promise<void> {
+  if (!policy.sha256) return;
+  const dir = path.join(deps.dataDir, 'adapters', policy.sha256);
+  if (!existsSync(path.join(dir, 'adapter_config.json'))) {
+    try {
+      await deps.store.getCheckpoint(policy.sha256, dir);
+    } catch (err) {
+      throw new CheckpointNotFoundError(policy.sha256, err);
+    }
+  }
+  await deps.server.loadAdapter(name, dir);
+}
+
+/**
+ * Before a rollout attempt that follows an infra failure: the model server may be restarting (and has then lost its
+ * adapters), so wait until it answers and serve the policy again, retrying for up to `withinMs` before throwing.
+ */
+export async function serveAgain(
+  deps: ServingDeps,
+  policy: PolicyRef,
+  signal: AbortSignal,
+  withinMs = 120_000,
+): Promise<void> {
+  for (let waitMs = 500, t0 = Date.now(); ; waitMs = Math.min(waitMs * 2, 5_000)) {
+    try {
+      if (policy.sha256) return await servePolicy(deps, policy);
+      if (await deps.server.ready(signal)) return;
+      throw new Error(`model server ${deps.server.url}/v1/models does not answer`);
+    } catch (err) {
+      if (err instanceof CheckpointNotFoundError || Date.now() - t0 + waitMs > withinMs) throw err;
+      await sleep(waitMs, undefined, { signal });
+    }
+  }
+}
