@@ -1,15 +1,4 @@
-import { seededRandom } from '../workflows/sampling.js';
-
-/** A 32-bit hash of integers (FNV-1a over their words, then an avalanche): seeds one choice from (seed, round, child, ...). */
-export function mixSeed(...parts: number[]): number {
-  let h = 2166136261;
-  for (const part of parts) {
-    h = Math.imul(h ^ (part >>> 0), 16777619);
-    h = Math.imul(h ^ Math.floor(part / 4294967296), 16777619);
-  }
-  h = Math.imul(h ^ (h >>> 13), 0x5bd1e995);
-  return (h ^ (h >>> 15)) >>> 0;
-}
+import { mixSeed, seededRandom } from '../workflows/sampling.js';
 
 /** `size` distinct indices of 0..n-1 (all of them when size >= n), in ascending order, drawn from the seed. */
 export function seededSubset(n: number, size: number, seed: number): number[] {

@@ -4,7 +4,8 @@ import { taskText } from './bootstrap.js';
 import type { OptimizerClient, OptimizerMessage } from './optimizer-client.js';
 import type { ParentPrompt, Proposal } from './proposal.js';
 import { truncateMiddle, type RolloutDigest } from './rollout-digest.js';
-import { mixSeed, seededSubset } from './seeded-subsets.js';
+import { mixSeed } from '../workflows/sampling.js';
+import { seededSubset } from './seeded-subsets.js';
 
 /** An edited prompt longer than this is not a prompt any more (the optimiser rambled); the child is skipped. */
 export const MAX_EDITED_PROMPT_CHARS = 20_000;

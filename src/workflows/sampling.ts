@@ -14,16 +14,17 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-function mix(seed: number, iteration: number): number {
+/** A 32-bit hash of integers (FNV-style over the parts, then an avalanche): seeds one choice from (seed, iteration, ...). */
+export function mixSeed(seed: number, ...parts: number[]): number {
   let h = 2166136261 ^ seed;
-  h = Math.imul(h ^ iteration, 16777619);
+  for (const part of parts) h = Math.imul(h ^ part, 16777619);
   h = Math.imul(h ^ (h >>> 13), 0x5bd1e995);
   return (h ^ (h >>> 15)) >>> 0;
 }
 
 /** Pick `count` distinct ids (all of them, shuffled, when count >= ids.length). */
 export function sampleTaskIds(ids: readonly string[], count: number, seed: number, iteration: number): string[] {
-  const rand = seededRandom(mix(seed, iteration));
+  const rand = seededRandom(mixSeed(seed, iteration));
   const pool = [...ids];
   const n = Math.min(count, pool.length);
   for (let i = 0; i < n; i++) {
