@@ -3,28 +3,24 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { createConfigActivities } from '../../src/activities/config.js';
 import { createLineageActivities } from '../../src/activities/lineage.js';
-import type { ComputeRewardsInput, RewardsSummary } from '../../src/activities/rewards.js';
-import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { createServingActivities } from '../../src/activities/serving.js';
 import { createModelServerClient } from '../../src/serving/model-server-client.js';
 import { connectClient } from '../../src/client/connect.js';
 import { startTrainingRun } from '../../src/client/runs.js';
 import { loadEnv, type VoltEnv } from '../../src/config/env.js';
-import { parseRunConfig, type RunConfig } from '../../src/config/run.js';
+import { parseRunConfig } from '../../src/config/run.js';
 import { deployAliasSchema, lineageSchema } from '../../src/contracts/lineage.js';
 import type { PolicyRef } from '../../src/contracts/policy.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
-import { WORKFLOWS_PATH } from '../../src/workers/workers.js';
-import { CPU_QUEUE, GPU_QUEUE } from '../../src/workflows/proxies.js';
 import type { RunStatus } from '../../src/workflows/types.js';
 import { voltInProcess } from '../cli/volt-cli.js';
 import { MODEL_ADMIN_KEY, startModelServer } from '../gateway/model-server.js';
 import { makeCheckpoints } from '../helpers/lora-adapters.js';
+import { scriptedSteps, startScriptedWorkers } from '../helpers/scripted-run.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -96,53 +92,14 @@ void describe("a lineage's deploy alias on a real model server", { timeout: 1_80
   });
 
   void it("volt rollback on a lineage run moves the lineage's current policy and the deploy alias the model server serves", async () => {
-    let reach!: () => void;
-    let release!: () => void;
-    const reached = new Promise<void>((r) => (reach = r));
-    const released = new Promise<void>((r) => (release = r));
     const modelServer = createModelServerClient({ url: model.url, adminKey: MODEL_ADMIN_KEY });
-    const deps = { env, store, modelServer };
+    const scripted = scriptedSteps({ holdAt: 2, evalScore, trained: (i) => ckpt[Math.min(i, 1)]! });
+    const { reached, release } = scripted;
     const activities = {
       ...createConfigActivities({ taskSets: new PinnedTaskSets(store, root) }),
       ...createLineageActivities({ store }),
-      ...createServingActivities(deps),
-      async launchRollouts(input: LaunchRolloutsInput) {
-        if (input.mode === 'train' && input.iteration === 2) {
-          reach();
-          await released;
-        }
-        return {
-          results: input.tasks.flatMap((t) =>
-            t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const })),
-          ),
-        };
-      },
-      async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
-        const meanReward = input.mode === 'eval' ? evalScore(input.label, input.iteration) : 0.5;
-        return {
-          meanReward,
-          rewardSum: meanReward * input.results.length,
-          scored: input.results.length,
-          infraFailed: 0,
-          unscored: [],
-          rewardsKey: keys.rewards(input.config.runId, input.iteration),
-        };
-      },
-      async buildBatch(input: { config: RunConfig; iteration: number }) {
-        return {
-          samples: 4,
-          tokens: 100,
-          batchKey: keys.batch(input.config.runId, input.iteration),
-          manifestKey: keys.batchManifest(input.config.runId, input.iteration),
-          dropReasons: '',
-        };
-      },
-      async trainPolicy(input: { iteration: number }) {
-        return {
-          policy: { ...ckpt[Math.min(input.iteration, 1)]!, iteration: input.iteration },
-          metrics: { loss: 0.1 },
-        };
-      },
+      ...createServingActivities({ env, store, modelServer }),
+      ...scripted.activities,
     };
     const config = parseRunConfig({
       runId: 'calc-serving-night-1',
@@ -155,13 +112,7 @@ void describe("a lineage's deploy alias on a real model server", { timeout: 1_80
       reward: { kind: 'numeric_match' },
       eval: { tasks: 2, promoteMargin: 0 },
     });
-    const connection = await NativeConnection.connect({ address: services.temporalAddress });
-    const common = { connection, namespace: services.namespace, activities };
-    const workers = [
-      await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }),
-      await Worker.create({ ...common, taskQueue: GPU_QUEUE }),
-    ];
-    const running = Promise.all(workers.map((w) => w.run()));
+    const workers = await startScriptedWorkers(services, activities);
     const { client, close } = await connectClient(env);
     const [a, b] = [ckpt[0]!, ckpt[1]!];
     let status: RunStatus;
@@ -197,9 +148,7 @@ void describe("a lineage's deploy alias on a real model server", { timeout: 1_80
       status = await handle.result();
     } finally {
       release();
-      for (const w of workers) w.shutdown();
-      await running;
-      await connection.close();
+      await workers.stop();
       await close();
     }
     assert.deepEqual(

@@ -83,7 +83,7 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
     }
   });
 
-  it('survives kill -9 of the cpu worker, the gpu worker, the gateway and the Temporal server, losing and duplicating nothing', async () => {
+  it('survives kill -9 of the cpu worker, the gpu worker (mid-update: it resumes from the saved step), the gateway and the Temporal server, losing and duplicating nothing', async () => {
     const config = tinyRunConfig(RUN, {
       iterations: 2,
       agent: {
@@ -125,14 +125,16 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
     cpu = await stack.startWorker('cpu');
 
     // An iteration whose groups all scored alike has nothing to train on, so wait for whichever update comes first;
-    // the kill lands once its trainer saved a step (test/crash/crash-matrix.test.ts proves the resume from it).
+    // the kill lands once its trainer saved a step and before it wrote its adapter, so the retried update resumes.
     await until(
       'a trainer step',
       async () => [0, 1].some((i) => trainerProgress(stack.env.dataDir, RUN, i).stepped),
       600_000,
       100,
     );
+    const killedUpdate = [0, 1].find((i) => trainerProgress(stack.env.dataDir, RUN, i).stepped)!;
     await killHard(gpu, 'gpu worker');
+    const landedMidUpdate = !trainerProgress(stack.env.dataDir, RUN, killedUpdate).finished;
     gpu = await stack.startWorker('gpu');
 
     const it1 = keys.iteration(RUN, 1);
@@ -152,6 +154,11 @@ describe('durability of a training run', { timeout: 2_400_000 }, () => {
         status.history.some((h) => h.candidate !== null),
         'at least one iteration trained',
       );
+      // The gpu worker's kill landed mid-update, and the retried update resumed from the trainer's saved step.
+      assert.ok(landedMidUpdate, `the kill landed before iteration ${killedUpdate}'s trainer wrote its adapter`);
+      const metrics = status.history[killedUpdate]!.trainMetrics!;
+      assert.ok(metrics.resumed_from_step! >= 1, `resumed from a saved step: ${JSON.stringify(metrics)}`);
+      assert.ok(metrics.steps! > metrics.resumed_from_step!, 'and ran the steps after it');
       for (const iteration of [0, 1]) {
         const prefix = keys.iteration(RUN, iteration);
         // Every planned rollout has exactly one outcome, and nothing else ran under this iteration.

@@ -4,26 +4,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger } from '@temporalio/worker';
 import { createConfigActivities } from '../../src/activities/config.js';
-import type { ComputeRewardsInput, RewardsSummary } from '../../src/activities/rewards.js';
-import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { createServingActivities } from '../../src/activities/serving.js';
 import { connectClient } from '../../src/client/connect.js';
 import { startTrainingRun } from '../../src/client/runs.js';
 import { loadEnv } from '../../src/config/env.js';
-import { parseRunConfig, type RunConfig } from '../../src/config/run.js';
+import { parseRunConfig } from '../../src/config/run.js';
 import { modelAliasSchema, type PolicyRef } from '../../src/contracts/policy.js';
 import { createModelServerClient } from '../../src/serving/model-server-client.js';
 import { basePolicy } from '../../src/lineage/start-policy.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
 import { PinnedTaskSets } from '../../src/tasks/pinned-task-sets.js';
-import { WORKFLOWS_PATH } from '../../src/workers/workers.js';
-import { CPU_QUEUE, GPU_QUEUE } from '../../src/workflows/proxies.js';
 import { voltInProcess } from '../cli/volt-cli.js';
 import { MODEL_ADMIN_KEY, startModelServer } from '../gateway/model-server.js';
 import { makeCheckpoints } from '../helpers/lora-adapters.js';
+import { scriptedSteps, startScriptedWorkers } from '../helpers/scripted-run.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -109,45 +106,14 @@ void describe('rollback to the base model on a real model server', { timeout: 90
     };
     const env = loadEnv(vars, root);
     const modelServer = createModelServerClient({ url: model.url, adminKey: MODEL_ADMIN_KEY });
-    let reach!: () => void;
-    let release!: () => void;
-    const reached = new Promise<void>((r) => (reach = r));
-    const released = new Promise<void>((r) => (release = r));
+    // The base scores 0.2 held out, iteration 0's candidate 0.5 (promoted), later ones 0.1.
+    const evalScore = (label: string, iteration: number) => (label === 'base' ? 0.2 : iteration ? 0.1 : 0.5);
+    const scripted = scriptedSteps({ holdAt: 1, evalScore, trained: () => adapter! });
+    const { reached, release } = scripted;
     const activities = {
       ...createConfigActivities({ taskSets: new PinnedTaskSets(store, root) }),
       ...createServingActivities({ env, store, modelServer }),
-      async launchRollouts(input: LaunchRolloutsInput) {
-        if (input.mode === 'train' && input.iteration === 1) {
-          reach();
-          await released;
-        }
-        return {
-          results: input.tasks.flatMap((t) =>
-            t.rolloutIds.map((rolloutId) => ({ rolloutId, attempt: 0, outcome: 'succeeded' as const })),
-          ),
-        };
-      },
-      async computeRewards(input: ComputeRewardsInput): Promise<RewardsSummary> {
-        // The base scores 0.2 held out, iteration 0's candidate 0.5 (promoted), later ones 0.1.
-        const meanReward = input.mode === 'train' ? 0.5 : input.label === 'base' ? 0.2 : input.iteration ? 0.1 : 0.5;
-        return {
-          meanReward,
-          rewardSum: meanReward * input.results.length,
-          scored: input.results.length,
-          infraFailed: 0,
-          unscored: [],
-          rewardsKey: keys.rewards(input.config.runId, input.iteration),
-        };
-      },
-      async buildBatch(input: { config: RunConfig; iteration: number }) {
-        const [batchKey, manifestKey] = [keys.batch, keys.batchManifest].map((k) =>
-          k(input.config.runId, input.iteration),
-        );
-        return { samples: 4, tokens: 100, batchKey: batchKey!, manifestKey: manifestKey!, dropReasons: '' };
-      },
-      async trainPolicy(input: { iteration: number }) {
-        return { policy: { ...adapter!, iteration: input.iteration }, metrics: { loss: 0.1 } };
-      },
+      ...scripted.activities,
     };
     const config = parseRunConfig({
       runId: 'rollback-base-cli',
@@ -159,13 +125,7 @@ void describe('rollback to the base model on a real model server', { timeout: 90
       eval: { tasks: 2, promoteMargin: 0 },
     });
     const best = `${config.runId}-best`;
-    const connection = await NativeConnection.connect({ address: services.temporalAddress });
-    const common = { connection, namespace: services.namespace, activities };
-    const workers = [
-      await Worker.create({ ...common, taskQueue: CPU_QUEUE, workflowsPath: WORKFLOWS_PATH }),
-      await Worker.create({ ...common, taskQueue: GPU_QUEUE }),
-    ];
-    const running = Promise.all(workers.map((w) => w.run()));
+    const workers = await startScriptedWorkers(services, activities);
     const { client, close } = await connectClient(env);
     try {
       const { handle } = await startTrainingRun(client, config);
@@ -180,9 +140,7 @@ void describe('rollback to the base model on a real model server', { timeout: 90
       await handle.result();
     } finally {
       release();
-      for (const w of workers) w.shutdown();
-      await running;
-      await connection.close();
+      await workers.stop();
       await close();
     }
   });
