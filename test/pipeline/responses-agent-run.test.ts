@@ -39,6 +39,8 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
       // The Responses API has no stop strings, so every turn runs to max_output_tokens and a group of two wrong
       // answers scores the same; keep such groups (advantage 0) so the batch is never empty by chance.
       batch: { minGroupSize: 2, dropZeroVariance: false },
+      // What is under test is spans -> samples -> update; evaluation is the same for every API (training-run.test.ts).
+      eval: { ...base.eval, everyIterations: 0 },
     });
     const { client, close } = await connectClient(stack.env);
     let status: RunStatus;
