@@ -102,7 +102,10 @@ export const runConfigSchema = z
       envAllowList: z.array(agentEnvNameSchema).default([...DEFAULT_ENV_ALLOW_LIST]),
       /** A rollout running longer than this is killed and counts as timed_out. */
       timeoutSec: seconds.default(300),
-      /** Per-attempt budget the gateway enforces: a call past it gets a 429 (caps: a 400) and the attempt ends agent_failed (`budget`). */
+      /**
+       * Per-attempt budget the gateway enforces: a call past it gets a 429 and the attempt ends agent_failed (`budget`);
+       * `n` above maxChoicesPerCall is a 400; `max_tokens` above maxTokensPerCall is clamped to it (recorded in the span).
+       */
       budget: z
         .strictObject({
           maxModelCalls: int(1).nullable().default(null),

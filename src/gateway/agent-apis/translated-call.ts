@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { gatewayErrors } from '../routes/openai-error.js';
 import type { AgentDialect } from './dialect.js';
-import { messagesToChat, parseMessagesRequest } from './messages-request.js';
+import { messagesToChat, messagesTranslationNotes, parseMessagesRequest } from './messages-request.js';
 import { chatToMessage } from './messages-response.js';
 import { MessagesStreamTranslator } from './messages-stream.js';
-import { parseResponsesRequest, responsesToChat } from './responses-request.js';
+import { parseResponsesRequest, responsesToChat, responsesTranslationNotes } from './responses-request.js';
 import { chatToResponse } from './responses-response.js';
 import { ResponsesStreamTranslator } from './responses-stream.js';
 
@@ -12,6 +12,8 @@ import { ResponsesStreamTranslator } from './responses-stream.js';
 export interface TranslatedCall {
   chat: Record<string, unknown>;
   dialect: AgentDialect;
+  /** What the engine cannot honour and the gateway dropped or changed, for the span (Span.translation). */
+  translation: string[];
 }
 
 export function translateResponses(body: unknown): TranslatedCall {
@@ -21,7 +23,11 @@ export function translateResponses(body: unknown): TranslatedCall {
     json: (chat) => chatToResponse(chat, req),
     stream: () => new ResponsesStreamTranslator(req),
   };
-  return { chat: responsesToChat(req) as unknown as Record<string, unknown>, dialect };
+  return {
+    chat: responsesToChat(req) as unknown as Record<string, unknown>,
+    dialect,
+    translation: responsesTranslationNotes(req),
+  };
 }
 
 export function translateMessages(body: unknown): TranslatedCall {
@@ -31,7 +37,11 @@ export function translateMessages(body: unknown): TranslatedCall {
     json: (chat) => chatToMessage(chat, req),
     stream: () => new MessagesStreamTranslator(req),
   };
-  return { chat: messagesToChat(req) as unknown as Record<string, unknown>, dialect };
+  return {
+    chat: messagesToChat(req) as unknown as Record<string, unknown>,
+    dialect,
+    translation: messagesTranslationNotes(req),
+  };
 }
 
 /**

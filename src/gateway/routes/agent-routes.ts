@@ -66,7 +66,8 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
       if (gate.paused && !(await gate.waitOpen(deps.pause.waitMs))) throw gatewayErrors.paused(deps.pause.retryAfterS);
       // Re-checked after the pause: the rollout may have been closed while this call waited.
       const rollout = await openRollout(request.params.token);
-      const admitted = admitCall(rollout, body);
+      const translation = [...(translated?.translation ?? [])];
+      const admitted = admitCall(rollout, body, translation);
       if (admitted.refused) await rollouts.registry.noteBudgetExceeded(rollout, admitted.refused);
       if (admitted.error) throw admitted.error;
       const link = new ClientLink(reply.raw);
@@ -94,6 +95,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
           requestText: request.jsonText,
           upstreamRequest,
           upstreamText: JSON.stringify(upstreamRequest),
+          translation,
         };
         // Awaited (and its failure answered) where the span is recorded; this only keeps a rejection from being unhandled.
         ctx.seqClaim?.catch(() => undefined);
