@@ -9,8 +9,8 @@ import { rolloutInput, startGateway, startStore, type RunningGateway } from '../
 import { SERVED_MODEL, startModelServer } from '../model-server.js';
 import { FUZZ_TARGETS } from './agent-api-fuzz.js';
 
-// The real SmolLM2 server (8192-token context by default). The full captures do not fit that context (Claude Code's
-// first prompt alone is ~25k tokens), so the compacted ones the fuzz mutates are sent: every field kind, less text.
+// The real SmolLM2 server (8192-token context by default). The full captures do not fit that context (rendered, Claude
+// Code's first prompt is 23,574 tokens, Codex's 9,102), so the compacted ones the fuzz mutates are sent.
 let services: TestServices, store: ObjectStore, model: Awaited<ReturnType<typeof startModelServer>>, gw: RunningGateway;
 before(async () => {
   ({ services, store } = await startStore());
