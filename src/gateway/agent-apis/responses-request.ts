@@ -13,6 +13,7 @@ import type {
 import { z } from 'zod';
 import { GatewayError } from '../routes/openai-error.js';
 import { parseBody } from '../routes/request-schema.js';
+import type { HostedTools } from '../../contracts/hosted-tools.js';
 import { engineName, engineTools } from './responses-tools.js';
 
 // Only what the translation reads is checked; the SDK's own types describe the rest.
@@ -128,14 +129,18 @@ function check(schema: z.ZodType, value: unknown, at: (string | number)[]): void
   throw new GatewayError(400, `invalid ${param}: ${issue.message}`, { code: 'invalid_value', param });
 }
 
-/** Validates a Responses API request and refuses what Volt cannot honour, each with the field named. */
-export function parseResponsesRequest(body: unknown): ResponseCreateParamsBase {
+/**
+ * Validates a Responses API request and refuses what Volt cannot honour, each with the field named; hosted tools too
+ * when the run says `refuse` (agent.hostedTools).
+ */
+export function parseResponsesRequest(body: unknown, hosted: HostedTools = 'drop'): ResponseCreateParamsBase {
   const parsed = parseBody(responsesRequestSchema, body) as unknown as ResponseCreateParamsBase;
   if (Array.isArray(parsed.input)) parsed.input.forEach((it, i) => checkItem(it, i));
   (parsed.tools ?? []).forEach((t, i) => {
     const schema = TOOL_SCHEMAS.get(t.type);
     if (schema) check(schema, t, ['tools', i]);
   });
+  if (hosted === 'refuse') engineTools(parsed.tools, hosted);
   if (parsed.previous_response_id != null) {
     throw refuse(
       'previous_response_id',

@@ -5,6 +5,7 @@ import type {
   ResponseOutputItem,
   Tool,
 } from 'openai/resources/responses/responses';
+import type { HostedTools } from '../../contracts/hosted-tools.js';
 import { GatewayError } from '../routes/openai-error.js';
 
 /** The agent's own kind of tool behind one engine function, so its calls go back as the agent's own item type. */
@@ -54,7 +55,7 @@ export const engineName = (name: string, namespace?: string | null) => (namespac
  * become a function of one string; `local_shell` a function of argv. Hosted tools (web_search, file_search,
  * code_interpreter, image_generation, MCP, ...) run on OpenAI's side, which a served policy has none of: dropped.
  */
-export function engineTools(tools: readonly Tool[] | null | undefined): EngineTools {
+export function engineTools(tools: readonly Tool[] | null | undefined, hosted: HostedTools = 'drop'): EngineTools {
   const out: EngineTools = { chat: [], byName: new Map(), notes: [] };
   const add = (fn: ChatCompletionFunctionTool['function'], agent: AgentTool, param: string) => {
     if (out.byName.has(fn.name)) throw refuse(`${param}.name`, `tool name '${fn.name}' is used twice`);
@@ -80,6 +81,8 @@ export function engineTools(tools: readonly Tool[] | null | undefined): EngineTo
       );
     } else if (t.type === 'local_shell' && !namespace) {
       add(LOCAL_SHELL, { kind: 'local_shell' }, param);
+    } else if (hosted === 'refuse') {
+      throw refuse(`${param}.type`, `hosted tool '${t.type}' is not supported (this run refuses hosted tools)`);
     } else {
       out.notes.push(`${param}: hosted tool '${t.type}' dropped (the policy cannot run it)`);
     }

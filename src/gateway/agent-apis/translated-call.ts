@@ -7,6 +7,7 @@ import { MessagesStreamTranslator } from './messages-stream.js';
 import { parseResponsesRequest, responsesToChat, responsesTranslationNotes } from './responses-request.js';
 import { chatToResponse } from './responses-response.js';
 import { ResponsesStreamTranslator } from './responses-stream.js';
+import type { HostedTools } from '../../contracts/hosted-tools.js';
 
 /** An agent's request in another API: the chat body the engine gets, and how to answer the agent. */
 export interface TranslatedCall {
@@ -16,8 +17,8 @@ export interface TranslatedCall {
   translation: string[];
 }
 
-export function translateResponses(body: unknown): TranslatedCall {
-  const req = parseResponsesRequest(body);
+export function translateResponses(body: unknown, hosted: HostedTools = 'drop'): TranslatedCall {
+  const req = parseResponsesRequest(body, hosted);
   const dialect: AgentDialect = {
     api: 'responses',
     json: (chat) => chatToResponse(chat, req),

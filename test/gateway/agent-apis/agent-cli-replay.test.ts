@@ -28,8 +28,8 @@ after(() => stopScriptedGateway({ services, upstream, gw }));
 const BUDGET = { maxModelCalls: null, maxCompletionTokens: null, maxWallSec: null, maxChoicesPerCall: 4 };
 
 /** Replays a capture into a fresh rollout, its token where the CLI put its key; returns the SSE events and the span. */
-async function replay(c: Capture, body: Record<string, unknown> = c.body) {
-  const input = rolloutInput({ budget: { ...BUDGET, maxTokensPerCall: 4096 } });
+async function replay(c: Capture, body: Record<string, unknown> = c.body, extra: Record<string, unknown> = {}) {
+  const input = rolloutInput({ budget: { ...BUDGET, maxTokensPerCall: 4096 }, ...extra });
   const { token } = await gw.admin.register(input);
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(c.headers)) {
@@ -188,6 +188,18 @@ void describe('first requests of real agent CLIs, replayed against the gateway',
     assert.match(notes, /hosted tool 'web_search' dropped/);
     assert.match(notes, new RegExp(`namespace '${ns.name}' flattened into ${ns.tools!.length}`));
     assert.match(notes, /reasoning\.summary \(auto\) dropped/);
+  });
+
+  void it("a run that refuses hosted tools answers Codex's web_search with a 400 naming the tool", async () => {
+    const at = (CODEX.body.tools as { type: string }[]).findIndex((t) => t.type === 'web_search');
+    const before = upstream.received.length;
+    const r = await replay(CODEX, CODEX.body, { hostedTools: 'refuse' });
+    assert.equal(r.status, 400, r.text);
+    const error = (JSON.parse(r.text) as { error: { param: string; message: string } }).error;
+    assert.equal(error.param, `tools.${at}.type`);
+    assert.match(error.message, /hosted tool 'web_search' is not supported/);
+    assert.equal(upstream.received.length, before, 'nothing reached the model');
+    assert.deepEqual(r.spans, []);
   });
 
   void it("clamps max_tokens to the model's context left when the engine refuses the length, and records it", async () => {
