@@ -61,6 +61,7 @@ const ctx: CallContext = {
   request: { body, headers: { 'content-type': 'application/json', authorization: '[redacted]' } },
   upstreamRequest,
   upstreamText: JSON.stringify(upstreamRequest),
+  translation: [],
 };
 const meta = spanMeta(ctx, new Date(), null);
 const record = callRecordText(meta, ctx.upstreamText, { json: answer });

@@ -59,6 +59,7 @@ function benchRecords(): string[] {
       request: { body, headers: { 'content-type': 'application/json', authorization: '[redacted]' } },
       upstreamRequest,
       upstreamText: JSON.stringify(upstreamRequest),
+      translation: [],
     };
     return callRecordText(spanMeta(ctx, new Date(), null), ctx.upstreamText, { json: answer });
   });

@@ -5,6 +5,7 @@ import { kubeRunnerConfigSchema } from '../rollouts/kube-config.js';
 import { rolloutLimitsSchema, sandboxKindSchema } from '../rollouts/sandbox-spec.js';
 import { DEFAULT_ENV_ALLOW_LIST } from '../rollouts/spec.js';
 import { agentEnvNameSchema } from '../contracts/env-name.js';
+import { hostedToolsSchema } from '../contracts/hosted-tools.js';
 import { safeIdSchema } from '../contracts/safe-id.js';
 import { taskSetHashSchema } from '../contracts/task.js';
 import { apoConfigSchema } from './apo.js';
@@ -96,13 +97,21 @@ export const runConfigSchema = z
       command: z.array(z.string().min(1)).min(1),
       /** Base for relative file paths in `command` (default: the worker's cwd); the agent itself always runs in a fresh per-rollout working directory. */
       cwd: z.string().min(1).optional(),
+      /**
+       * Hosted tools (web_search, file_search, code_interpreter, ...) an agent offers in a Responses call, which the
+       * policy cannot run: 'drop' them and note it in the span, or 'refuse' the call with a 400 naming the tool.
+       */
+      hostedTools: hostedToolsSchema.default('drop'),
       /** Variables set for the agent, e.g. { "AGENT_TEMPERATURE": "0.7" } (not for secrets: they are stored with the run). */
       env: z.record(agentEnvNameSchema, z.string()).default({}),
       /** Worker environment variables passed through to the agent; everything else is withheld. */
       envAllowList: z.array(agentEnvNameSchema).default([...DEFAULT_ENV_ALLOW_LIST]),
       /** A rollout running longer than this is killed and counts as timed_out. */
       timeoutSec: seconds.default(300),
-      /** Per-attempt budget the gateway enforces: a call past it gets a 429 (caps: a 400) and the attempt ends agent_failed (`budget`). */
+      /**
+       * Per-attempt budget the gateway enforces: a call past it gets a 429 and the attempt ends agent_failed (`budget`);
+       * `n` above maxChoicesPerCall is a 400; `max_tokens` above maxTokensPerCall is clamped to it (recorded in the span).
+       */
       budget: z
         .strictObject({
           maxModelCalls: int(1).nullable().default(null),

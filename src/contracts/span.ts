@@ -42,6 +42,11 @@ export interface Span extends RolloutRef {
   /** Which policy served the call: base model or adapter name, and its checkpoint version. */
   servedBy: { model: string; version: string | null };
   promptOverlay: { version: number } | null;
+  /**
+   * What the gateway changed in the agent's request beyond translating its API, one line each: fields accepted but
+   * not passed on (thinking, hosted tools, cache hints), tools renamed, `max_tokens` clamps. [] when nothing was.
+   */
+  translation: string[];
   status: 'ok' | 'error';
   error: { status: number | null; message: string } | null;
 }
@@ -78,6 +83,7 @@ export const spanSchema = z.object({
   usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }).nullable(),
   servedBy: z.object({ model: z.string(), version: z.string().nullable() }),
   promptOverlay: z.object({ version: z.number().int().min(0) }).nullable(),
+  translation: z.array(z.string()),
   status: z.enum(['ok', 'error']),
   error: z.object({ status: z.number().nullable(), message: z.string() }).nullable(),
 }) satisfies z.ZodType<Span>;

@@ -139,6 +139,7 @@ export async function runRollouts(
             sampling: input.sampling,
             promptOverlay: input.promptOverlay,
             budget,
+            hostedTools: config.agent.hostedTools,
           });
           return { token, baseUrl };
         },

@@ -39,6 +39,7 @@ export type SpanMeta = Pick<
   | 'durationMs'
   | 'request'
   | 'promptOverlay'
+  | 'translation'
   | 'error'
 > & {
   /** servedBy's fallback when the answer names no model. */
@@ -126,6 +127,7 @@ export function spanOf(meta: SpanMeta, upstreamRequest: unknown, response: any):
     usage: r?.usage ?? null,
     servedBy: parseServedBy(r, meta.policyModel),
     promptOverlay: meta.promptOverlay,
+    translation: meta.translation,
     status: meta.error ? 'error' : 'ok',
     error: meta.error,
   };

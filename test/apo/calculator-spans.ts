@@ -63,6 +63,7 @@ function span(
     usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
     servedBy: { model: 'policy', version: null },
     promptOverlay: null,
+    translation: [],
     status: 'ok',
     error: null,
   };

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { closingRunner } from '../../src/rollouts/closing-runner.js';
+import type { Span } from '../../src/contracts/span.js';
 import type { RolloutBudget } from '../../src/gateway/registry/budget.js';
+import { readSpans } from '../../src/storage/spans.js';
 import type { RolloutRunner } from '../../src/rollouts/spec.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import type { TestServices } from '../helpers/services.js';
@@ -23,12 +25,13 @@ const unbounded: RolloutBudget = {
 };
 
 async function open(budget: Partial<RolloutBudget>) {
-  const { token, baseUrl } = await gw.admin.register({ ...rolloutInput(), budget: { ...unbounded, ...budget } });
+  const ref = rolloutInput();
+  const { token, baseUrl } = await gw.admin.register({ ...ref, budget: { ...unbounded, ...budget } });
   // The agent side is the real OpenAI SDK, as an unmodified agent uses it (no retries, so each refusal is one call).
   const client = new OpenAI({ baseURL: baseUrl, apiKey: token, maxRetries: 0 });
   const ask = (extra: Record<string, unknown> = {}) =>
     client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }], ...extra });
-  return { token, ask };
+  return { token, ask, ref };
 }
 
 const refusal = async (p: Promise<unknown>) => {
@@ -100,10 +103,10 @@ describe('per-attempt budgets in the gateway', () => {
     assert.equal(COMPLETION.length, 3);
   });
 
-  it('rejects max_tokens and n above the per-call caps with a 400 naming the parameter', async () => {
+  it('clamps max_tokens above the per-call cap (and records it), rejects n above its cap with a 400 naming it', async () => {
     const r = await open({ maxTokensPerCall: 64, maxChoicesPerCall: 2 });
-    const tokens = await refusal(r.ask({ max_tokens: 65 }));
-    assert.deepEqual([tokens.status, tokens.code, tokens.param], [400, 'rollout_budget_cap', 'max_tokens']);
+    await r.ask({ max_tokens: 64000 });
+    assert.equal(upstream.received.at(-1)!.body.max_tokens, 64, 'clamped to the cap, not refused');
     const choices = await refusal(r.ask({ n: 3 }));
     assert.deepEqual([choices.status, choices.param], [400, 'n']);
     await r.ask({ max_tokens: 64, n: 2 });
@@ -111,6 +114,12 @@ describe('per-attempt budgets in the gateway', () => {
       (await gw.admin.close(r.token)).budgetExceeded,
       undefined,
       'a rejected cap is a bad request, not an exhausted budget',
+    );
+    const spans: Span[] = [];
+    for await (const s of readSpans(store, r.ref)) spans.push(s);
+    assert.deepEqual(
+      spans.map((s) => s.translation),
+      [["max_tokens 64000 clamped to 64: the rollout's per-call cap"], []],
     );
   });
 

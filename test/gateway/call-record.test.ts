@@ -38,6 +38,7 @@ const ctx = (stream: boolean): CallContext => ({
   },
   upstreamRequest,
   upstreamText: JSON.stringify(upstreamRequest),
+  translation: [],
 });
 
 /** SSE chunks of one streamed answer as an engine sends them: ids and logprobs per chunk, usage last. */

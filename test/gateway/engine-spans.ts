@@ -72,6 +72,7 @@ export function recordedRollout(
       request: { body: { model: 'gpt-4o-mini', messages }, headers: { authorization: '[redacted]' } },
       upstreamRequest,
       upstreamText: JSON.stringify(upstreamRequest),
+      translation: [],
     };
     const c = s.choices[0]!;
     const response = engineAnswer(s.promptTokenIds!, c.tokenIds!, c.logprobs!);

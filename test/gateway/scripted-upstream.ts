@@ -9,7 +9,7 @@ import { startGateway, startStore, type RunningGateway } from './harness.js';
 // OpenAI chat-completions shape with the vLLM extension fields, one scripted step per request.
 /** One scripted answer of the scripted upstream, consumed in order; when the script runs out, `ok` is used. */
 export type Step =
-  | { kind: 'status'; status: number; headers?: Record<string, string> }
+  | { kind: 'status'; status: number; headers?: Record<string, string>; message?: string }
   | { kind: 'json'; delayMs?: number }
   | { kind: 'sse'; cutAfter?: number; delayMs?: number; chunkDelayMs?: number; pythonJson?: boolean }
   | { kind: 'hang' };
@@ -77,7 +77,9 @@ function play(step: Step, body: Record<string, unknown>, res: http.ServerRespons
   if (step.kind === 'status') {
     res.writeHead(step.status, { 'content-type': 'application/json', ...step.headers });
     res.end(
-      JSON.stringify({ error: { message: `scripted ${step.status}`, type: 'server_error', param: null, code: null } }),
+      JSON.stringify({
+        error: { message: step.message ?? `scripted ${step.status}`, type: 'server_error', param: null, code: null },
+      }),
     );
     return;
   }

@@ -36,6 +36,7 @@ function metaOf(s: Span): SpanMeta {
     durationMs: s.durationMs,
     request: s.request,
     promptOverlay: s.promptOverlay,
+    translation: s.translation,
     error: s.error,
     policyModel: s.servedBy.model,
   };

@@ -136,6 +136,7 @@ export function span(
     usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
     servedBy: { model: `${RUN_ID}-it0`, version: sha('a').slice(0, 12) },
     promptOverlay: null,
+    translation: [],
     status: 'ok',
     error: null,
   };

@@ -32,7 +32,7 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8500
     max_batch: int = 8
-    max_model_len: int = 2048
+    max_model_len: int | None = None  # None: the model's own context (SmolLM2-135M: 8192)
     data_dir: str = ""
     device: str | None = None
     threads: int | None = None
@@ -43,7 +43,7 @@ class ServeConfig:
     def __post_init__(self) -> None:
         if self.max_batch < 1:
             raise ValueError("max_batch: must be at least 1")
-        if self.max_model_len < 2:
+        if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError("max_model_len: must be at least 2")
         if self.threads is not None and self.threads < 1:
             raise ValueError("threads: must be at least 1")
@@ -65,7 +65,9 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8500)
     parser.add_argument("--max-batch", type=int, default=8, help="most sequences decoded together")
-    parser.add_argument("--max-model-len", type=int, default=2048, help="prompt + completion token limit")
+    parser.add_argument(
+        "--max-model-len", type=int, default=None, help="prompt + completion token limit (default: the model's context)"
+    )
     parser.add_argument("--data-dir", default="", help="model cache root (default: $VOLT_DATA_DIR or .volt)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument(
@@ -83,6 +85,11 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     return ServeConfig(**vars(parser.parse_args(argv)), admin_key=os.environ.get("VOLT_MODEL_SERVER_ADMIN_KEY") or None)
 
 
+def model_context(model) -> int:
+    """The context the model was trained for (`max_position_embeddings`), which the server serves unless told less."""
+    return int(getattr(model.config, "max_position_embeddings", None) or 2048)
+
+
 def make_engine(config: ServeConfig) -> Engine:
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -93,7 +100,7 @@ def make_engine(config: ServeConfig) -> Engine:
         tokenizer,
         config.served_model_name or config.model,
         max_batch=config.max_batch,
-        max_model_len=config.max_model_len,
+        max_model_len=config.max_model_len or model_context(model),
         prefix_cache_bytes=config.prefix_cache_mb << 20,
     )
 

@@ -64,7 +64,10 @@ export function toolUseBlock(id: string, name: string, args: string): ToolUseBlo
 }
 
 /** The Messages API answer for an engine chat completion. Pure. */
-export function chatToMessage(chat: ChatCompletion, req: MessageCreateParamsBase): Message {
+export function chatToMessage(
+  chat: ChatCompletion,
+  req: Pick<MessageCreateParamsBase, 'model' | 'stop_sequences'>,
+): Message {
   const choice = chat.choices?.[0];
   const ids = messageIds(chat.id);
   const content: ContentBlock[] = [];

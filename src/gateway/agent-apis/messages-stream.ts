@@ -23,7 +23,7 @@ export class MessagesStreamTranslator implements StreamTranslator {
   private outputTokens = 0;
   private model: string;
 
-  constructor(private readonly req: MessageCreateParamsBase) {
+  constructor(private readonly req: Pick<MessageCreateParamsBase, 'model' | 'stop_sequences'>) {
     this.model = req.model;
   }
 

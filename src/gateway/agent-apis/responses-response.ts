@@ -2,12 +2,12 @@ import type { ChatCompletion } from 'openai/resources/chat/completions';
 import type {
   Response,
   ResponseCreateParamsBase,
-  ResponseFunctionToolCall,
   ResponseOutputItem,
   ResponseOutputMessage,
   ResponseOutputText,
   ResponseUsage,
 } from 'openai/resources/responses/responses';
+import { agentCallItem, engineTools, type AgentTool } from './responses-tools.js';
 
 type ChatChoice = ChatCompletion['choices'][number];
 type ChatLogprobs = NonNullable<ChatChoice['logprobs']>['content'];
@@ -62,6 +62,7 @@ export function outputItems(
   choice: ChatChoice | undefined,
   ids: ReturnType<typeof responseIds>,
   withLogprobs: boolean,
+  tools: ReadonlyMap<string, AgentTool>,
 ): ResponseOutputItem[] {
   const items: ResponseOutputItem[] = [];
   const text = choice?.message?.content ?? '';
@@ -79,15 +80,8 @@ export function outputItems(
   }
   calls.forEach((c, i) => {
     if (c.type !== 'function') return;
-    const call: ResponseFunctionToolCall = {
-      type: 'function_call',
-      id: ids.call(i),
-      call_id: c.id || ids.call(i),
-      name: c.function.name,
-      arguments: c.function.arguments,
-      status: 'completed',
-    };
-    items.push(call);
+    const call = { id: ids.call(i), callId: c.id || ids.call(i), ...c.function };
+    items.push(agentCallItem(call, tools, 'completed'));
   });
   return items;
 }
@@ -143,7 +137,7 @@ export function chatToResponse(chat: ChatCompletion, req: ResponseCreateParamsBa
   return responseObject(
     req,
     chat,
-    outputItems(choice, responseIds(chat.id), withLogprobs),
+    outputItems(choice, responseIds(chat.id), withLogprobs, engineTools(req.tools).byName),
     choice?.finish_reason,
     responseUsage(chat.usage),
   );

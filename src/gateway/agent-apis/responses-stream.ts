@@ -10,11 +10,19 @@ import type {
 } from 'openai/resources/responses/responses';
 import { sseEvent, type StreamTranslator } from './dialect.js';
 import { outputText, responseIds, responseObject, responseStatus, responseUsage } from './responses-response.js';
+import { agentCallItem, engineTools, streamsAsFunction, type AgentTool } from './responses-tools.js';
 
 type Logprob = NonNullable<ResponseOutputText['logprobs']>[number];
 type OpenItem =
   | { kind: 'message'; index: number; id: string; text: string; logprobs: Logprob[] }
-  | { kind: 'call'; index: number; chatIndex: number; item: ResponseFunctionToolCall };
+  | {
+      kind: 'call';
+      index: number;
+      chatIndex: number;
+      /** The engine's call; `streamed`: sent as a function_call as it comes, else as the agent's item when it ends. */
+      call: { id: string; callId: string; name: string; arguments: string };
+      streamed: boolean;
+    };
 // Distributive Omit: each event type keeps its own fields.
 type EventBody = ResponseStreamEvent extends infer E
   ? E extends ResponseStreamEvent
@@ -36,9 +44,11 @@ export class ResponsesStreamTranslator implements StreamTranslator {
   private finish: string | null = null;
   private usage: ResponseUsage | undefined;
   private readonly withLogprobs: boolean;
+  private readonly tools: ReadonlyMap<string, AgentTool>;
 
   constructor(private readonly req: ResponseCreateParamsBase) {
     this.withLogprobs = req.include?.includes('message.output_text.logprobs') ?? false;
+    this.tools = engineTools(req.tools).byName;
   }
 
   chunk(chunk: ChatCompletionChunk): string {
@@ -134,40 +144,39 @@ export class ResponsesStreamTranslator implements StreamTranslator {
 
   private addToolCall(tc: NonNullable<ChatCompletionChunk['choices'][number]['delta']['tool_calls']>[number]): string {
     let out = '';
-    let call = this.open?.kind === 'call' && this.open.chatIndex === tc.index ? this.open : null;
-    if (!call) {
+    let open = this.open?.kind === 'call' && this.open.chatIndex === tc.index ? this.open : null;
+    if (!open) {
       out += this.close();
       const index = this.items.length;
-      const n = this.items.filter((i) => i.kind === 'call').length;
-      const id = this.ids().call(n);
-      call = {
-        kind: 'call',
-        index,
-        chatIndex: tc.index,
-        item: {
-          type: 'function_call',
-          id,
-          call_id: tc.id || id,
-          name: tc.function?.name ?? '',
-          arguments: '',
-          status: 'in_progress',
-        },
-      };
-      this.items.push(call);
-      this.open = call;
-      out += this.emit({ type: 'response.output_item.added', output_index: index, item: { ...call.item } });
-    } else if (tc.function?.name) call.item.name += tc.function.name;
+      const id = this.ids().call(this.items.filter((i) => i.kind === 'call').length);
+      const name = tc.function?.name ?? '';
+      const call = { id, callId: tc.id || id, name, arguments: '' };
+      open = { kind: 'call', index, chatIndex: tc.index, call, streamed: streamsAsFunction(name, this.tools) };
+      this.items.push(open);
+      this.open = open;
+      if (open.streamed)
+        out += this.emit({
+          type: 'response.output_item.added',
+          output_index: index,
+          item: this.callItem(open, 'in_progress'),
+        });
+    } else if (tc.function?.name) open.call.name += tc.function.name;
     const delta = tc.function?.arguments;
     if (delta) {
-      call.item.arguments += delta;
-      out += this.emit({
-        type: 'response.function_call_arguments.delta',
-        item_id: call.item.id!,
-        output_index: call.index,
-        delta,
-      });
+      open.call.arguments += delta;
+      if (open.streamed)
+        out += this.emit({
+          type: 'response.function_call_arguments.delta',
+          item_id: open.call.id,
+          output_index: open.index,
+          delta,
+        });
     }
     return out;
+  }
+
+  private callItem(open: Extract<OpenItem, { kind: 'call' }>, status: 'in_progress' | 'completed') {
+    return agentCallItem(open.call, this.tools, status);
   }
 
   private close(): string {
@@ -175,17 +184,27 @@ export class ResponsesStreamTranslator implements StreamTranslator {
     if (!item) return '';
     this.open = null;
     if (item.kind === 'call') {
-      const done: ResponseFunctionToolCall = { ...item.item, status: 'completed' };
+      const done = this.callItem(item, 'completed');
       this.done.push(done);
-      return (
-        this.emit({
-          type: 'response.function_call_arguments.done',
-          item_id: done.id!,
+      let out = '';
+      // A custom or local shell call goes out whole, once its input is complete; a function call's arguments end.
+      if (!item.streamed)
+        out += this.emit({
+          type: 'response.output_item.added',
           output_index: item.index,
-          name: done.name,
-          arguments: done.arguments,
-        }) + this.emit({ type: 'response.output_item.done', output_index: item.index, item: done })
-      );
+          item: this.callItem(item, 'in_progress'),
+        });
+      else {
+        const fn = done as ResponseFunctionToolCall;
+        out += this.emit({
+          type: 'response.function_call_arguments.done',
+          item_id: item.call.id,
+          output_index: item.index,
+          name: fn.name,
+          arguments: fn.arguments,
+        });
+      }
+      return out + this.emit({ type: 'response.output_item.done', output_index: item.index, item: done });
     }
     const part = outputText(item.text, null, false);
     if (this.withLogprobs) part.logprobs = item.logprobs;

@@ -1,27 +1,34 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { gatewayErrors } from '../routes/openai-error.js';
 import type { AgentDialect } from './dialect.js';
-import { messagesToChat, parseMessagesRequest } from './messages-request.js';
+import { messagesToChat, messagesTranslationNotes, parseMessagesRequest } from './messages-request.js';
 import { chatToMessage } from './messages-response.js';
 import { MessagesStreamTranslator } from './messages-stream.js';
-import { parseResponsesRequest, responsesToChat } from './responses-request.js';
+import { parseResponsesRequest, responsesToChat, responsesTranslationNotes } from './responses-request.js';
 import { chatToResponse } from './responses-response.js';
 import { ResponsesStreamTranslator } from './responses-stream.js';
+import type { HostedTools } from '../../contracts/hosted-tools.js';
 
 /** An agent's request in another API: the chat body the engine gets, and how to answer the agent. */
 export interface TranslatedCall {
   chat: Record<string, unknown>;
   dialect: AgentDialect;
+  /** What the engine cannot honour and the gateway dropped or changed, for the span (Span.translation). */
+  translation: string[];
 }
 
-export function translateResponses(body: unknown): TranslatedCall {
-  const req = parseResponsesRequest(body);
+export function translateResponses(body: unknown, hosted: HostedTools = 'drop'): TranslatedCall {
+  const req = parseResponsesRequest(body, hosted);
   const dialect: AgentDialect = {
     api: 'responses',
     json: (chat) => chatToResponse(chat, req),
     stream: () => new ResponsesStreamTranslator(req),
   };
-  return { chat: responsesToChat(req) as unknown as Record<string, unknown>, dialect };
+  return {
+    chat: responsesToChat(req) as unknown as Record<string, unknown>,
+    dialect,
+    translation: responsesTranslationNotes(req),
+  };
 }
 
 export function translateMessages(body: unknown): TranslatedCall {
@@ -31,7 +38,11 @@ export function translateMessages(body: unknown): TranslatedCall {
     json: (chat) => chatToMessage(chat, req),
     stream: () => new MessagesStreamTranslator(req),
   };
-  return { chat: messagesToChat(req) as unknown as Record<string, unknown>, dialect };
+  return {
+    chat: messagesToChat(req) as unknown as Record<string, unknown>,
+    dialect,
+    translation: messagesTranslationNotes(req),
+  };
 }
 
 /**

@@ -21,7 +21,9 @@ export interface CallContext {
   request: Span['request'];
   /** `request.body` as the text the agent sent (it parsed to exactly that body), when there is one. */
   requestText?: string | null;
-  upstreamRequest: unknown;
+  upstreamRequest: Record<string, unknown>;
+  /** What the gateway changed in the request beyond translating its API (Span.translation); grows as the call runs. */
+  translation: string[];
   /** `upstreamRequest` as sent: serialised once, for the model server and for the span. */
   upstreamText: string;
 }
@@ -65,6 +67,7 @@ export function spanMeta(ctx: CallContext, firstByteAt: Date | null, error: Call
     request: ctx.request,
     policyModel: record.policyModel,
     promptOverlay: record.promptOverlay ? { version: record.promptOverlay.version } : null,
+    translation: ctx.translation,
     error,
   };
 }

@@ -7,7 +7,7 @@ export const rolloutBudgetSchema = z.strictObject({
   maxModelCalls: z.number().int().min(1).nullable(),
   maxCompletionTokens: z.number().int().min(1).nullable(),
   maxWallSec: z.number().int().min(1).nullable(),
-  /** Largest `max_tokens` / `max_completion_tokens` one call may ask for. */
+  /** Most tokens one call may generate: a larger `max_tokens` / `max_completion_tokens` is clamped to it. */
   maxTokensPerCall: z.number().int().min(1),
   /** Largest `n` (choices) one call may ask for. */
   maxChoicesPerCall: z.number().int().min(1),
@@ -27,27 +27,18 @@ const overCap = (message: string, param: string) =>
 
 /**
  * Checks a call against its rollout's budget before anything goes upstream, and bounds its completion to what is
- * left. Returns the reason to record when the call is refused for the budget (the attempt then ends agent_failed).
+ * left and to the per-call cap (agent CLIs ask for 32000 or 64000 tokens as a matter of course; each clamp is noted in
+ * `translation`). Returns the reason to record when the call is refused for the budget (the attempt then ends
+ * agent_failed).
  */
 export function admitCall(
   rollout: Rollout,
   body: Record<string, unknown>,
+  translation: string[],
 ): { refused: string | null; error: GatewayError | null } {
   const budget = rollout.record.budget;
   if (!budget) return { refused: null, error: null };
   const usage = rollout.record.usage;
-  for (const param of ['max_tokens', 'max_completion_tokens']) {
-    const asked = body[param];
-    if (typeof asked === 'number' && asked > budget.maxTokensPerCall) {
-      return {
-        refused: null,
-        error: overCap(
-          `${param} ${asked} is above this rollout's cap of ${budget.maxTokensPerCall} tokens per call`,
-          param,
-        ),
-      };
-    }
-  }
   const n = typeof body.n === 'number' ? body.n : 1;
   if (n > budget.maxChoicesPerCall)
     return {
@@ -70,6 +61,12 @@ export function admitCall(
         : Infinity;
   const bound = Math.min(asked, budget.maxTokensPerCall, Math.floor(left / n));
   if (bound <= 0) return refuse(`${budget.maxCompletionTokens} completion tokens used`);
+  if (asked !== Infinity && bound < asked)
+    translation.push(
+      bound === budget.maxTokensPerCall
+        ? `max_tokens ${asked} clamped to ${bound}: the rollout's per-call cap`
+        : `max_tokens ${asked} clamped to ${bound}: the rollout's completion-token budget left`,
+    );
   delete body.max_completion_tokens;
   body.max_tokens = bound;
   usage.calls += 1;

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { PromptOverlay } from '../../contracts/prompt-overlay.js';
 import { rolloutRefSchema, type RolloutRef } from '../../contracts/rollout.js';
 import { budgetUsageSchema, rolloutBudgetSchema } from './budget.js';
+import { hostedToolsSchema } from '../../contracts/hosted-tools.js';
 
 export const registerRolloutSchema = z.strictObject({
   ...rolloutRefSchema.shape,
@@ -18,6 +19,8 @@ export const registerRolloutSchema = z.strictObject({
   promptOverlay: z.strictObject({ version: z.number().int().min(0) }).nullish(),
   /** Per-attempt budget (model calls, completion tokens, wall time, per-call caps); null or absent: unbounded. */
   budget: rolloutBudgetSchema.nullish(),
+  /** Hosted tools (web_search, file_search, ...) in a Responses call: dropped and noted (null, 'drop') or refused. */
+  hostedTools: hostedToolsSchema.nullish(),
 });
 export type RegisterRollout = z.output<typeof registerRolloutSchema>;
 

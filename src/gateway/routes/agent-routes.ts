@@ -10,6 +10,7 @@ import {
   translateResponses,
   type TranslatedCall,
 } from '../agent-apis/translated-call.js';
+import type { HostedTools } from '../../contracts/hosted-tools.js';
 import { ClientLink } from './client-link.js';
 import { askedBy, upstreamBody } from '../upstream/extensions.js';
 import { GatewayError, gatewayErrors } from './openai-error.js';
@@ -57,16 +58,21 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
 
   // `translate`: the agent speaks another API (Responses, Messages); the engine is asked in chat completions.
   const call =
-    (endpoint: Span['endpoint'], schema: z.ZodType | null, translate?: (body: unknown) => TranslatedCall) =>
+    (
+      endpoint: Span['endpoint'],
+      schema: z.ZodType | null,
+      translate?: (body: unknown, hosted: HostedTools) => TranslatedCall,
+    ) =>
     async (request: TokenRequest, reply: FastifyReply) => {
-      await openRollout(request.params.token);
+      const opened = await openRollout(request.params.token);
       if (translate) checkPresentedKey(request.headers, request.params.token);
-      const translated = translate?.(request.body);
+      const translated = translate?.(request.body, opened.record.hostedTools ?? 'drop');
       const body = translated ? translated.chat : (parseBody(schema!, request.body) as Record<string, unknown>);
       if (gate.paused && !(await gate.waitOpen(deps.pause.waitMs))) throw gatewayErrors.paused(deps.pause.retryAfterS);
       // Re-checked after the pause: the rollout may have been closed while this call waited.
       const rollout = await openRollout(request.params.token);
-      const admitted = admitCall(rollout, body);
+      const translation = [...(translated?.translation ?? [])];
+      const admitted = admitCall(rollout, body, translation);
       if (admitted.refused) await rollouts.registry.noteBudgetExceeded(rollout, admitted.refused);
       if (admitted.error) throw admitted.error;
       const link = new ClientLink(reply.raw);
@@ -94,6 +100,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
           requestText: request.jsonText,
           upstreamRequest,
           upstreamText: JSON.stringify(upstreamRequest),
+          translation,
         };
         // Awaited (and its failure answered) where the span is recorded; this only keeps a rejection from being unhandled.
         ctx.seqClaim?.catch(() => undefined);

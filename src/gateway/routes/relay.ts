@@ -14,6 +14,7 @@ import type { RolloutRegistry } from '../registry/rollout-registry.js';
 import { oneLine } from '../recording/record-line.js';
 import { parseAnswer, tryParse } from '../upstream/answer-parse.js';
 import { sseBatches } from '../upstream/sse.js';
+import { clampToContext } from '../upstream/context-clamp.js';
 import {
   header,
   ResponseTooLargeError,
@@ -51,6 +52,8 @@ export async function relayJson(
   let res: BufferedResponse;
   try {
     res = await relay.upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
+    if (clampToContext(ctx, res.statusCode, res.text))
+      res = await relay.upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
   } catch (err) {
     return failBeforeFirstByte(relay, ctx, err, link);
   }
@@ -98,14 +101,23 @@ export async function relayStream(
   link: Cancellation,
 ) {
   let res: UpstreamResponse;
+  // A 400's text, read to see whether the engine refused the completion length (then asked again, clamped).
+  let refusal: string | undefined;
   try {
     res = await relay.upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
+    if (res.statusCode === 400) {
+      refusal = await res.body.text().catch((e: Error) => e.message);
+      if (clampToContext(ctx, res.statusCode, refusal)) {
+        refusal = undefined;
+        res = await relay.upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
+      }
+    }
   } catch (err) {
     return failBeforeFirstByte(relay, ctx, err, link);
   }
   const contentType = header(res.headers, 'content-type') ?? '';
   if (res.statusCode >= 400 || !contentType.includes('text/event-stream')) {
-    const text = await res.body.text().catch((e: Error) => e.message);
+    const text = refusal ?? (await res.body.text().catch((e: Error) => e.message));
     const json = tryParse(text);
     const message =
       res.statusCode >= 400

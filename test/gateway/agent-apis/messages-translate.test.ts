@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GatewayError } from '../../../src/gateway/routes/openai-error.js';
 import { anthropicErrorBody, speaksAnthropic } from '../../../src/gateway/agent-apis/anthropic-error.js';
-import { messagesToChat, parseMessagesRequest } from '../../../src/gateway/agent-apis/messages-request.js';
+import {
+  messagesToChat,
+  messagesTranslationNotes,
+  parseMessagesRequest,
+} from '../../../src/gateway/agent-apis/messages-request.js';
 import { chatToMessage } from '../../../src/gateway/agent-apis/messages-response.js';
 import { MessagesStreamTranslator } from '../../../src/gateway/agent-apis/messages-stream.js';
 import { chatAnswer, chatChunks, parseSse } from './chat-fixtures.js';
@@ -128,16 +132,72 @@ void describe('Messages API -> engine chat request', () => {
     );
   });
 
+  void it("Claude Code's settings: thinking, context edits, effort and cache hints accepted, dropped and noted", () => {
+    const body = {
+      model: 'claude-opus-4-8',
+      max_tokens: 64000,
+      thinking: { type: 'enabled', budget_tokens: 31999 },
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      output_config: { effort: 'high' },
+      metadata: { user_id: '{"device_id":"d","session_id":"s"}' },
+      system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] },
+        { role: 'system', content: 'The user prefers French.' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'Greet.', signature: 'sig' },
+            { type: 'redacted_thinking', data: 'opaque' },
+            { type: 'text', text: 'Salut.' },
+          ],
+        },
+        { role: 'user', content: 'again' },
+      ],
+    };
+    const req = parseMessagesRequest(body);
+    const chat = messagesToChat(req) as unknown as Record<string, unknown>;
+    assert.deepEqual(chat.messages, [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'hi' },
+      { role: 'system', content: 'The user prefers French.' },
+      { role: 'assistant', content: 'Salut.' },
+      { role: 'user', content: 'again' },
+    ]);
+    for (const dropped of ['thinking', 'context_management', 'output_config', 'metadata'])
+      assert.ok(!(dropped in chat));
+    assert.deepEqual(messagesTranslationNotes(req), [
+      'thinking (enabled) dropped: the policy answers without thinking blocks',
+      'context_management dropped: no server-side context edits',
+      'output_config.effort (high) dropped',
+      '2 thinking block(s) of earlier turns dropped',
+      'cache_control dropped: the engine caches prefixes on its own',
+    ]);
+    assert.deepEqual(
+      messagesTranslationNotes(parseMessagesRequest({ ...body, thinking: { type: 'disabled' } })).length,
+      4,
+    );
+  });
+
   void it('refuses what it cannot honour with a 400 naming the field', () => {
     const base = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+    assert.throws(
+      () => translate({ ...base, messages: [{ role: 'system', content: [{ type: 'image', source: {} }] }] }),
+      refusedWith('messages.0.content.0.type'),
+    );
+    assert.throws(
+      () => translate({ ...base, messages: [{ role: 'user', content: [{ type: 'thinking', thinking: 'x' }] }] }),
+      refusedWith('messages.0.content.0.type'),
+    );
+    assert.throws(
+      () => translate({ ...base, messages: [{ role: 'user', content: [{ type: 'constructor' }] }] }),
+      refusedWith('messages.0.content.0.type'),
+    );
     assert.throws(
       () => translate({ ...base, tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 5 }] }),
       refusedWith('tools.0.type'),
     );
-    assert.throws(
-      () => translate({ ...base, thinking: { type: 'enabled', budget_tokens: 2048 } }),
-      refusedWith('thinking'),
-    );
+    assert.throws(() => translate({ ...base, thinking: { type: 'sometimes' } }), refusedWith('thinking.type'));
     assert.throws(
       () =>
         translate({
@@ -166,7 +226,7 @@ void describe('Messages API -> engine chat request', () => {
     );
     assert.throws(() => translate({ model: 'm', messages: base.messages }), refusedWith('max_tokens'));
     assert.throws(
-      () => translate({ ...base, messages: [{ role: 'system', content: 'x' }] }),
+      () => translate({ ...base, messages: [{ role: 'tool', content: 'x' }] }),
       refusedWith('messages.0.role'),
     );
     assert.throws(() => translate({ ...base, temperature: 1.5 }), refusedWith('temperature'));

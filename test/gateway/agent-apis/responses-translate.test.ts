@@ -153,16 +153,20 @@ void describe('Responses API -> engine chat request', () => {
 
   void it('refuses what it cannot honour with a 400 naming the field', () => {
     const base = { model: 'm', input: 'hi' };
-    assert.throws(() => translate({ ...base, tools: [{ type: 'web_search' }] }), refusedWith('tools.0.type'));
+    assert.throws(() => translate({ ...base, tools: [{ type: 'function' }] }), refusedWith('tools.0.name'));
     assert.throws(
-      () => translate({ ...base, tools: [weatherTool, { type: 'file_search', vector_store_ids: ['vs_1'] }] }),
-      refusedWith('tools.1.type'),
+      () => translate({ ...base, tools: [{ type: 'namespace', name: 'ns', tools: 'x' }] }),
+      refusedWith('tools.0.tools'),
     );
     assert.throws(() => translate({ ...base, previous_response_id: 'resp_1' }), refusedWith('previous_response_id'));
     assert.throws(() => translate({ ...base, background: true }), refusedWith('background'));
     assert.throws(() => translate({ ...base, conversation: 'conv_1' }), refusedWith('conversation'));
-    assert.throws(() => translate({ ...base, include: ['file_search_call.results'] }), refusedWith('include.0'));
-    assert.throws(() => translate({ ...base, reasoning: { summary: 'detailed' } }), refusedWith('reasoning.summary'));
+    assert.throws(() => translate({ ...base, include: ['no.such.includable'] }), refusedWith('include.0'));
+    assert.throws(() => translate({ ...base, include: 'x' }), refusedWith('include'));
+    // Types that name Object.prototype members are unknown types, not a crash.
+    assert.throws(() => translate({ model: 'm', input: [{ type: 'constructor' }] }), refusedWith('input.0.type'));
+    assert.doesNotThrow(() => translate({ ...base, tools: [{ type: 'toString' }, { type: '__proto__' }] }));
+    assert.throws(() => translate({ ...base, reasoning: { summary: 'verbose' } }), refusedWith('reasoning.summary'));
     assert.throws(
       () =>
         translate({
