@@ -22,12 +22,20 @@ phase() { printf '\n==> %s\n' "$1"; phase_start=$SECONDS; }
 took() { printf '==> %s took %d s\n' "$1" "$((SECONDS - phase_start))"; }
 node_layer() { # node_layer LAYER CONCURRENCY
   local files
-  mapfile -t files < <(node --import tsx scripts/test-layers.ts "$1")
+  mapfile -t files < <(node --import tsx scripts/test-layers.ts "$1" | slow_first)
   # With no file arguments node --test would pick its own set: an empty layer is a classifier failure.
   [ "${#files[@]}" -gt 0 ] || { echo "scripts/test-layers.ts listed no $1 tests" >&2; exit 1; }
   phase "node --test: $1 layer (${#files[@]} files, $2 at a time)"
   node --import tsx --test --test-concurrency="$2" --test-timeout=900000 "${files[@]}"
   took "$1 layer"
+}
+# Files that run a whole pipeline stack (minutes each) start first, so the parallel lanes end together.
+slow_first() {
+  local f slow=() rest=()
+  while read -r f; do
+    if grep -qE 'startPipelineStack|startNightlyStack' "$f"; then slow+=("$f"); else rest+=("$f"); fi
+  done
+  for f in "${slow[@]}" "${rest[@]}"; do echo "$f"; done
 }
 pytest_run() { .venv/bin/python -m pytest -q -p no:cacheprovider trainer/tests; }
 
