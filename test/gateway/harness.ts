@@ -2,9 +2,12 @@ import type { AddressInfo } from 'node:net';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { request } from 'undici';
+import type { Span } from '../../src/contracts/span.js';
 import { buildApp, type GatewayDeps } from '../../src/gateway/app.js';
 import { GatewayAdminClient } from '../../src/gateway/admin-client.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
+import { readSpans } from '../../src/storage/spans.js';
 import { startTestServices, type TestServices } from '../helpers/services.js';
 
 export const ADMIN_KEY = 'test-admin-key-123';
@@ -60,4 +63,29 @@ export function rolloutInput(overrides: Record<string, unknown> = {}) {
     promptOverlay: null,
     ...overrides,
   };
+}
+
+/**
+ * One agent call in a fresh rollout: register `input`, POST `body` to `route` under its token (`headers(token)` puts
+ * the token where the agent's SDK would), close the rollout and read back its spans.
+ */
+export async function callInRollout(
+  gw: RunningGateway,
+  store: ObjectStore,
+  input: ReturnType<typeof rolloutInput>,
+  route: string,
+  headers: (token: string) => Record<string, string>,
+  body: unknown,
+) {
+  const { token } = await gw.admin.register(input);
+  const res = await request(`${gw.url}/r/${token}${route}`, {
+    method: 'POST',
+    headers: headers(token),
+    body: JSON.stringify(body),
+  });
+  const text = await res.body.text();
+  await gw.admin.close(token);
+  const spans: Span[] = [];
+  for await (const s of readSpans(store, input)) spans.push(s);
+  return { status: res.statusCode, contentType: String(res.headers['content-type']), text, spans };
 }

@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { request } from 'undici';
-import type { Span } from '../../../src/contracts/span.js';
-import { readSpans } from '../../../src/storage/spans.js';
 import type { ObjectStore } from '../../../src/storage/object-store.js';
 import type { TestServices } from '../../helpers/services.js';
-import { rolloutInput, startGateway, startStore, type RunningGateway } from '../harness.js';
+import { callInRollout, rolloutInput, startGateway, startStore, type RunningGateway } from '../harness.js';
 import { SERVED_MODEL, startModelServer } from '../model-server.js';
 import { FUZZ_TARGETS } from './agent-api-fuzz.js';
 
@@ -28,22 +25,13 @@ const BUDGET = { maxModelCalls: null, maxCompletionTokens: null, maxWallSec: nul
 async function call(api: 'responses' | 'messages', body: Record<string, unknown>, maxTokensPerCall: number) {
   const target = FUZZ_TARGETS.find((t) => t.api === api)!;
   const input = rolloutInput({ policyModel: SERVED_MODEL, budget: { ...BUDGET, maxTokensPerCall } });
-  const { token } = await gw.admin.register(input);
-  const headers =
+  const headers = (token: string): Record<string, string> =>
     api === 'messages'
       ? { 'content-type': 'application/json', 'x-api-key': token, 'anthropic-version': '2023-06-01' }
       : { 'content-type': 'application/json', authorization: `Bearer ${token}` };
-  const res = await request(`${gw.url}/r/${token}${target.path}`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify(body),
-  });
-  const text = await res.body.text();
-  await gw.admin.close(token);
-  const spans: Span[] = [];
-  for await (const s of readSpans(store, input)) spans.push(s);
+  const { status, text, spans } = await callInRollout(gw, store, input, target.path, headers, body);
   const events = [...text.matchAll(/^event: (.*)$/gm)].map((m) => m[1]);
-  return { status: res.statusCode, text, events, spans };
+  return { status, text, events, spans };
 }
 
 const base = (api: 'responses' | 'messages') => structuredClone(FUZZ_TARGETS.find((t) => t.api === api)!.base);

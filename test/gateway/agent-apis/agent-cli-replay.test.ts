@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { request } from 'undici';
-import type { Span } from '../../../src/contracts/span.js';
-import { readSpans } from '../../../src/storage/spans.js';
 import type { ObjectStore } from '../../../src/storage/object-store.js';
 import type { TestServices } from '../../helpers/services.js';
-import { rolloutInput, type RunningGateway } from '../harness.js';
+import { callInRollout, rolloutInput, type RunningGateway } from '../harness.js';
 // The upstream is the FAKE scripted model server (test/gateway/scripted-upstream.ts): it answers "Hello, world".
 import { startScriptedGateway, stopScriptedGateway, type ScriptedUpstream } from '../scripted-upstream.js';
 
@@ -30,23 +27,17 @@ const BUDGET = { maxModelCalls: null, maxCompletionTokens: null, maxWallSec: nul
 /** Replays a capture into a fresh rollout, its token where the CLI put its key; returns the SSE events and the span. */
 async function replay(c: Capture, body: Record<string, unknown> = c.body, extra: Record<string, unknown> = {}) {
   const input = rolloutInput({ budget: { ...BUDGET, maxTokensPerCall: 4096 }, ...extra });
-  const { token } = await gw.admin.register(input);
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(c.headers)) {
-    const key = k.toLowerCase();
-    if (['host', 'content-length', 'connection', 'accept-encoding'].includes(key)) continue;
-    headers[key] = key === 'x-api-key' ? token : key === 'authorization' ? `Bearer ${token}` : v;
-  }
-  const res = await request(`${gw.url}${c.path.replace('/r/tok/', `/r/${token}/`)}`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify(body),
-  });
-  const text = await res.body.text();
-  await gw.admin.close(token);
-  const spans: Span[] = [];
-  for await (const s of readSpans(store, input)) spans.push(s);
-  return { status: res.statusCode, contentType: String(res.headers['content-type']), text, events: sse(text), spans };
+  const headers = (token: string) => {
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(c.headers)) {
+      const key = k.toLowerCase();
+      if (['host', 'content-length', 'connection', 'accept-encoding'].includes(key)) continue;
+      out[key] = key === 'x-api-key' ? token : key === 'authorization' ? `Bearer ${token}` : v;
+    }
+    return out;
+  };
+  const call = await callInRollout(gw, store, input, c.path.replace(/^\/r\/tok/, ''), headers, body);
+  return { ...call, events: sse(call.text) };
 }
 
 function sse(text: string): { event: string; data: Record<string, unknown> }[] {
