@@ -188,6 +188,9 @@ void describe('LocalRunner', () => {
           specFor([], {
             ref: { runId: 'run-1', iteration: 0, rolloutId: `c-${i}`, attempt: 0 },
             agent: { command: ['/bin/sh', '-c', script], cwd: shared },
+            // A token per attempt, as the launcher gives: the runner finds an attempt's escaped processes by its token,
+            // so a shared one would let a slow pipe drain under load kill a sibling agent.
+            gateway: { baseUrl: `http://127.0.0.1:9/r/tok-${i}/v1`, token: `tok-${i}` },
             // The agents share a directory outside their attempt dirs, which a sandbox would hide.
             sandbox: 'none',
           }),
@@ -196,8 +199,8 @@ void describe('LocalRunner', () => {
       ),
     );
     assert.deepEqual(
-      results.map((r) => r.outcome),
-      Array(6).fill('succeeded'),
+      results.map((r) => [r.outcome, r.detail]),
+      Array(6).fill(['succeeded', null]),
     );
     const counts = (await readFile(path.join(shared, 'counts'), 'utf8')).trim().split('\n').map(Number);
     assert.equal(counts.length, 6);
