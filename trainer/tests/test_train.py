@@ -123,3 +123,23 @@ def test_cli_rejects_bad_config_and_resume_of_another_run(tmp_path, data_dir):
     assert rc == 0, err
     rc, events, err = cli(tmp_path, data_dir, "--resume", "--lr=0.5")
     assert rc == 2 and "different batch, config or adapter_in" in err
+
+
+def test_a_chained_update_continues_the_previous_updates_adamw_moments(tmp_path, data_dir):
+    one_step = {**FLAGS, "epochs": 1, "num_minibatches": 1, "data_dir": data_dir}
+    first = train(str(FIXTURE), str(tmp_path / "first"), load_config(None, one_step))
+    adapter = Path(first["adapter_dir"])
+    saved = torch.load(adapter / "optimizer.pt", weights_only=True)
+    assert {int(s["step"]) for s in saved["state"].values()} == {1}
+
+    chained = train(str(FIXTURE), str(tmp_path / "chained"), load_config(None, one_step), str(adapter))
+    moments = torch.load(Path(chained["adapter_dir"]) / "optimizer.pt", weights_only=True)["state"]
+    assert {int(s["step"]) for s in moments.values()} == {2}  # the second step of one AdamW, not a first of a new one
+
+    (adapter / "optimizer.pt").unlink()  # an adapter from elsewhere: AdamW starts from zeros
+    fresh = train(str(FIXTURE), str(tmp_path / "fresh"), load_config(None, one_step), str(adapter))
+    fresh_moments = torch.load(Path(fresh["adapter_dir"]) / "optimizer.pt", weights_only=True)["state"]
+    assert {int(s["step"]) for s in fresh_moments.values()} == {1}
+    assert fresh["adapter_sha256"] != chained["adapter_sha256"]
+    # lora_A had zero gradient at step 1 (B starts at zero), so only the B moments carry anything over
+    assert any(not torch.equal(fresh_moments[k]["exp_avg"], moments[k]["exp_avg"]) for k in moments)

@@ -129,10 +129,36 @@ class Profile:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
 
 
-def save_adapter(model: PeftModel, out: Path) -> tuple[Path, str]:
+OPTIMIZER_FILE = "optimizer.pt"  # beside the adapter: the next update continues AdamW's moments instead of zeros
+
+
+def carry_optimizer(optimizer: torch.optim.Optimizer, path: Path, cfg: TrainConfig) -> bool:
+    """Continue the previous update's AdamW moments (as one long-lived trainer would), at this update's lr and weight
+    decay. A missing file or one of another shape (an adapter from elsewhere) starts from zeros, said on stderr."""
+    if not path.is_file():
+        return False
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        optimizer.load_state_dict(state)
+    except (ValueError, KeyError) as e:
+        print(f"volt-train: {path} does not fit this adapter ({e}); AdamW starts from zeros", file=sys.stderr)
+        return False
+    device = next(p for group in optimizer.param_groups for p in group["params"]).device
+    for group in optimizer.param_groups:
+        group["lr"], group["weight_decay"] = cfg.lr, cfg.weight_decay
+    for moments in optimizer.state.values():
+        for key, value in moments.items():
+            if torch.is_tensor(value) and key != "step":
+                moments[key] = value.to(device)
+    return True
+
+
+def save_adapter(model: PeftModel, out: Path, optimizer: torch.optim.Optimizer | None = None) -> tuple[Path, str]:
     final, tmp = out / "adapter", out / ".adapter.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
+    if optimizer is not None:
+        torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     return final, file_sha256(final / "adapter_model.safetensors")
@@ -165,6 +191,8 @@ def train(
     profile.device = dev
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if state is None and adapter_in:
+        carry_optimizer(optimizer, Path(adapter_in) / OPTIMIZER_FILE, cfg)
     plan = [
         (epoch, idx)
         for epoch in range(cfg.epochs)
@@ -269,7 +297,7 @@ def train(
             return {"event": "stopped", "step": step + 1}
 
     with profile.phase("save"):
-        adapter_dir, sha = save_adapter(model, out)
+        adapter_dir, sha = save_adapter(model, out, optimizer)
     n = max(len(history), 1)
     metrics = {
         "steps": len(history),
