@@ -67,6 +67,11 @@ export const sqliteStateSchema = z.object({
   referenceKey: z.string().min(1).default('expectedRows'),
   /** Compare rows as a multiset (order-free) or as a list. */
   ordered: z.boolean().default(false),
+  /**
+   * Training only: a state that is not right as a whole earns partialCredit × the fraction of queries that match.
+   * 0 (default): pass/fail on the whole state, as evaluation always is.
+   */
+  partialCredit: z.number().min(0).max(1).default(0),
   timeoutMs: z.number().int().positive().max(600_000).default(30_000),
   weight: z.number().default(1),
 });

@@ -39,7 +39,7 @@ export function sqliteQuery(
   return { argv: [interpreter, '-I', '-c', QUERY_SCRIPT], input: JSON.stringify({ db, queries: spec.queries }) };
 }
 
-/** Fraction of queries whose rows match task.reference[referenceKey][name]; the DB is opened read-only. */
+/** 1 when every query's rows match task.reference[referenceKey][name], else 0 (or training-only partial credit); the DB is opened read-only. */
 export async function sqliteState(
   spec: SpecOf<'sqlite_state'>,
   task: Task,
@@ -87,6 +87,12 @@ export async function sqliteState(
     if (same) matched += 1;
     else flags.push(`mismatch:${name}`);
   }
-  const raw = matched / names.length;
-  return { value: raw * spec.weight, parts: { sqlite_state: raw }, flags };
+  if (matched === names.length) return { value: spec.weight, parts: { sqlite_state: 1 }, flags };
+  // Tables the task never touches match for an agent that did nothing: credit for them is training shaping only.
+  const credit = evidence.result.mode === 'train' ? spec.partialCredit * (matched / names.length) : 0;
+  return {
+    value: credit * spec.weight,
+    parts: credit > 0 ? { sqlite_state: 0, queries_matched: matched / names.length } : { sqlite_state: 0 },
+    flags,
+  };
 }

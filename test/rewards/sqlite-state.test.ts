@@ -43,16 +43,33 @@ void describe('sqlite_state reward (real SQLite via Python sqlite3)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  void it('scores the fraction of queries whose rows match, naming the mismatches', async () => {
+  void it('is pass/fail on the whole state, naming the mismatches; partialCredit shapes training only', async () => {
+    const shaped = rewardSpecSchema.parse({ ...spec, partialCredit: 0.5 });
+    const scoreAs = (mode: 'train' | 'eval', s = spec) => {
+      const evidence = makeEvidence({ workdir: dir });
+      return scoreRollout(s, task, { ...evidence, result: { ...evidence.result, mode } }, ctx);
+    };
     assert.deepEqual(await score(), {
       value: 0,
       parts: { sqlite_state: 0 },
       flags: ['mismatch:shipped', 'mismatch:customers'],
     });
     agentSql("UPDATE orders SET status='shipped' WHERE id=2;");
-    assert.deepEqual(await score(), { value: 0.5, parts: { sqlite_state: 0.5 }, flags: ['mismatch:customers'] });
+    // Half the state right is a failed task: an agent that touches nothing would match every table the task leaves alone.
+    assert.deepEqual(await score(), { value: 0, parts: { sqlite_state: 0 }, flags: ['mismatch:customers'] });
+    assert.deepEqual(await scoreAs('train', shaped), {
+      value: 0.25,
+      parts: { sqlite_state: 0, queries_matched: 0.5 },
+      flags: ['mismatch:customers'],
+    });
+    assert.deepEqual(await scoreAs('eval', shaped), {
+      value: 0,
+      parts: { sqlite_state: 0 },
+      flags: ['mismatch:customers'],
+    });
     agentSql("INSERT INTO customers VALUES ('Dana');");
     assert.deepEqual(await score(), { value: 1, parts: { sqlite_state: 1 }, flags: [] });
+    assert.deepEqual(await scoreAs('eval', shaped), { value: 1, parts: { sqlite_state: 1 }, flags: [] });
   });
 
   void it('compares as a list when ordered', async () => {
