@@ -140,6 +140,8 @@ export class LocalRunner implements RolloutRunner {
     const base = path.join(this.rolloutDir(ref.runId, ref.iteration, ref.rolloutId), `attempt-${ref.attempt}`);
     const workdir = path.join(base, 'work');
     const files = { taskFile: path.join(base, 'task.json'), outputFile: path.join(base, 'output.txt') };
+    // Sandboxed agents get a fresh writable HOME of their own (CLIs keep config and sessions in ~/.claude, ~/.codex).
+    const home = path.join(base, 'home');
     const result = (
       outcome: RolloutOutcome,
       p: Partial<AgentProcessResult>,
@@ -172,6 +174,7 @@ export class LocalRunner implements RolloutRunner {
       // A re-run of the same attempt (worker crash) starts clean too.
       await rm(base, { recursive: true, force: true });
       await mkdir(workdir, { recursive: true });
+      if (identity) await mkdir(home);
       await writeFile(files.taskFile, agentTaskJson(spec));
       await options.prepareWorkdir?.(workdir, spec);
       // The agent runs as nobody when it can: it owns its attempt dir and nothing else.
@@ -198,6 +201,7 @@ export class LocalRunner implements RolloutRunner {
       );
     }
     const env = localAgentEnv(spec, this.o.parentEnv, files);
+    if (sandbox) env.HOME = home;
     let command: readonly string[] = spec.agent.command;
     try {
       if (sandbox) command = await this.sandbox.agentCommand(spec, sandbox, base, workdir, env);

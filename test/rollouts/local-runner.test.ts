@@ -178,6 +178,26 @@ void describe('LocalRunner', () => {
     assert.equal(cwd, path.join(root, 'run-1', '000000', 'py', 'attempt-0', 'work'));
   });
 
+  void it('gives each sandboxed attempt a fresh writable HOME inside its attempt directory', async () => {
+    const runner = new LocalRunner({ root, logs });
+    // What Claude Code and Codex do first: read, then write their config under ~.
+    const script =
+      'cat "$HOME/.codex/config.toml" 2>/dev/null && exit 3; mkdir -p "$HOME/.codex" && echo "model = \\"x\\"" > "$HOME/.codex/config.toml" && printf %s "$HOME" > "$VOLT_OUTPUT_FILE"';
+    const homes = [];
+    for (const attempt of [0, 1]) {
+      const result = await runner.run(
+        specFor(['/bin/sh', '-c', script], { ref: { runId: 'run-1', iteration: 0, rolloutId: 'home', attempt } }),
+        new AbortController().signal,
+      );
+      assert.deepEqual([result.outcome, result.detail], ['succeeded', null]);
+      homes.push(result.outputText);
+    }
+    assert.deepEqual(
+      homes,
+      [0, 1].map((a) => path.join(root, 'run-1', '000000', 'home', `attempt-${a}`, 'home')),
+    );
+  });
+
   void it('never runs more agents at once than its concurrency', async () => {
     const shared = await tempDir('shared');
     const runner = new LocalRunner({ root, logs, concurrency: 2 });
