@@ -37,7 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "trainer"))
 from volt_trainer.model import load_model  # noqa: E402
 
-
 PROMPT = json.loads((ROOT / "examples/arithmetic/prompt.json").read_text())
 
 
