@@ -38,6 +38,27 @@ function summary(data: ReportData): string {
   return `<table>${rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join('\n')}</table>`;
 }
 
+/**
+ * What `volt report` prints first: the held-out score base → best, per task kind, and each extra held-out set at
+ * the best policy's evaluation (plain text, one line each).
+ */
+export function headlineLines(data: ReportData): string[] {
+  const { status, baseScore } = data;
+  const best = status.best?.score ?? null;
+  const points = (b: number | null, a: number | null) =>
+    b !== null && a !== null ? ` (${a >= b ? '+' : ''}${((a - b) * 100).toFixed(1)} points)` : '';
+  const lines = [`held-out score, base → best: ${fmt(baseScore)} → ${fmt(best)}${points(baseScore, best)}`];
+  for (const [label, value] of kindGainRows(data)) lines.push(`${label}: ${String(value)}`);
+  const bestEval = status.history.find((h) => h.candidate && h.candidate.sha256 === status.best?.policy.sha256)?.eval;
+  for (const set of status.baseEval?.extraSets ?? []) {
+    const after = bestEval ? (bestEval.extraSets?.find((x) => x.name === set.name)?.score ?? null) : set.score;
+    lines.push(
+      `held-out set ${set.name}, base → at best: ${fmt(set.score)} → ${fmt(after)}${points(set.score, after)}`,
+    );
+  }
+  return lines;
+}
+
 /** Per task kind, base → best (the best policy's own evaluation): the headline when a kind is the real task. */
 function kindGainRows(data: ReportData): [string, unknown][] {
   const { status } = data;

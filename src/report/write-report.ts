@@ -3,7 +3,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { curveData, type CurveData } from './curve-data.js';
-import { CURVE_FILE, renderReportHtml } from './render-html.js';
+import { CURVE_FILE, headlineLines, renderReportHtml } from './render-html.js';
 import type { ReportData } from './report-data.js';
 
 const run = promisify(execFile);
@@ -13,6 +13,8 @@ export interface WrittenReport {
   html: string;
   png: string;
   curveJson: string;
+  /** The summary's first lines as plain text (`volt report` prints them). */
+  headline: string[];
 }
 
 /** Write curve.json and draw curve.png from it with matplotlib (also used by the prompt-optimisation report). */
@@ -44,5 +46,5 @@ export async function writeReport(data: ReportData, dir: string, python: string)
   // Written last and atomically, so an index.html on disk always has its curve next to it.
   await writeFile(`${out.html}.part`, renderReportHtml(data));
   await rename(`${out.html}.part`, out.html);
-  return out;
+  return { ...out, headline: headlineLines(data) };
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { curveData } from '../../src/report/curve-data.js';
 import { escapeHtml, formatDuration } from '../../src/report/html.js';
-import { renderReportHtml } from '../../src/report/render-html.js';
+import { headlineLines, renderReportHtml } from '../../src/report/render-html.js';
 import type { ReportData } from '../../src/report/report-data.js';
 import { pickSamples } from '../../src/report/store-data.js';
 import { requestMessages } from '../../src/prompts/message-text.js';
@@ -172,6 +172,12 @@ describe('report rendering (pure)', () => {
       html,
       /<th>held-out &quot;plain&quot; tasks, base → best<\/th><td>0\.500 \(2\/4\) → 0\.750 \(3\/4\) \(\+25\.0 points\)<\/td>/,
     );
+    // `volt report` prints the same headline as text, first
+    assert.deepEqual(headlineLines(data({ status: kinded })), [
+      'held-out score, base → best: 0.250 → 0.375 (+12.5 points)',
+      'held-out "plain" tasks, base → best: 0.500 (2/4) → 0.750 (3/4) (+25.0 points)',
+      'held-out "word" tasks, base → best: 0.000 (0/3 of 4) → 0.500 (1.50/3 of 4) (+50.0 points)',
+    ]);
     // rolled back to the base model: best is what the base evaluation measured; to a candidate without kinds: no rows
     const base = {
       policy: { name: 'smollm2-135m-instruct', checkpointKey: null, sha256: null, iteration: null },
@@ -224,6 +230,13 @@ describe('report rendering (pure)', () => {
     );
     assert.match(html, /<tr><td>iteration 1<\/td><td>0\.400 \(4\/10\)<\/td>/);
     assert.match(html, /<td>\+10 in 2 rounds; informative 1 → 3\/4<\/td>/);
+    // the best policy (iteration 0's) has no score on b: the headline says so rather than inventing one
+    assert.equal(headlineLines(data({ status: withSets })).at(-1), 'held-out set b, base → at best: 0.100 → -');
+    const bestIs1 = { ...withSets, best: { policy: withSets.history[1]!.candidate!, score: 0.5 } };
+    assert.equal(
+      headlineLines(data({ status: bestIs1 })).at(-1),
+      'held-out set b, base → at best: 0.100 → 0.400 (+30.0 points)',
+    );
   });
 
   it("prints each iteration's seconds per phase and when it ended since the run started", () => {

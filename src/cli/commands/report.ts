@@ -12,6 +12,7 @@ export const reportCommand: Command = {
     if (ctx.positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(ctx.positionals[1])}`);
     const out = ctx.values.out;
     const written = await buildRunReport(ctx.env(), runId, typeof out === 'string' ? out : undefined);
+    for (const line of written.headline) ctx.out(line);
     ctx.out(written.html);
     ctx.out(written.png);
     return 0;
