@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: set up, bring the whole local stack up, train the calculator agent, report. Never wipes .volt/, so a
+# `make demo`: set up, bring the whole local stack up, train the one-call arithmetic agent, report. Never wipes .volt/, so a
 # re-run attaches to the same run (README, "Start over", says how to begin a fresh one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ volt up
 printf 'setup %d s, volt up %d s: the run starts %d s after `make demo` (the report times iterations from the run'"'"'s start)\n' \
   "$setup_s" "$((SECONDS - started - setup_s))" "$((SECONDS - started))"
 
-config=examples/calculator/run.json
+config=examples/arithmetic/run.json
 run_id=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).runId)' "$config")
 printf '\n==> volt train %s --follow   (run %s)\n' "$config" "$run_id"
 printf 'Ctrl-C only stops watching: the run goes on in the worker. `make demo` again resumes watching the same run.\n\n'
