@@ -35,16 +35,38 @@ async function collectAttempt(ref: RolloutRef, source: AsyncIterable<Span> | Ite
   return spans.sort((a, b) => a.seq - b.seq);
 }
 
+/** The model name the agent asked for (`model` of its request, in every API it may speak), or null. */
+export function requestedModel(span: Span): string | null {
+  const body = span.request.body;
+  const model = typeof body === 'object' && body !== null ? (body as { model?: unknown }).model : undefined;
+  return typeof model === 'string' ? model : null;
+}
+
+/** batch.excludeModels as one test: exact names, `*` any run of characters. */
+function modelFilter(patterns: readonly string[]): ((span: Span) => boolean) | null {
+  if (patterns.length === 0) return null;
+  const escape = (p: string) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*');
+  const re = new RegExp(`^(?:${patterns.map(escape).join('|')})$`);
+  return (span) => {
+    const model = requestedModel(span);
+    return model !== null && re.test(model);
+  };
+}
+
 /** Scored rollouts + their spans → samples (streamed) and a manifest. Advantages come from rewards alone. */
 export function buildBatch(scored: readonly ScoredRollout[], spansOf: SpanSource, config: BatchConfig): BatchBuild {
   const plan = planGroups(scored, config);
   const manifest = new ManifestBuilder(config, plan, scored.length);
+  const excluded = modelFilter(config.excludeModels);
   let done = false;
   async function* samples(): AsyncGenerator<SampleRow> {
     for (const rollout of plan.rollouts) {
-      const spans = await collectAttempt(rollout.result.ref, spansOf(rollout.result.ref));
+      const recorded = await collectAttempt(rollout.result.ref, spansOf(rollout.result.ref));
+      // Side calls leave the conversation they interrupt whole: the main calls around them still merge.
+      const spans = excluded ? recorded.filter((s) => !excluded(s)) : recorded;
       const built = buildTrajectories(spans);
-      manifest.addAttempt(spans.length, built);
+      manifest.addAttempt(recorded.length, built);
+      manifest.dropSpans('excluded_model', recorded.length - spans.length);
       let index = 0;
       for (const t of built.trajectories) {
         const row = toSampleRow(t, rollout, index, config);

@@ -13,6 +13,12 @@ export const batchConfigSchema = z.object({
   maxTokens: z.number().int().positive().default(4096),
   /** Over-long samples: cut the response to fit, or drop the sample. */
   overLength: z.enum(['truncate', 'drop']).default('truncate'),
+  /**
+   * Model names, as the agent asked for them (`model` of its request; `*` matches any run of characters), whose calls
+   * stay recorded but are not trained: an agent's side calls, e.g. `["claude-haiku-*"]` for the small-model calls
+   * Claude Code makes for titles. Counted in the manifest's span drops as `excluded_model`.
+   */
+  excludeModels: z.array(z.string().min(1).max(200)).max(100).default([]),
 });
 
 export type BatchConfig = z.output<typeof batchConfigSchema>;

@@ -41,8 +41,12 @@ export class ManifestBuilder {
     this.counts.transitions += built.transitions;
     this.counts.merges += built.merges;
     if (built.transitions > 0) this.counts.attemptsWithTransitions += 1;
-    for (const [k, v] of Object.entries(built.excluded)) if (v > 0) this.spanDrops[k] = (this.spanDrops[k] ?? 0) + v;
+    for (const [k, v] of Object.entries(built.excluded)) this.dropSpans(k, v);
     for (const b of built.breaks) this.breaks.push(b);
+  }
+
+  dropSpans(reason: string, n: number): void {
+    if (n > 0) this.spanDrops[reason] = (this.spanDrops[reason] ?? 0) + n;
   }
 
   addSample(row: SampleRow): void {

@@ -99,6 +99,44 @@ void describe('buildBatch', () => {
     await assert.rejects(collect(wrong), /belongs to other\/0, listed under g0-r0\/0/);
   });
 
+  void it('leaves the calls of batch.excludeModels out of the samples, counted, and the main calls still merge', async () => {
+    const scored = scoredGroups('run1', 0, [[1, 0]]);
+    // Three main turns of one conversation, plus a side call (another model, its own prompt) between turns 1 and 2.
+    const withSideCall = (ref: RolloutRef) => {
+      const main = spansOf(ref).map((s) => ({ ...s, request: { ...s.request, body: { model: 'claude-sonnet-4-5' } } }));
+      const side = {
+        ...main[0]!,
+        spanId: `${ref.rolloutId}-side`,
+        seq: 1,
+        promptTokenIds: [9, 9, 9],
+        request: { body: { model: 'claude-haiku-4-5-20251001' }, headers: {} },
+      };
+      return [main[0]!, side, { ...main[1]!, seq: 2 }, { ...main[2]!, seq: 3 }];
+    };
+    const plain = await collect(buildBatch(scored, withSideCall, batchConfigSchema.parse({})));
+    assert.deepEqual(
+      plain.rows.map((r) => r.span_ids.length),
+      [1, 1, 2, 1, 1, 2],
+      'the side call splits each conversation',
+    );
+    const config = batchConfigSchema.parse({ excludeModels: ['claude-haiku-*', 'gpt-4o-mini'] });
+    const { rows, manifest } = await collect(buildBatch(scored, withSideCall, config));
+    assert.deepEqual(
+      rows.map((r) => r.span_ids),
+      ['g0-r0', 'g0-r1'].map((id) =>
+        [0, 1, 2].map((k) => spansOf({ ...scored[0]!.result.ref, rolloutId: id })[k]!.spanId),
+      ),
+    );
+    assert.equal(manifest.drops.spans.excluded_model, 2);
+    assert.equal(manifest.counts.spans, 8, 'recorded calls are all counted');
+    // a name is matched whole: `*` is the only wildcard, a dot is a dot
+    const exact = batchConfigSchema.parse({ excludeModels: ['claude.haiku'] });
+    assert.equal(
+      (await collect(buildBatch(scored, withSideCall, exact))).manifest.drops.spans.excluded_model,
+      undefined,
+    );
+  });
+
   void it('rejects a bad batch config naming the field', () => {
     const r = batchConfigSchema.safeParse({ estimator: 'ppo', minGroupSize: 1 });
     assert.equal(r.success, false);
