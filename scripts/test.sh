@@ -26,8 +26,11 @@ node_layer() { # node_layer LAYER CONCURRENCY
   # With no file arguments node --test would pick its own set: an empty layer is a classifier failure.
   [ "${#files[@]}" -gt 0 ] || { echo "scripts/test-layers.ts listed no $1 tests" >&2; exit 1; }
   phase "node --test: $1 layer (${#files[@]} files, $2 at a time)"
-  node --import tsx --test --test-concurrency="$2" --test-timeout=900000 "${files[@]}"
+  # The status is kept by hand: a caller's `node_layer ... || rc=$?` turns errexit off inside the function.
+  local rc=0
+  node --import tsx --test --test-concurrency="$2" --test-timeout=900000 "${files[@]}" || rc=$?
   took "$1 layer"
+  return "$rc"
 }
 # Files that run a whole pipeline stack (minutes each) start first, so the parallel lanes end together.
 slow_first() {

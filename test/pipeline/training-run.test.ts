@@ -100,7 +100,10 @@ describe('trainingRun end to end (tiny settings), then its report', { timeout: 1
       env: { ...process.env, ...stack.vars },
     });
     const dir = path.join(stack.env.dataDir, 'reports', 'e2e-run');
-    assert.deepEqual(stdout.trim().split('\n'), [path.join(dir, 'index.html'), path.join(dir, 'curve.png')]);
+    const printed = stdout.trim().split('\n');
+    // the headline (held-out base → best, per task kind), then the two paths
+    assert.match(printed[0]!, /^held-out score, base → best: /);
+    assert.deepEqual(printed.slice(-2), [path.join(dir, 'index.html'), path.join(dir, 'curve.png')]);
     assert.equal((await readFile(path.join(dir, 'curve.png'))).subarray(1, 4).toString(), 'PNG');
     const html = await readFile(path.join(dir, 'index.html'), 'utf8');
     assert.match(html, /<th>state<\/th><td>COMPLETED<\/td>/);

@@ -82,6 +82,7 @@ describe('run report from a real object store', { timeout: 120_000 }, () => {
       html: path.join(out, RUN_ID, 'index.html'),
       png: path.join(out, RUN_ID, 'curve.png'),
       curveJson: path.join(out, RUN_ID, 'curve.json'),
+      headline: ['held-out score, base → best: 0.250 → 0.500 (+25.0 points)'],
     });
     const png = await readFile(written.png);
     assert.deepEqual(png.subarray(0, 8), PNG_SIGNATURE);

@@ -176,9 +176,14 @@ describe(
       };
       assert.equal(await runCli(['report', 'rep-cancel'], io), 0, errs.join('\n'));
       const dir = path.join(services.dataDir, 'reports', 'rep-cancel');
-      assert.deepEqual(lines, [path.join(dir, 'index.html'), path.join(dir, 'curve.png')]);
-      assert.match(await readFile(lines[0]!, 'utf8'), /CANCELLED/);
-      assert.equal((await readFile(lines[1]!)).subarray(1, 4).toString(), 'PNG');
+      // the headline first, then the two paths
+      assert.deepEqual(lines, [
+        'held-out score, base → best: 0.250 → 0.500 (+25.0 points)',
+        path.join(dir, 'index.html'),
+        path.join(dir, 'curve.png'),
+      ]);
+      assert.match(await readFile(lines[1]!, 'utf8'), /CANCELLED/);
+      assert.equal((await readFile(lines[2]!)).subarray(1, 4).toString(), 'PNG');
 
       assert.equal(await runCli(['report', 'no-such-run'], io), 1);
       assert.match(errs.join('\n'), /volt report: no run no-such-run in Temporal namespace default/);
