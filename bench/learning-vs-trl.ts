@@ -8,6 +8,7 @@
  *
  *   node bin/volt.mjs up    # Volt's side runs on the local stack
  *   node --import tsx bench/learning-vs-trl.ts [--seeds 1,2,3] [--steps 8] [--lr 5e-4] [--only volt|trl]
+ *       [--set batch.dropZeroVariance=false ...]   # Volt run-config overrides (dotted path = JSON value), for A/B runs
  *
  * Wall time counts generation and update, not the evaluations, on both sides (Volt: its iterations' phase times
  * except `evaluating`; TRL: its clock stopped while the callback evaluates). Run it on a quiet machine.
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     group: { type: 'string', default: '8' },
     only: { type: 'string' },
     tag: { type: 'string', default: String(Date.now()) },
+    set: { type: 'string', multiple: true, default: [] },
   },
 });
 const seeds = values.seeds.split(',').map(Number);
@@ -89,6 +91,24 @@ interface Status {
   }[];
 }
 
+/** Applies one `--set a.b.c=<JSON value>` override to the Volt run config (a bare word is taken as a string). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function setPath(config: Record<string, any>, assignment: string): void {
+  const at = assignment.indexOf('=');
+  if (at < 1) throw new Error(`--set ${assignment}: expected path=value`);
+  const keys = assignment.slice(0, at).split('.');
+  const raw = assignment.slice(at + 1);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    value = raw;
+  }
+  let node = config;
+  for (const key of keys.slice(0, -1)) node = node[key] ??= {};
+  node[keys[keys.length - 1]!] = value;
+}
+
 async function volt(seed: number): Promise<Point[]> {
   const config = JSON.parse(readFileSync(path.join(root, 'examples/arithmetic/run.json'), 'utf8')) as Record<
     string,
@@ -98,6 +118,7 @@ async function volt(seed: number): Promise<Point[]> {
   Object.assign(config, { runId, seed, iterations: steps });
   Object.assign(config.trainer, { lr, minibatchSize: prompts * group });
   Object.assign(config.rollouts, { groupSize: group, tasksPerIteration: prompts });
+  for (const assignment of values.set) setPath(config, assignment);
   const file = path.join(dataDir, 'bench', `${runId}.json`);
   writeFileSync(file, JSON.stringify(config, null, 2));
   const cli = [path.join(root, 'bin/volt.mjs')];

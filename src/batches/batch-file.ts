@@ -91,8 +91,11 @@ export class BatchFileWriter {
     this.samples += 1;
   }
 
-  async finish(file: string): Promise<{ samples: number; bytes: number }> {
-    const { bytes } = await this.out.finish(file, { ...BATCH_FORMAT, samples: String(this.samples) });
+  /** `lossScale` (0, 1] multiplies the trainer's loss for this batch (`loss_scale` in the header; see batch.lossNormalizer). */
+  async finish(file: string, lossScale = 1): Promise<{ samples: number; bytes: number }> {
+    if (!(lossScale > 0 && lossScale <= 1)) throw new BatchFileError(`loss_scale ${lossScale} is not in (0, 1]`);
+    const metadata = { ...BATCH_FORMAT, samples: String(this.samples), loss_scale: String(lossScale) };
+    const { bytes } = await this.out.finish(file, metadata);
     return { samples: this.samples, bytes };
   }
 

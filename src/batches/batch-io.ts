@@ -42,7 +42,7 @@ export async function buildBatchFile(
     await writer.discard();
     throw err;
   }
-  const { bytes } = await writer.finish(file);
+  const { bytes } = await writer.finish(file, build.lossScale);
   return { manifest: build.manifest(), bytes };
 }
 

@@ -16,6 +16,8 @@ export interface BatchBuild {
   samples: AsyncIterable<SampleRow>;
   /** Valid once `samples` has been consumed to the end. */
   manifest(): BatchManifest;
+  /** Factor on the loss (batch.lossNormalizer), known before any sample is read. */
+  lossScale: number;
 }
 
 async function collectAttempt(ref: RolloutRef, source: AsyncIterable<Span> | Iterable<Span>): Promise<Span[]> {
@@ -84,6 +86,7 @@ export function buildBatch(scored: readonly ScoredRollout[], spansOf: SpanSource
   }
   return {
     samples: samples(),
+    lossScale: plan.lossScale,
     manifest: () => {
       if (!done) throw new Error('batch manifest requested before all samples were consumed');
       return manifest.finish();

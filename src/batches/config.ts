@@ -9,6 +9,12 @@ export const batchConfigSchema = z.object({
   minGroupSize: z.number().int().min(2).default(2),
   /** Drop groups whose rewards are all equal: their advantages are zero and only cost compute. */
   dropZeroVariance: z.boolean().default(true),
+  /**
+   * What the loss averages over. `all_groups`: groups dropped for zero variance still count, as their samples would at
+   * advantage 0 (TRL GRPO's token-level normaliser), so a step built from few informative groups is a small step.
+   * `kept_samples`: only the samples in the batch, so every step is full-sized however little signal it holds.
+   */
+  lossNormalizer: z.enum(['all_groups', 'kept_samples']).default('all_groups'),
   /** Longest prompt + response a sample may have. */
   maxTokens: z.number().int().positive().default(4096),
   /** Over-long samples: cut the response to fit, or drop the sample. */

@@ -24,6 +24,11 @@ export interface GroupPlan {
   /** Rollouts left out, by reason (infra failures are excluded, never scored zero). */
   droppedRollouts: Partial<Record<RolloutDropReason, number>>;
   droppedGroups: Partial<Record<'group_too_small' | 'zero_variance', number>>;
+  /**
+   * Multiplies the loss (batch.lossNormalizer): with `all_groups`, the kept rollouts' share of the kept and the
+   * zero-variance rollouts, so the dropped ones count in the mean as advantage-0 samples would; else 1.
+   */
+  lossScale: number;
 }
 
 const bump = <K extends string>(m: Partial<Record<K, number>>, k: K, by = 1) => {
@@ -52,7 +57,13 @@ export function countInformativeGroups(
 
 /** Group rollouts by groupId and compute each group's advantages; groups keep first-seen order. */
 export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig): GroupPlan {
-  const plan: GroupPlan = { rollouts: [], groups: { total: 0, used: 0 }, droppedRollouts: {}, droppedGroups: {} };
+  const plan: GroupPlan = {
+    rollouts: [],
+    groups: { total: 0, used: 0 },
+    droppedRollouts: {},
+    droppedGroups: {},
+    lossScale: 1,
+  };
   const byGroup = new Map<string, { result: RolloutResult; reward: number }[]>();
   for (const s of scored) {
     if (!byGroup.has(s.result.groupId)) byGroup.set(s.result.groupId, []);
@@ -84,6 +95,10 @@ export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig)
     const advantages = groupAdvantages(rewards, config.estimator, config.eps);
     members.forEach((m, i) => plan.rollouts.push({ ...m, advantage: advantages[i]! }));
     plan.groups.used += 1;
+  }
+  const silent = plan.droppedRollouts.zero_variance ?? 0;
+  if (config.lossNormalizer === 'all_groups' && plan.rollouts.length > 0) {
+    plan.lossScale = plan.rollouts.length / (plan.rollouts.length + silent);
   }
   return plan;
 }

@@ -81,6 +81,7 @@ export class ManifestBuilder {
       },
       tokens: { ...this.tokens },
       mergeRate: opportunities > 0 ? counts.merges / opportunities : null,
+      lossScale: this.plan.lossScale,
       reward: this.reward.summary(),
       advantage: this.advantage.summary(),
       drops: {

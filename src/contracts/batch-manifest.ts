@@ -32,6 +32,8 @@ export const batchManifestSchema = z.object({
     trainable: z.number().int().min(0),
   }),
   mergeRate: z.number().nullable(),
+  /** Factor on the batch's loss (batch.lossNormalizer); the batch file's `loss_scale` metadata carries it to the trainer. */
+  lossScale: z.number().gt(0).max(1).default(1),
   reward: stats,
   advantage: stats,
   drops: z.object({ rollouts: counter, groups: counter, spans: counter, samples: counter }),

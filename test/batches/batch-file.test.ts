@@ -83,7 +83,7 @@ void describe('batch file (safetensors columns)', () => {
       string,
       { dtype: string; shape: number[]; data_offsets: [number, number] }
     >;
-    assert.deepEqual(header.__metadata__, { format: 'volt-batch', version: '1', samples: '12' });
+    assert.deepEqual(header.__metadata__, { format: 'volt-batch', version: '1', samples: '12', loss_scale: '1' });
     const tensors = Object.entries(header)
       .filter(([k]) => k !== '__metadata__')
       .map(([, v]) => v);

@@ -65,6 +65,21 @@ void describe('buildBatch', () => {
     assert.equal(manifest.reward.mean, 0.5);
   });
 
+  void it('counts the zero-variance groups it drops in the loss mean unless lossNormalizer is kept_samples', async () => {
+    // 6 kept rollouts (g0, g3), 3 dropped for zero variance (g1); infra failures and small groups count nowhere.
+    const scored = [
+      ...scoredGroups('run1', 3, [[1, 0, 0, 1], [1, 1, 1], [0.5], [1, null, 0]]),
+      { result: rolloutResult('run1', 3, 'g0-r9', 'g0', 'infra_failed'), reward: null },
+    ];
+    const allGroups = buildBatch(scored, spansOf, batchConfigSchema.parse({}));
+    assert.equal(allGroups.lossScale, 6 / 9);
+    assert.equal((await collect(allGroups)).manifest.lossScale, 6 / 9);
+    const kept = buildBatch(scored, spansOf, batchConfigSchema.parse({ lossNormalizer: 'kept_samples' }));
+    assert.equal(kept.lossScale, 1);
+    // Without the drop the silent group is in the batch itself: nothing to scale.
+    assert.equal(buildBatch(scored, spansOf, batchConfigSchema.parse({ dropZeroVariance: false })).lossScale, 1);
+  });
+
   void it('truncates or drops over-long samples and counts them', async () => {
     const scored = scoredGroups('run1', 0, [[1, 0]]);
     // Each sample: 10 prompt + 3*4 completion + 2*3 gap = 28 tokens.

@@ -143,3 +143,31 @@ def test_a_chained_update_continues_the_previous_updates_adamw_moments(tmp_path,
     assert fresh["adapter_sha256"] != chained["adapter_sha256"]
     # lora_A had zero gradient at step 1 (B starts at zero), so only the B moments carry anything over
     assert any(not torch.equal(fresh_moments[k]["exp_avg"], moments[k]["exp_avg"]) for k in moments)
+
+
+def test_the_batch_files_loss_scale_scales_the_loss_and_gradient(tmp_path, data_dir, capsys):
+    """loss_scale (batch.lossNormalizer: groups dropped for zero variance still count in the mean) scales the step."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file as load_np
+    from safetensors.numpy import save_file as save_np
+
+    fixture = TRAINER_DIR.parent / "schemas" / "fixtures" / "samples.safetensors"
+    with safe_open(str(fixture), framework="np") as f:
+        metadata = f.metadata()
+    tensors = load_np(fixture)
+    one_step = {**FLAGS, "epochs": 1, "num_minibatches": 1, "kl_coef": 0.0, "data_dir": data_dir}
+    steps = {}
+    for scale in ("1", "0.25"):
+        batch = tmp_path / f"scale-{scale}.safetensors"
+        save_np(tensors, str(batch), metadata={**metadata, "loss_scale": scale})
+        done = train(str(batch), str(tmp_path / scale), load_config(None, one_step))
+        assert done["metrics"]["loss_scale"] == float(scale)
+        lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        steps[scale] = next(e for e in lines if e["event"] == "step")
+    assert steps["0.25"]["loss"] == pytest.approx(0.25 * steps["1"]["loss"], rel=1e-5)
+    assert steps["0.25"]["grad_norm"] == pytest.approx(0.25 * steps["1"]["grad_norm"], rel=1e-4)
+
+    bad = tmp_path / "bad.safetensors"
+    save_np(tensors, str(bad), metadata={**metadata, "loss_scale": "1.5"})
+    with pytest.raises(ValueError, match="loss_scale"):
+        train(str(bad), str(tmp_path / "bad"), load_config(None, one_step))

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
-from .batch_file import BatchError, read_columns
+from .batch_file import BatchError, read_columns, read_loss_scale
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 TokenId = Annotated[StrictInt, Field(ge=0)]
@@ -65,6 +65,11 @@ def read_batch(path: str | Path) -> list[Sample]:
     if not samples:
         raise BatchError(f"{path}: batch file holds no samples")
     return samples
+
+
+def batch_loss_scale(path: str | Path) -> float:
+    """Factor on the batch's loss: the safetensors header's loss_scale (JSON Lines batches: 1)."""
+    return read_loss_scale(path) if Path(path).suffix == ".safetensors" else 1.0
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,24 @@ def _first_bad(path: Path, name: str, bad: np.ndarray, ends: np.ndarray | None, 
         raise BatchError(f"{path}: sample {sample}: {name}: {values[i].item()!r} {what}")
 
 
+def read_loss_scale(path: str | Path) -> float:
+    """The header's loss_scale: the factor on this batch's loss (src/batches/config.ts lossNormalizer); 1 when absent."""
+    try:
+        with safe_open(str(path), framework="np") as f:
+            raw = (f.metadata() or {}).get("loss_scale")
+    except SafetensorError as e:
+        raise BatchError(f"{path}: not a safetensors file ({e})") from None
+    if raw is None:
+        return 1.0
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = float("nan")
+    if not 0 < scale <= 1:
+        raise BatchError(f"{path}: __metadata__.loss_scale: {raw!r} is not a number in (0, 1]")
+    return scale
+
+
 def read_columns(path: str | Path) -> list[dict[str, Any]]:
     """Every sample of a batch file as a dict of schema fields (lists of ints/floats), after checking all columns."""
     path = Path(path)

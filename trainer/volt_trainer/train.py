@@ -17,6 +17,9 @@ How this departs from textbook PPO / GRPO:
 - aggregation is token_mean (all trained tokens of a minibatch weigh the same) or rollout_mean (mean over each
   rollout's tokens, then over rollouts, so long multi-turn rollouts do not dominate); minibatches hold whole
   rollouts, and micro-batches accumulate exactly because per-token weights are computed for the whole minibatch;
+- the batch file's loss_scale (header metadata, 1 when absent) multiplies those weights: the pipeline drops groups
+  whose rewards are all equal but, by default, counts them in the mean as advantage-0 samples would (TRL's GRPO
+  normaliser), so a batch with one informative group of eight makes a step an eighth as large;
 - old logprobs are computed once per batch (no grad) before the first step, then held fixed for all epochs.
 
 update_path "fast" (the default) computes the same update without waste; "reference" keeps the straightforward one
@@ -46,7 +49,7 @@ import numpy as np
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 
-from .batch import Sample, pad, read_batch, split_minibatches
+from .batch import Sample, batch_loss_scale, pad, read_batch, split_minibatches
 from .config import TrainConfig, add_config_flags, load_config
 from .logprobs import response_logprobs
 from .loss import policy_loss, token_weights
@@ -176,7 +179,7 @@ def train(
     fast = cfg.update_path == "fast"
     with_ref = cfg.kl_coef > 0 or not fast  # without the KL term the reference logprobs change nothing
     with profile.phase("load"):
-        out, samples = Path(out_dir), read_batch(batch_path)
+        out, samples, loss_scale = Path(out_dir), read_batch(batch_path), batch_loss_scale(batch_path)
         run_key = {
             "config": {**cfg.to_json(), "max_steps": 0, "data_dir": ""},
             "batch_sha256": file_sha256(batch_path),
@@ -230,7 +233,8 @@ def train(
         epoch, idx = plan[step]
         minibatch = [samples[i] for i in idx]
         whole = pad(minibatch)
-        weights_all = token_weights(whole.loss_mask, whole.rollout_index, cfg.aggregation)  # [b, R]
+        # [b, R]; loss_scale < 1 counts the groups the batch dropped for zero variance in the mean (batch.lossNormalizer)
+        weights_all = token_weights(whole.loss_mask, whole.rollout_index, cfg.aggregation) * loss_scale
         where = {row: k for k, row in enumerate(idx)}
         optimizer.zero_grad(set_to_none=True)
         sums = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "tis_mean": 0.0}
@@ -305,6 +309,7 @@ def train(
         "clip_frac": sum(h["clip_frac"] for h in history) / n,
         "tokens": sum(h["tokens"] for h in history),
         "samples": len(samples),
+        "loss_scale": loss_scale,
         # > 0 when this process continued a killed update from its saved state, so the operator can see it did
         "resumed_from_step": resumed_from,
     }
