@@ -31,7 +31,7 @@ class ServeConfig:
     served_model_name: str | None = None
     host: str = "127.0.0.1"
     port: int = 8500
-    max_batch: int = 8
+    max_batch: int = 64  # one decode step for a whole GRPO batch of short calls: ~5x the tokens/s of 8 on 2 CPU cores
     max_model_len: int | None = None  # None: the model's own context (SmolLM2-135M: 8192)
     data_dir: str = ""
     device: str | None = None
@@ -64,7 +64,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     parser.add_argument("--served-model-name", default=None, help="name clients use (default: --model)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8500)
-    parser.add_argument("--max-batch", type=int, default=8, help="most sequences decoded together")
+    parser.add_argument("--max-batch", type=int, default=64, help="most sequences decoded together")
     parser.add_argument(
         "--max-model-len", type=int, default=None, help="prompt + completion token limit (default: the model's context)"
     )

@@ -18,7 +18,7 @@ export const serveCommand: Command = {
   ].join('\n'),
   options: {
     model: { type: 'string', default: 'smollm2-135m-instruct' },
-    'max-batch': { type: 'string', default: '8' },
+    'max-batch': { type: 'string', default: '64' },
     'no-aliases': { type: 'boolean', default: false },
   },
   async run(ctx) {
