@@ -29,9 +29,13 @@ export interface AgentCliStack {
   stop(): Promise<void>;
 }
 
-export async function startAgentCliStack(): Promise<AgentCliStack> {
-  const [{ services, store }, model] = await Promise.all([startStore(), startModelServer({ readyMs: 240_000 })]);
-  const gateway = await startGateway(store, services.dataDir, model.url);
+/** `engineUrl`: a model server already running (a scripted one); else the real SmolLM2 server is started. */
+export async function startAgentCliStack(engineUrl?: string): Promise<AgentCliStack> {
+  const [{ services, store }, model] = await Promise.all([
+    startStore(),
+    engineUrl ? null : startModelServer({ readyMs: 240_000 }),
+  ]);
+  const gateway = await startGateway(store, services.dataDir, engineUrl ?? model!.url);
   const runner = new LocalRunner({
     root: path.join(services.dataDir, 'rollouts'),
     logs: objectStoreLogSink(store),
@@ -45,7 +49,7 @@ export async function startAgentCliStack(): Promise<AgentCliStack> {
     async stop() {
       await runner.close();
       await gateway.close();
-      await model.stop();
+      await model?.stop();
       await services.stop();
     },
   };
@@ -73,6 +77,7 @@ export async function runAgentRollout(
     env?: Record<string, string>;
     maxTokensPerCall: number;
     timeoutMs: number;
+    prepareWorkdir?: (workdir: string) => Promise<unknown>;
   },
 ): Promise<AgentRollout> {
   const ref = { runId: 'agent-clis', iteration: 0, rolloutId: opts.rolloutId, attempt: 0 };
@@ -103,6 +108,7 @@ export async function runAgentRollout(
       sandbox: 'bubblewrap',
     },
     new AbortController().signal,
+    { prepareWorkdir: opts.prepareWorkdir },
   );
   await stack.gateway.admin.close(token);
   const spans: Span[] = [];
