@@ -1,19 +1,18 @@
 import { createHash } from 'node:crypto';
 import type { V1Container, V1EnvVar, V1Job, V1SecurityContext, V1Volume } from '@kubernetes/client-node';
 import { contractEnv } from './agent-env.js';
+import { KILL_GRACE_SEC, KUBE_HOME, STATUS_DIR, agentTimeoutSec, agentWrapper } from './kube-agent.js';
 import type { KubeRunnerConfig } from './kube-config.js';
 import { SNAPSHOT_DIR } from './kube-files.js';
 import {
   HIDDEN_DIR,
   OUTPUT_DIR,
+  OUTPUT_FILE,
   PREPARE_CONTAINER,
   SCORE_CONTAINER,
-  STATUS_DIR,
-  agentWrapper,
   hiddenAnnotation,
   prepareScript,
   preparesInPod,
-  scoresInPod,
   scoringScript,
 } from './kube-scoring.js';
 import { agentTaskJson, type RolloutSpec } from './spec.js';
@@ -24,12 +23,26 @@ export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
 /** Selects every Job (and pod) the runner creates. */
 export const MANAGED_BY_SELECTOR = 'app.kubernetes.io/managed-by=volt';
 const TASK_ANNOTATION = 'volt.dev/task';
-/** The scoring step's per-attempt marker nonce, on the Job (read back after a re-run finds the Job existing). */
+/** The score step's per-attempt marker nonce, on the Job (read back after a re-run finds the Job existing). */
 export const NONCE_ANNOTATION = 'volt.dev/score-nonce';
 const TASK_DIR = '/volt/task';
 /** The agent's workdir in the pod (an emptyDir). */
 export const KUBE_WORKSPACE = '/workspace';
 const WORKSPACE = KUBE_WORKSPACE;
+/** Seconds the pod's prepare step (the task's setup) may take, as the local runner's runTaskSetup. */
+const SETUP_ALLOWANCE_SEC = 60;
+/** Seconds the score step may take besides its checks' own timeouts (hidden files, output, listings). */
+const SCORE_ALLOWANCE_SEC = 30;
+
+/**
+ * The Job's activeDeadlineSeconds: the agent's own timeout is enforced inside the pod (so a timed-out agent keeps its
+ * output file, as on the local runner); the deadline is the backstop over setup, agent, kill grace and score step.
+ */
+export function jobDeadlineSec(spec: RolloutSpec): number {
+  const checks = spec.scoringCommands.reduce((sum, c) => sum + Math.ceil(c.timeoutMs / 1000), 0);
+  const setup = preparesInPod(spec) ? SETUP_ALLOWANCE_SEC : 0;
+  return setup + agentTimeoutSec(spec) + KILL_GRACE_SEC + checks + SCORE_ALLOWANCE_SEC;
+}
 
 /** A DNS-1123 Job name from the ids; the hash keeps names distinct after lower-casing and truncation. */
 export function jobName(ref: RolloutRef): string {
@@ -52,8 +65,10 @@ const labelValue = (v: string | number) =>
 
 /**
  * The Job of one rollout attempt: never retried by Kubernetes (Volt retries infra failures as new attempts),
- * bounded by activeDeadlineSeconds, non-root with no capabilities, no API token, and only the contract's env.
- * The task reaches the agent as VOLT_TASK and, through a downward-API volume, as the file VOLT_TASK_FILE.
+ * bounded by activeDeadlineSeconds, non-root with no capabilities, no API token. The agent runs as an init container
+ * with the local runner's contract (kube-agent.ts): only the allow-listed and the contract's env, a HOME of its own,
+ * VOLT_OUTPUT_FILE, its limits and timeout; the score step after it reports its exit status and output file and runs
+ * the reward's checks. The task reaches the agent as VOLT_TASK and, through a downward-API volume, VOLT_TASK_FILE.
  */
 export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce = ''): V1Job {
   const { ref } = spec;
@@ -72,15 +87,12 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
     'volt.dev/group-id': spec.groupId,
     'volt.dev/mode': spec.mode,
   };
-  const scoring = scoresInPod(spec);
-  const env: V1EnvVar[] = Object.entries({
-    ...contractEnv(spec, {
-      taskFile: `${TASK_DIR}/task.json`,
-      ...(scoring ? { outputFile: `${OUTPUT_DIR}/output.txt` } : {}),
-    }),
-    HOME: WORKSPACE,
-    TMPDIR: '/tmp',
-  }).map(([n, value]) => ({ name: n, value }));
+  const contract = contractEnv(spec, { taskFile: `${TASK_DIR}/task.json`, outputFile: OUTPUT_FILE });
+  // TMPDIR reaches the agent only through the allow-list, as the worker's does on the local runner.
+  const env: V1EnvVar[] = Object.entries({ ...contract, HOME: KUBE_HOME, TMPDIR: '/tmp' }).map(([n, value]) => ({
+    name: n,
+    value,
+  }));
   const containerSecurity: V1SecurityContext = {
     runAsNonRoot: true,
     runAsUser: cfg.runAsUser,
@@ -94,27 +106,25 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
     name: AGENT_CONTAINER,
     image: cfg.image,
     imagePullPolicy: cfg.imagePullPolicy,
-    // With a scoring step the agent is the init container: its status is kept in a file, so the step runs either way.
-    command: scoring ? agentWrapper(spec.agent.command) : [...spec.agent.command],
+    // An init container: the wrapper keeps the agent's status in a file, so the score step runs either way.
+    command: agentWrapper(spec, [...Object.keys(contract), 'HOME']),
     workingDir: spec.agent.cwd ?? WORKSPACE,
     env,
     resources: { requests: { ...cfg.resources.requests }, limits: { ...cfg.resources.limits } },
     securityContext: containerSecurity,
     volumeMounts: [
       { name: 'workspace', mountPath: WORKSPACE },
+      { name: 'home', mountPath: KUBE_HOME },
       { name: 'tmp', mountPath: '/tmp' },
       { name: 'task', mountPath: TASK_DIR, readOnly: true },
-      ...(scoring
-        ? [
-            { name: 'out', mountPath: OUTPUT_DIR },
-            { name: 'status', mountPath: STATUS_DIR },
-          ]
-        : []),
+      { name: 'out', mountPath: OUTPUT_DIR },
+      { name: 'status', mountPath: STATUS_DIR },
     ],
   };
   const hidden = Object.values(spec.hiddenFiles);
   const volumes: V1Volume[] = [
     { name: 'workspace', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
+    { name: 'home', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
     { name: 'tmp', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
     {
       name: 'task',
@@ -122,34 +132,24 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
         items: [{ path: 'task.json', fieldRef: { fieldPath: `metadata.annotations['${TASK_ANNOTATION}']` } }],
       },
     },
-  ];
-  if (scoring) {
-    volumes.push(
-      { name: 'out', emptyDir: { sizeLimit: '16Mi' } },
-      { name: 'status', emptyDir: { sizeLimit: '1Mi' } },
-      { name: 'score-tmp', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
-      // Mounted in the score container only: the agent's container never has the hidden files.
-      {
-        name: 'hidden',
-        downwardAPI: {
-          items: hidden.map((_, i) => ({
-            path: `h${i}`,
-            fieldRef: { fieldPath: `metadata.annotations['${hiddenAnnotation(i)}']` },
-          })),
-        },
+    { name: 'out', emptyDir: { sizeLimit: '16Mi' } },
+    { name: 'status', emptyDir: { sizeLimit: '1Mi' } },
+    { name: 'score-tmp', emptyDir: { sizeLimit: cfg.workspaceSizeLimit } },
+    // Mounted in the score container only: the agent's container never has the hidden files.
+    {
+      name: 'hidden',
+      downwardAPI: {
+        items: hidden.map((_, i) => ({
+          path: `h${i}`,
+          fieldRef: { fieldPath: `metadata.annotations['${hiddenAnnotation(i)}']` },
+        })),
       },
-    );
-  }
-  const prepares = preparesInPod(spec);
-  // The prepare step's listing lives where the agent's container cannot reach it; the scoring step reads it.
+    },
+  ];
+  // The prepare step's listing lives where the agent's container cannot reach it; the score step reads it.
   if (spec.reportFiles) volumes.push({ name: 'snap', emptyDir: { sizeLimit: '64Mi' } });
   const hiddenAnnotations = Object.fromEntries(hidden.map((text, i) => [hiddenAnnotation(i), text]));
-  const first = prepares ? [preparer(spec, cfg, containerSecurity)] : [];
-  const steps = scoring
-    ? { initContainers: [...first, agent], containers: [scorer(spec, cfg, containerSecurity, nonce)] }
-    : prepares
-      ? { initContainers: first, containers: [agent] }
-      : { containers: [agent] };
+  const first = preparesInPod(spec) ? [preparer(spec, cfg, containerSecurity)] : [];
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -158,11 +158,11 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
       name,
       namespace: cfg.namespace,
       labels,
-      annotations: scoring ? { ...annotations, [NONCE_ANNOTATION]: nonce } : annotations,
+      annotations: { ...annotations, [NONCE_ANNOTATION]: nonce },
     },
     spec: {
       backoffLimit: 0,
-      activeDeadlineSeconds: Math.max(1, Math.ceil(spec.timeoutMs / 1000)),
+      activeDeadlineSeconds: jobDeadlineSec(spec),
       ttlSecondsAfterFinished: cfg.ttlSecondsAfterFinished,
       template: {
         metadata: {
@@ -181,7 +181,8 @@ export function buildRolloutJob(spec: RolloutSpec, cfg: KubeRunnerConfig, nonce 
             fsGroup: cfg.runAsUser,
             seccompProfile: { type: 'RuntimeDefault' },
           },
-          ...steps,
+          initContainers: [...first, agent],
+          containers: [scorer(spec, cfg, containerSecurity, nonce)],
           volumes,
         },
       },
@@ -212,7 +213,7 @@ function preparer(spec: RolloutSpec, cfg: KubeRunnerConfig, securityContext: V1S
   };
 }
 
-/** The pod's scoring step: the agent's image, the same lock-down, the workdir, the hidden files and the checks. */
+/** The pod's score step: the agent's image, the same lock-down, the workdir, the hidden files and the checks. */
 function scorer(
   spec: RolloutSpec,
   cfg: KubeRunnerConfig,

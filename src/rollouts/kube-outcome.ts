@@ -1,3 +1,4 @@
+import { constants } from 'node:os';
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import type { RolloutOutcome } from '../contracts/rollout.js';
 import { AGENT_CONTAINER } from './kube-job.js';
@@ -96,4 +97,39 @@ export function classifyJob(job: V1Job, pods: V1Pod[]): KubeVerdict | null {
     exitCode: null,
     detail: `Job failed without an agent exit: ${failed.reason ?? ''} ${failed.message ?? ''}`.trim(),
   };
+}
+
+/** A signal's name from a shell's exit status (128 + n), or null when the status is a plain exit. */
+function signalOf(status: number): string | null {
+  if (status <= 128) return null;
+  return Object.entries(constants.signals).find(([, n]) => n === status - 128)?.[0] ?? null;
+}
+
+/**
+ * The outcome from what the agent's wrapper reported through the score step, in the local runner's terms
+ * (local-runner.ts): its timeout, a signal or an exit status, and the same details.
+ */
+export function reportedOutcome(
+  report: { agentExit: number | null; timedOut: boolean },
+  timeoutMs: number,
+): KubeVerdict & { signal: string | null } {
+  const { agentExit, timedOut } = report;
+  if (agentExit === null)
+    return {
+      outcome: 'infra_failed',
+      exitCode: null,
+      signal: null,
+      detail: "the agent's wrapper never ran the agent (see its log)",
+    };
+  const signal = signalOf(agentExit);
+  if (timedOut)
+    return {
+      outcome: 'timed_out',
+      exitCode: null,
+      signal: signal ?? 'SIGTERM',
+      detail: `timed out after ${timeoutMs} ms`,
+    };
+  if (agentExit === 0) return { outcome: 'succeeded', exitCode: 0, signal: null, detail: null };
+  if (signal) return { outcome: 'agent_failed', exitCode: null, signal, detail: `agent killed by ${signal}` };
+  return { outcome: 'agent_failed', exitCode: agentExit, signal: null, detail: `agent exited with ${agentExit}` };
 }

@@ -3,17 +3,23 @@ import { parseFrozen } from '../config/errors.js';
 import { keys } from '../storage/keys.js';
 import { parseKubeRunnerConfig, type KubeRunnerConfig, type KubeRunnerConfigInput } from './kube-config.js';
 import { JobPoller } from './kube-job-poller.js';
-import { AGENT_CONTAINER, KUBE_WORKSPACE, NONCE_ANNOTATION, buildRolloutJob, jobName } from './kube-job.js';
+import {
+  AGENT_CONTAINER,
+  KUBE_WORKSPACE,
+  NONCE_ANNOTATION,
+  buildRolloutJob,
+  jobDeadlineSec,
+  jobName,
+} from './kube-job.js';
 import {
   PREPARE_CONTAINER,
   SCORE_CONTAINER,
   newNonce,
   parseScoringLog,
   podExec,
-  scoresInPod,
   type PodScoring,
 } from './kube-scoring.js';
-import { classifyJob, type KubeVerdict } from './kube-outcome.js';
+import { classifyJob, reportedOutcome, type KubeVerdict } from './kube-outcome.js';
 import { uploadLogs } from './log-sink.js';
 import { Semaphore } from './semaphore.js';
 import {
@@ -92,10 +98,12 @@ export class KubeRunner implements RolloutRunner {
     const finish = async (v: KubeVerdict, pods: V1Pod[]): Promise<RunnerResult> => {
       const log = await this.fetchLog(pods);
       let { detail, outcome, exitCode } = v;
+      let signal: string | null = null;
       let outputText: string | null = null;
       let scoring: PodScoring | null = null;
-      if (scoresInPod(spec) && (outcome === 'succeeded' || outcome === 'agent_failed')) {
-        // The pod ended because its scoring step did: the agent's own status is in the step's log.
+      // A complete Job: the score step ended the pod and its log has the agent's status and output. (A failed agent
+      // container means its wrapper itself was killed, the OOM killer's doing: classifyJob says so.)
+      if (outcome === 'succeeded') {
         scoring = parseScoringLog(
           (await this.fetchLog(pods, SCORE_CONTAINER, this.cfg.scoreLogLimitBytes)).toString('utf8'),
           spec,
@@ -105,13 +113,11 @@ export class KubeRunner implements RolloutRunner {
           [outcome, exitCode, detail] = [
             'infra_failed',
             null,
-            `the pod's scoring step did not report (${detail ?? outcome})`,
+            `the pod's score step did not report (${detail ?? outcome})`,
           ];
         else {
           outputText = scoring.outputText;
-          exitCode = scoring.agentExit;
-          [outcome, detail] =
-            exitCode === 0 ? ['succeeded', null] : ['agent_failed', `agent exited with ${exitCode ?? 'no status'}`];
+          ({ outcome, exitCode, signal, detail } = reportedOutcome(scoring, spec.timeoutMs));
         }
       }
       if (v.preparing)
@@ -128,7 +134,7 @@ export class KubeRunner implements RolloutRunner {
         mode: spec.mode,
         outcome,
         exitCode,
-        signal: null,
+        signal,
         durationMs: Math.round(performance.now() - started),
         outputText,
         stdoutKey: keys.rolloutLog(spec.ref, 'stdout'),
@@ -155,7 +161,7 @@ export class KubeRunner implements RolloutRunner {
       }
     }
 
-    const giveUpAt = started + spec.timeoutMs + this.cfg.deadlineSlackMs;
+    const giveUpAt = started + jobDeadlineSec(spec) * 1000 + this.cfg.deadlineSlackMs;
     let apiErrors = 0;
     let pods: V1Pod[] = [];
     for (;;) {
@@ -183,7 +189,7 @@ export class KubeRunner implements RolloutRunner {
         verdict = {
           outcome: 'timed_out',
           exitCode: null,
-          detail: `Job ${name} did not finish within ${spec.timeoutMs} ms + slack`,
+          detail: `Job ${name} did not finish within its deadline of ${jobDeadlineSec(spec)} s + slack`,
         };
       }
       if (verdict) {

@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { ProcessOutcome, RunInWorkdir } from '../rewards/run-process.js';
 import type { WorkdirFiles } from '../rewards/workdir-files.js';
+import { STATUS_DIR } from './kube-agent.js';
 import { parseFilesReport, reportFilesScript, snapshotScript } from './kube-files.js';
 import type { RolloutSpec } from './spec.js';
 
 export const SCORE_CONTAINER = 'score';
 export const PREPARE_CONTAINER = 'prepare';
 export const OUTPUT_DIR = '/volt/out';
-export const STATUS_DIR = '/volt/status';
+/** VOLT_OUTPUT_FILE in every rollout pod: the score step reads it back as the local runner reads its file. */
+export const OUTPUT_FILE = `${OUTPUT_DIR}/output.txt`;
 export const HIDDEN_DIR = '/volt/hidden';
 /** Annotation of the pod template holding hidden file i (mounted by the downward API into the score container only). */
 export const hiddenAnnotation = (i: number) => `volt.dev/hidden-${i}`;
@@ -15,9 +17,6 @@ const MAX_BYTES = 64 * 1024;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The pod runs a scoring step when the reward has checks over the workdir, reads its file hashes, or the task has hidden files. */
-export const scoresInPod = (spec: RolloutSpec) =>
-  spec.scoringCommands.length > 0 || Object.keys(spec.hiddenFiles).length > 0 || spec.reportFiles;
 /** The pod runs a prepare step before the agent for the task's setup and the files' hashes before the agent. */
 export const preparesInPod = (spec: RolloutSpec) => spec.setup !== null || spec.reportFiles;
 /** The checks' key: a check is its argv and its stdin. */
@@ -37,18 +36,10 @@ export function prepareScript(spec: RolloutSpec): string {
   return lines.join('\n');
 }
 
-/** The agent's argv wrapped so its exit status is kept for the scoring step and the init container always ends 0. */
-export const agentWrapper = (command: readonly string[]) => [
-  '/bin/sh',
-  '-c',
-  `"$@"; echo $? > ${STATUS_DIR}/agent-exit`,
-  'volt-agent',
-  ...command,
-];
-
 /**
- * The scoring step's shell script, run in the pod's second container after the agent's (init) container ended:
- * write the hidden files, report the agent's exit status and output file, then run each check in the workdir under
+ * The score step's shell script, run in every rollout pod's second container after the agent's (init) container
+ * ended: write the hidden files, report the agent's exit status and its output file (a regular file only, its first
+ * 64 KiB, as the local runner reads it), then run each check in the workdir under
  * `timeout`, printing its output between markers that carry a per-attempt nonce (never visible to the agent, so
  * nothing it prints can forge a result). Needs /bin/sh, head and timeout in the image.
  */
@@ -68,7 +59,7 @@ export function scoringScript(spec: RolloutSpec, nonce: string): string {
   });
   lines.push(`echo "::${nonce} agent-exit $(cat ${STATUS_DIR}/agent-exit 2>/dev/null || echo none)"`);
   lines.push(
-    `echo "::${nonce} output-begin"; head -c ${MAX_BYTES} ${OUTPUT_DIR}/output.txt 2>/dev/null; echo; echo "::${nonce} output-end"`,
+    `if [ -f ${OUTPUT_FILE} ] && [ ! -L ${OUTPUT_FILE} ]; then echo "::${nonce} output-begin"; head -c ${MAX_BYTES} ${OUTPUT_FILE}; echo; echo "::${nonce} output-end"; fi`,
   );
   spec.scoringCommands.forEach((c, i) => {
     const argv = c.argv.map(quote).join(' ');
@@ -90,7 +81,11 @@ export function scoringScript(spec: RolloutSpec, nonce: string): string {
 export const newNonce = () => randomBytes(12).toString('hex');
 
 export interface PodScoring {
+  /** The agent's exit status as its shell saw it (128 + n when signal n killed it); null when it never ran. */
   agentExit: number | null;
+  /** The agent's own timeout stopped it. */
+  timedOut: boolean;
+  /** The output file's text; null when the agent wrote none. */
   outputText: string | null;
   /** ProcessOutcome of each check, by checkKey. */
   outcomes: Map<string, ProcessOutcome>;
@@ -100,7 +95,7 @@ export interface PodScoring {
 
 /** What the score container's log says, or null when it never reported (the step did not run or was cut off). */
 export function parseScoringLog(log: string, spec: RolloutSpec, nonce: string): PodScoring | null {
-  const exit = new RegExp(`^::${nonce} agent-exit (\\d+|none)$`, 'm').exec(log);
+  const exit = new RegExp(`^::${nonce} agent-exit (\\d+|none)( timed-out)?$`, 'm').exec(log);
   if (!exit) return null;
   const output = new RegExp(`::${nonce} output-begin\\n([\\s\\S]*?)\\n::${nonce} output-end`).exec(log);
   const outcomes = new Map<string, ProcessOutcome>();
@@ -123,7 +118,8 @@ export function parseScoringLog(log: string, spec: RolloutSpec, nonce: string): 
   return {
     files,
     agentExit: exit[1] === 'none' ? null : Number(exit[1]),
-    outputText: output?.[1] ? output[1] : null,
+    timedOut: exit[2] !== undefined,
+    outputText: output ? (output[1] as string) : null,
     outcomes,
   };
 }

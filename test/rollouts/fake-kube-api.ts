@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Job } from 'kubernetes-models/batch/v1/Job';
 import type { V1Job, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import type { PlayedContainer } from './play-pod.js';
 
 /**
  * A FAKE Kubernetes API server (no real cluster can run here), speaking only what KubeRunner uses:
@@ -47,31 +48,21 @@ export class FakeKubeApi {
     return pod;
   }
 
-  /** Agent exited with `exitCode`: pod Succeeded/Failed, Job Complete/Failed (backoffLimit 0). */
-  finish(jobName: string, exitCode: number, log = ''): void {
-    const pod = this.podOf(jobName);
-    pod.status = {
-      phase: exitCode === 0 ? 'Succeeded' : 'Failed',
-      containerStatuses: [
-        {
-          name: 'agent',
-          image: 'x',
-          imageID: '',
-          ready: false,
-          restartCount: 0,
-          state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error' } },
-        },
-      ],
-    };
-    this.logs.set(pod.metadata?.name as string, log);
-    this.setJobCondition(
-      jobName,
-      exitCode === 0 ? 'Complete' : 'Failed',
-      exitCode === 0 ? 'Completed' : 'BackoffLimitExceeded',
-    );
+  /**
+   * The agent exited with `exitCode`: its wrapper (an init container) ended 0 and the score step reported the status
+   * and, unless undefined, the output file, with the Job's nonce; pod Succeeded, Job Complete.
+   */
+  finish(jobName: string, exitCode: number, log = '', output?: string): void {
+    const nonce = this.jobs.get(jobName)?.metadata?.annotations?.['volt.dev/score-nonce'];
+    if (!nonce) throw new Error(`fake: Job ${jobName} has no score nonce`);
+    const report = [
+      `::${nonce} agent-exit ${exitCode}`,
+      ...(output === undefined ? [] : [`::${nonce} output-begin`, output, `::${nonce} output-end`]),
+    ];
+    this.finishScored(jobName, log, `${report.join('\n')}\n`);
   }
 
-  /** A pod with a scoring step ran both containers: the agent (init, its wrapper always exits 0), then `score`. */
+  /** The pod ran both containers: the agent (init, its wrapper always exits 0), then the score step. */
   finishScored(jobName: string, agentLog: string, scoreLog: string, scoreExit = 0): void {
     const pod = this.podOf(jobName);
     const terminated = (name: string, exitCode: number) => ({
@@ -94,6 +85,33 @@ export class FakeKubeApi {
       scoreExit === 0 ? 'Complete' : 'Failed',
       scoreExit === 0 ? 'Completed' : 'BackoffLimitExceeded',
     );
+  }
+
+  /**
+   * The FAKE kubelet played the pod (play-pod.ts): each container's exit and log, and the Job's condition from them
+   * (DeadlineExceeded when the pod was killed for activeDeadlineSeconds).
+   */
+  finishPlayed(jobName: string, containers: readonly PlayedContainer[], deadlineExceeded = false): void {
+    const pod = this.podOf(jobName);
+    const podName = pod.metadata?.name as string;
+    const terminated = (c: PlayedContainer) => ({
+      name: c.name,
+      image: 'x',
+      imageID: '',
+      ready: false,
+      restartCount: 0,
+      state: { terminated: { exitCode: c.exitCode, reason: c.exitCode === 0 ? 'Completed' : 'Error' } },
+    });
+    const failed = containers.some((c) => c.exitCode !== 0);
+    pod.status = {
+      phase: failed ? 'Failed' : 'Succeeded',
+      initContainerStatuses: containers.filter((c) => c.init).map(terminated),
+      containerStatuses: containers.filter((c) => !c.init).map(terminated),
+    };
+    for (const c of containers) this.logs.set(c.name === 'agent' ? podName : `${podName}/${c.name}`, c.log);
+    if (deadlineExceeded)
+      this.setJobCondition(jobName, 'Failed', 'DeadlineExceeded', 'Job was active longer than specified deadline');
+    else this.setJobCondition(jobName, failed ? 'Failed' : 'Complete', failed ? 'BackoffLimitExceeded' : 'Completed');
   }
 
   /** The pod's prepare step (task setup) exited with `exitCode`: the agent never ran, the Job failed. */
@@ -128,7 +146,7 @@ export class FakeKubeApi {
   exceedDeadline(jobName: string): void {
     this.podOf(jobName).status = {
       phase: 'Failed',
-      containerStatuses: [
+      initContainerStatuses: [
         {
           name: 'agent',
           image: 'x',
@@ -145,7 +163,7 @@ export class FakeKubeApi {
   failImagePull(jobName: string): void {
     this.podOf(jobName).status = {
       phase: 'Pending',
-      containerStatuses: [
+      initContainerStatuses: [
         {
           name: 'agent',
           image: 'x',

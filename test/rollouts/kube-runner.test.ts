@@ -67,13 +67,14 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     const job = fake.jobs.get(name) as V1Job;
     assert.match(name, /^volt-run-1-3-ok-a0-[0-9a-f]{10}$/);
     assert.equal(job.spec?.backoffLimit, 0);
-    assert.equal(job.spec?.activeDeadlineSeconds, 91);
+    // The agent's own 91 s run in the pod; the Job's deadline adds the kill grace and the score step's allowance.
+    assert.equal(job.spec?.activeDeadlineSeconds, 91 + 5 + 30);
     assert.equal(job.spec?.ttlSecondsAfterFinished, 600);
     assert.deepEqual(job.metadata?.labels?.['volt.dev/run'], 'Run_1');
     const pod = job.spec?.template.spec;
     assert.equal(pod?.automountServiceAccountToken, false);
     assert.equal(pod?.restartPolicy, 'Never');
-    const c = pod?.containers[0];
+    const c = pod?.initContainers?.find((i) => i.name === 'agent');
     assert.deepEqual(c?.securityContext?.capabilities?.drop, ['ALL']);
     assert.equal(c?.securityContext?.readOnlyRootFilesystem, true);
     assert.deepEqual(c?.env?.map((e) => e.name).sort(), [
@@ -83,6 +84,7 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
       'OPENAI_API_KEY',
       'OPENAI_BASE_URL',
       'TMPDIR',
+      'VOLT_OUTPUT_FILE',
       'VOLT_TASK',
       'VOLT_TASK_FILE',
     ]);
@@ -170,7 +172,7 @@ void describe('KubeRunner against a fake Kubernetes API', () => {
     fake.evict(jobName(ref('retry', 0)));
     const second = await created(fake, jobName(ref('retry', 1)));
     assert.equal(
-      second.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === 'OPENAI_API_KEY')?.value,
+      second.spec?.template.spec?.initContainers?.[0]?.env?.find((e) => e.name === 'OPENAI_API_KEY')?.value,
       'tok-1',
     );
     fake.finish(jobName(ref('retry', 1)), 0);

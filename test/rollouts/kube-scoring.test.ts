@@ -111,7 +111,7 @@ void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
     assert.deepEqual(await readdir(path.join(dir, name, 'workspace', 'hidden_tests')), ['check.txt']);
   });
 
-  void it('a pod whose scoring step never reported is infra_failed, not a score', async () => {
+  void it('a pod whose score step never reported is infra_failed, not a score', async () => {
     const spec = specFor(['/bin/true'], {
       ref: { runId: 'run-k', iteration: 0, rolloutId: 'silent', attempt: 0 },
       scoringCommands: [{ argv: CHECK, timeoutMs: 10_000 }],
@@ -128,21 +128,26 @@ void describe('KubeRunner: workdir, output file and scoring in the pod', () => {
     fake.finishScored(name, '', '::0000 agent-exit 0\n');
     const result = await running;
     assert.equal(result.outcome, 'infra_failed');
-    assert.match(result.detail ?? '', /scoring step did not report/);
+    assert.match(result.detail ?? '', /score step did not report/);
     assert.equal(called, false);
   });
 
-  void it('without checks or hidden files the Job keeps its single agent container', async () => {
+  void it('without checks or hidden files the pod still has its score step, which reports the output file', async () => {
     const spec = specFor(['/bin/true'], { ref: { runId: 'run-k', iteration: 0, rolloutId: 'plain', attempt: 0 } });
     const running = runner.run(spec, new AbortController().signal);
     const name = jobName(spec.ref);
     const job = await created(name);
-    assert.equal(job.spec?.template.spec?.initContainers, undefined);
     assert.deepEqual(
-      job.spec?.template.spec?.containers.map((c) => c.name),
+      job.spec?.template.spec?.initContainers?.map((c) => c.name),
       ['agent'],
     );
-    fake.finish(name, 0);
-    assert.equal((await running).outcome, 'succeeded');
+    assert.deepEqual(
+      job.spec?.template.spec?.containers.map((c) => c.name),
+      ['score'],
+    );
+    fake.finish(name, 0, '', '7');
+    const result = await running;
+    assert.equal(result.outcome, 'succeeded');
+    assert.equal(result.outputText, '7');
   });
 });
