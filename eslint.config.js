@@ -18,7 +18,19 @@ const layer = (files, above, message, more = []) => [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.venv/**', '.volt/**', 'dist/**', 'trainer/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  {
+    ignores: [
+      'node_modules/**',
+      '.venv/**',
+      '.venv-agents/**',
+      '.volt/**',
+      'dist/**',
+      'trainer/**',
+      '**/*.js',
+      '**/*.mjs',
+      '**/*.cjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
