@@ -11,6 +11,7 @@ import { serveCommand } from './commands/serve.js';
 import { smokeCommand } from './commands/smoke.js';
 import { statusCommand } from './commands/status.js';
 import { tasksCommand } from './commands/tasks.js';
+import { temporalCommand } from './commands/temporal.js';
 import { trainCommand } from './commands/train.js';
 import { upCommand } from './commands/up.js';
 import { workerCommand } from './commands/worker.js';
@@ -36,4 +37,5 @@ export const commands: readonly Command[] = [
   deployCommand,
   reportCommand,
   smokeCommand,
+  temporalCommand,
 ];
