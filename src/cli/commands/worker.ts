@@ -1,4 +1,5 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { sandboxProblem } from '../../rollouts/sandbox-probe.js';
 import { createWorkers, type Queue } from '../../workers/workers.js';
 import { UsageError, type Command } from '../command.js';
 
@@ -16,6 +17,12 @@ export const workerCommand: Command = {
     const identity = typeof ctx.values.identity === 'string' ? ctx.values.identity : undefined;
     const workers = await createWorkers(env, queues, identity ? { identity } : {});
     ctx.out(`volt worker polling ${queues.map((q) => `volt-${q}`).join(', ')} on ${env.VOLT_TEMPORAL_ADDRESS}`);
+    // The cpu queue runs rollouts: say now, not at the first rollout, when local ones cannot run here.
+    const problem = queues.includes('cpu') ? await sandboxProblem(process.getuid?.() === 0) : null;
+    if (problem)
+      ctx.err(
+        `volt worker: warning: runs with rollouts.runner "local" (the default) and rollouts.sandbox "bubblewrap" will fail their rollouts on this worker; those with rollouts.runner "kubernetes" are unaffected. ${problem}`,
+      );
     await workers.run();
     return 0;
   },
