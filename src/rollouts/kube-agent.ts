@@ -6,8 +6,11 @@ export const STATUS_DIR = '/volt/status';
 export const KUBE_HOME = '/volt/home';
 /** Seconds between the agent's SIGTERM at its timeout and the SIGKILL, as the local runner's killGraceMs. */
 export const KILL_GRACE_SEC = 5;
-/** Exit statuses of timeout(1) when it stopped the agent: with SIGTERM, and with SIGKILL after the grace. */
-export const TIMEOUT_STATUS = { term: 124, kill: 137 } as const;
+/**
+ * Exit statuses of timeout(1) when it stopped the agent: GNU's 124 after SIGTERM and 137 after the SIGKILL, and
+ * busybox's 143 (it exits as the agent did).
+ */
+const TIMEOUT_STATUSES = [124, 137, 143];
 
 /** The agent's timeout in whole seconds, as the pod enforces it. */
 export const agentTimeoutSec = (spec: RolloutSpec) => Math.max(1, Math.ceil(spec.timeoutMs / 1000));
@@ -40,8 +43,8 @@ export function agentWrapper(spec: RolloutSpec, contract: readonly string[]): st
     'volt_start=$("$volt_date" +%s)',
     `"$volt_timeout" -k ${KILL_GRACE_SEC} ${t} "$@"`,
     'volt_code=$?',
-    // 124 after TERM, 137 after KILL; an agent that exits 124 by itself before its time is not timed out.
-    `if { [ $volt_code -eq ${TIMEOUT_STATUS.term} ] || [ $volt_code -eq ${TIMEOUT_STATUS.kill} ]; } && [ $(( $("$volt_date" +%s) - volt_start )) -ge ${t - 1} ]; then volt_code="$volt_code timed-out"; fi`,
+    // Only at its time: an agent that exits with one of these statuses by itself before then is not timed out.
+    `case $volt_code in ${TIMEOUT_STATUSES.join('|')}) [ $(( $("$volt_date" +%s) - volt_start )) -ge ${t - 1} ] && volt_code="$volt_code timed-out" ;; esac`,
     `echo "$volt_code" > ${STATUS_DIR}/agent-exit`,
   ].join('\n');
   return ['/bin/sh', '-c', script, 'volt-agent', ...spec.agent.command];
