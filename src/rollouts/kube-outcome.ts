@@ -35,11 +35,8 @@ const INFRA_POD_REASONS = new Set([
 
 const condition = (job: V1Job, type: string) =>
   job.status?.conditions?.find((c) => c.type === type && c.status === 'True');
-/** The agent's container status: an init container when the pod has a scoring step. */
-const agentStatus = (pod: V1Pod) =>
-  pod.status?.initContainerStatuses?.find((c) => c.name === AGENT_CONTAINER) ??
-  pod.status?.containerStatuses?.find((c) => c.name === AGENT_CONTAINER) ??
-  pod.status?.containerStatuses?.[0];
+/** The agent's container status: an init container, the score step runs after it. */
+const agentStatus = (pod: V1Pod) => pod.status?.initContainerStatuses?.find((c) => c.name === AGENT_CONTAINER);
 
 /** Why the cluster failed a pod, if it did (eviction, lost node, preemption, broken image); else null. */
 function infraFailure(pod: V1Pod): string | null {

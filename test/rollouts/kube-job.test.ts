@@ -28,7 +28,7 @@ const pod = (status: V1Pod['status']): V1Pod => ({ metadata: { name: 'p' }, stat
 const exited = (exitCode: number, reason = 'Error') =>
   pod({
     phase: 'Failed',
-    containerStatuses: [
+    initContainerStatuses: [
       {
         name: 'agent',
         image: 'i',
@@ -68,7 +68,7 @@ void describe('classifyJob', () => {
     const waiting = (reason: string) =>
       pod({
         phase: 'Pending',
-        containerStatuses: [
+        initContainerStatuses: [
           { name: 'agent', image: 'i', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason } } },
         ],
       });
