@@ -3,7 +3,8 @@ import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { loadAllYaml, type V1NetworkPolicy, type V1Role } from '@kubernetes/client-node';
+import { loadAllYaml, type V1NetworkPolicy, type V1NetworkPolicyPeer, type V1Role } from '@kubernetes/client-node';
+import { numberRules } from '../../src/config/run-rules.js';
 import { kubeRunnerConfigSchema } from '../../src/rollouts/kube-config.js';
 import { buildRolloutJob } from '../../src/rollouts/kube-job.js';
 import { rolloutSpecSchema } from '../../src/rollouts/spec.js';
@@ -117,5 +118,53 @@ void describe('deploy/ manifests', async () => {
       assert.equal(podLabels[k], v, `pods lack ${k}=${v}`);
     const ports = allow?.spec?.egress?.flatMap((e) => e.ports?.map((p) => `${p.protocol}/${p.port}`) ?? []);
     assert.deepEqual(ports, ['TCP/8400', 'UDP/53', 'TCP/53']);
+  });
+
+  void it('let Prometheus reach the gateway port (its /metrics) and nothing else into the gateway', () => {
+    const policy = find<V1NetworkPolicy>('NetworkPolicy', 'gateway-ingress');
+    const rules = policy?.spec?.ingress ?? [];
+    assert.equal(rules.length, 1);
+    // The manifests are parsed YAML, not client-node models: the peers are under `from` (the model calls it `_from`).
+    const peers = (rules[0] as { from?: V1NetworkPolicyPeer[] } | undefined)?.from ?? [];
+    assert.ok(
+      peers.some(
+        (p) =>
+          p.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] === 'monitoring' &&
+          p.podSelector?.matchLabels?.['app.kubernetes.io/name'] === 'prometheus',
+      ),
+      'Prometheus is a peer',
+    );
+    assert.deepEqual(
+      rules[0]?.ports?.map((p) => `${p.protocol}/${p.port}`),
+      ['TCP/8400'],
+    );
+  });
+
+  void it('define every PersistentVolumeClaim a workload mounts by name', () => {
+    type Pods = Doc & {
+      spec: { template: { spec: { volumes?: { persistentVolumeClaim?: { claimName: string } }[] } } };
+    };
+    const claims = new Set(
+      docs
+        .filter((d) => d.doc.kind === 'PersistentVolumeClaim')
+        .map((d) => `${d.doc.metadata.namespace}/${d.doc.metadata.name}`),
+    );
+    const workloads = docs.map((d) => d.doc).filter((d): d is Pods => ['Deployment', 'StatefulSet'].includes(d.kind));
+    for (const w of workloads)
+      for (const v of w.spec.template.spec.volumes ?? [])
+        if (v.persistentVolumeClaim)
+          assert.ok(
+            claims.has(`${w.metadata.namespace}/${v.persistentVolumeClaim.claimName}`),
+            `${w.metadata.name}: claim ${v.persistentVolumeClaim.claimName} is not defined in deploy/`,
+          );
+  });
+
+  void it('let the model server load an adapter of any rank the run config allows', () => {
+    type Pods = Doc & { spec: { template: { spec: { containers: { args?: string[] }[] } } } };
+    const vllm = find<Pods>('Deployment', 'volt-model-server')?.spec.template.spec.containers[0];
+    const rank = Number(
+      /^--max-lora-rank=(\d+)$/.exec(vllm?.args?.find((a) => a.startsWith('--max-lora-rank=')) ?? '')?.[1],
+    );
+    assert.ok(rank >= numberRules['model.lora.rank'].max, `--max-lora-rank=${rank}`);
   });
 });
