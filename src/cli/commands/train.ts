@@ -1,6 +1,8 @@
 import { connectClient } from '../../client/connect.js';
 import { followRun } from '../../client/progress.js';
 import { pinTaskSets, readRunConfig, startTrainingRun } from '../../client/runs.js';
+import { runsGetPicked } from '../../stack/worker-polling.js';
+import { CPU_QUEUE } from '../../workflows/proxies.js';
 import { UsageError, type Command } from '../command.js';
 
 export const webUrl = (uiPort: number, namespace: string, workflowId: string) =>
@@ -30,6 +32,11 @@ export const trainCommand: Command = {
       const { started } = await startTrainingRun(client, config);
       ctx.out(`${started ? 'started' : 'attached to the existing'} run ${config.runId}`);
       ctx.out(`Temporal Web: ${webUrl(env.VOLT_TEMPORAL_UI_PORT, env.VOLT_TEMPORAL_NAMESPACE, config.runId)}`);
+      // A run started in a namespace no worker polls waits, silently, for ever: say so while the user is here.
+      if (started && !(await runsGetPicked(client.workflowService, env.VOLT_TEMPORAL_NAMESPACE)))
+        ctx.err(
+          `volt train: warning: no worker has polled task queue ${CPU_QUEUE} in namespace ${env.VOLT_TEMPORAL_NAMESPACE} on ${env.VOLT_TEMPORAL_ADDRESS} in the last 2 minutes, so the run waits until one does. Workers take their namespace from VOLT_TEMPORAL_NAMESPACE: set it here to theirs (deploy/README.md, "Starting runs").`,
+        );
       if (!ctx.values.follow) return 0;
       const final = await followRun(
         client,
