@@ -29,6 +29,8 @@ name = "Volt gateway"
 base_url = ${JSON.stringify(env.OPENAI_BASE_URL)}
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
+# A CPU-served policy under load can take minutes to its first token; Codex hangs up after 300 s by default.
+stream_idle_timeout_ms = 900000
 
 [features]
 multi_agent = false
