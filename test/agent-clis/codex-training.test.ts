@@ -21,7 +21,14 @@ import { missing } from './harness.js';
 // loaded 2-core machine can take minutes per Codex call: the example's 600 s agent timeout and a 45 min test limit.
 describe(
   'one training iteration of the coding tasks driven by Codex',
-  { skip: missing(path.join(root, 'node_modules/.bin/codex')), timeout: 2_700_000 },
+  {
+    // ~17 min on 2 loaded cores (minutes per Codex call on the CPU-served policy): opt in, it is not part of `make test`.
+    skip:
+      process.env.VOLT_SLOW_TESTS === '1'
+        ? missing(path.join(root, 'node_modules/.bin/codex'))
+        : 'slow end-to-end run: set VOLT_SLOW_TESTS=1 to run it',
+    timeout: 2_700_000,
+  },
   () => {
     let stack: PipelineStack;
     let worker: ChildProcess;
