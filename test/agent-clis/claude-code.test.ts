@@ -37,7 +37,7 @@ void describe('Claude Code (claude -p) through the gateway, sandboxed, real mode
           taskInput: { instructions: 'Run `ls` with the Bash tool, then say what you saw.' },
           env: { CLAUDE_MAX_TURNS: '2' },
           maxTokensPerCall: CAP,
-          timeoutMs: 240_000,
+          timeoutMs: 420_000,
         }),
       );
     for (const run of runs) {
