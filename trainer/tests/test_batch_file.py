@@ -54,7 +54,7 @@ def save(tmp_path: Path, columns: dict[str, np.ndarray], **metadata: str) -> Pat
 def test_fixture_loads_with_the_safetensors_library():
     tensors = load_file(str(FIXTURE))
     with safe_open(str(FIXTURE), framework="np") as f:
-        assert f.metadata() == {"format": "volt-batch", "version": "1", "samples": "7"}
+        assert f.metadata() == {"format": "volt-batch", "version": "1", "samples": "7", "loss_scale": "1"}
     assert tensors["response_ids"].dtype == np.int32 and tensors["rollout_logprobs"].dtype == np.float32
     assert tensors["loss_mask"].dtype == np.uint8 and tensors["truncated"].dtype == np.bool_
     assert tensors["prompt_len"].sum() == len(tensors["prompt_ids"])
