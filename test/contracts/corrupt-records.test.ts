@@ -101,6 +101,7 @@ const manifest = {
   },
   tokens: { prompt: 3, response: 2, trainable: 2 },
   mergeRate: null,
+  lossScale: 1,
   reward: stats,
   advantage: stats,
   drops: { rollouts: {}, groups: {}, spans: {}, samples: {} },
