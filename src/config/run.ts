@@ -106,7 +106,7 @@ export const runConfigSchema = z
       env: z.record(agentEnvNameSchema, z.string()).default({}),
       /** Worker environment variables passed through to the agent; everything else is withheld. */
       envAllowList: z.array(agentEnvNameSchema).default([...DEFAULT_ENV_ALLOW_LIST]),
-      /** A rollout running longer than this is killed and counts as timed_out. */
+      /** A rollout running longer than this is killed and counts as timed_out (infra_failed when one model call held it for half this or more). */
       timeoutSec: seconds.default(300),
       /**
        * Per-attempt budget the gateway enforces: a call past it gets a 429 and the attempt ends agent_failed (`budget`);

@@ -41,11 +41,16 @@ export class GatewayAdminClient {
    * Waits for the rollout's in-flight calls and for all its spans to be in the object store. `upstreamFailures`
    * counts the attempt's calls that failed on the model side; it is kept in the registry file, so restarts keep it.
    * With replicas, `missingSpans` lists seqs another replica numbered whose spans did not arrive in time (each counted
-   * in upstreamFailures, so the attempt is never trained on).
+   * in upstreamFailures, so the attempt is never trained on). `abandonedCallMs`: the longest call whose client left
+   * before its answer (the agent was killed while the model held it).
    */
-  close(
-    token: string,
-  ): Promise<{ spans: number; upstreamFailures: number; budgetExceeded?: string | null; missingSpans?: number[] }> {
+  close(token: string): Promise<{
+    spans: number;
+    upstreamFailures: number;
+    budgetExceeded?: string | null;
+    abandonedCallMs?: number;
+    missingSpans?: number[];
+  }> {
     return this.call('POST', `/admin/rollouts/${encodeURIComponent(token)}/close`);
   }
 

@@ -40,13 +40,14 @@ async function open(overrides: Record<string, unknown> = {}, on: RunningGateway 
       signal,
     });
   let upstreamFailures = -1;
+  let abandonedCallMs: number | undefined;
   const spans = async () => {
-    ({ upstreamFailures } = await on.admin.close(token));
+    ({ upstreamFailures, abandonedCallMs } = await on.admin.close(token));
     const list: Span[] = [];
     for await (const s of readSpans(store, ref)) list.push(s);
     return list;
   };
-  return { token, post, spans, upstreamFailures: () => upstreamFailures };
+  return { token, post, spans, upstreamFailures: () => upstreamFailures, abandonedCallMs: () => abandonedCallMs };
 }
 
 /** After the agent went away: the upstream request was aborted too, and the span records the disconnect. */
@@ -238,10 +239,22 @@ void describe('gateway against the scripted upstream', () => {
     const controller = new AbortController();
     const pending = r.post(chat(), controller.signal).catch((e: Error) => e);
     while (upstream.script.length > 0) await sleep(10);
+    const held = performance.now();
+    await sleep(300);
     controller.abort();
     assert.ok((await pending) instanceof Error);
     await abortedSpan(r);
     assert.equal(r.upstreamFailures(), 0, "the agent's own disconnect is not a model failure");
+    // How long the model held the call its agent left: the runner tells a starved agent from a slow one by it.
+    assert.ok((r.abandonedCallMs() ?? 0) >= 290, `abandonedCallMs ${r.abandonedCallMs()}`);
+    assert.ok(r.abandonedCallMs()! <= performance.now() - held + 1000);
+  });
+
+  void it('a call answered in full is not an abandoned one', async () => {
+    const r = await open();
+    await (await r.post(chat())).json();
+    await r.spans();
+    assert.equal(r.abandonedCallMs(), undefined);
   });
 
   void it('a client disconnect mid-stream aborts the upstream stream and the span keeps what was streamed', async () => {

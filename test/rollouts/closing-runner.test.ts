@@ -67,4 +67,29 @@ describe('closingRunner', () => {
     assert.equal(r.outcome, 'infra_failed');
     assert.match(r.detail ?? '', /1 model call\(s\) failed upstream \(the agent then agent_failed\)/);
   });
+
+  it('turns a timeout spent waiting on one model call (half the timeout or more) into infra_failed', async () => {
+    const runner = closingRunner(finished('timed_out'), {
+      close: async () => ({ spans: 0, upstreamFailures: 0, abandonedCallMs: 600 }),
+    });
+    const r = await runner.run(spec, new AbortController().signal);
+    assert.equal(r.outcome, 'infra_failed');
+    assert.match(r.detail ?? '', /model held its call for 600 ms/);
+  });
+
+  it('keeps timed_out for an agent whose last call was short (it looped, or worked between calls)', async () => {
+    for (const abandonedCallMs of [undefined, 0, 499]) {
+      const runner = closingRunner(finished('timed_out'), {
+        close: async () => ({ spans: 9, upstreamFailures: 0, abandonedCallMs }),
+      });
+      assert.equal((await runner.run(spec, new AbortController().signal)).outcome, 'timed_out');
+    }
+  });
+
+  it('a long abandoned call does not excuse an agent that was not killed for its timeout', async () => {
+    const runner = closingRunner(finished('agent_failed'), {
+      close: async () => ({ spans: 1, upstreamFailures: 0, abandonedCallMs: 900 }),
+    });
+    assert.equal((await runner.run(spec, new AbortController().signal)).outcome, 'agent_failed');
+  });
 });

@@ -38,6 +38,11 @@ export const rolloutSchema = registerRolloutSchema.extend({
   usage: budgetUsageSchema.default({ calls: 0, completionTokens: 0 }),
   /** Why a call of this attempt was refused for its budget (the attempt ends agent_failed), null if none was. */
   budgetExceeded: z.string().nullable().default(null),
+  /**
+   * The longest call of this attempt whose client left before its answer, in ms: an agent killed (its timeout) while
+   * the model held its call. The runner tells an engine too slow for the timeout from an agent that ran out of time.
+   */
+  abandonedCallMs: z.number().min(0).default(0),
 });
 export type RolloutRecord = z.output<typeof rolloutSchema>;
 
@@ -123,6 +128,14 @@ export class RolloutRegistry {
     await this.onCountersChanged?.(rollout);
   }
 
+  /** Records how long a call ran before its client left; durable once this resolves. Keeps the longest. */
+  async noteAbandonedCall(rollout: Rollout, ms: number): Promise<void> {
+    if (ms <= rollout.record.abandonedCallMs) return;
+    rollout.record.abandonedCallMs = Math.round(ms);
+    await this.persist();
+    await this.onCountersChanged?.(rollout);
+  }
+
   async markClosed(rollout: Rollout, spans: number): Promise<void> {
     rollout.record.status = 'closed';
     rollout.record.closedAt = new Date().toISOString();
@@ -198,6 +211,7 @@ export function newRecord(input: RegisterRollout, named = false): RolloutRecord 
     upstreamFailures: 0,
     usage: { calls: 0, completionTokens: 0 },
     budgetExceeded: null,
+    abandonedCallMs: 0,
   };
 }
 

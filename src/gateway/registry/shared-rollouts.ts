@@ -23,6 +23,7 @@ const replicaCountersSchema = z.strictObject({
   replicaId: z.string().min(1),
   upstreamFailures: z.number().int().min(0),
   budgetExceeded: z.string().nullable(),
+  abandonedCallMs: z.number().min(0).default(0),
 });
 
 export interface SharedOptions {
@@ -38,6 +39,8 @@ export interface CloseVerdict {
   spans: number;
   upstreamFailures: number;
   budgetExceeded: string | null;
+  /** The longest call any replica saw its client leave before the answer (ms). */
+  abandonedCallMs: number;
   /** Seqs some replica claimed whose span never reached the store within closeWaitMs; each counts as a failure. */
   missingSpans: number[];
 }
@@ -126,13 +129,15 @@ export class SharedRollouts {
     }
     let upstreamFailures = rollout.record.upstreamFailures + missing.length;
     let budgetExceeded = rollout.record.budgetExceeded;
+    let abandonedCallMs = rollout.record.abandonedCallMs;
     for await (const { key } of this.store.list(keys.gatewayReplicas(rollout.ref))) {
       const counters = parseRecord(key, replicaCountersSchema, await this.store.getJsonOrNull(key));
       if (counters.replicaId === this.opts.replicaId) continue;
       upstreamFailures += counters.upstreamFailures;
       budgetExceeded ??= counters.budgetExceeded;
+      abandonedCallMs = Math.max(abandonedCallMs, counters.abandonedCallMs);
     }
-    return { spans: seqs.size, upstreamFailures, budgetExceeded, missingSpans: missing };
+    return { spans: seqs.size, upstreamFailures, budgetExceeded, abandonedCallMs, missingSpans: missing };
   }
 
   /** Publishes the closed record with its verdict, so a close through any replica answers the same. */
@@ -141,11 +146,11 @@ export class SharedRollouts {
   }
 
   private async publishCounters(rollout: Rollout): Promise<void> {
-    const { upstreamFailures, budgetExceeded } = rollout.record;
+    const { upstreamFailures, budgetExceeded, abandonedCallMs } = rollout.record;
     const key = keys.gatewayReplica(rollout.ref, this.opts.replicaId);
     // Also kept in the local registry file; a replica that could not publish is the one whose store is down.
     await this.store
-      .putJson(key, { replicaId: this.opts.replicaId, upstreamFailures, budgetExceeded })
+      .putJson(key, { replicaId: this.opts.replicaId, upstreamFailures, budgetExceeded, abandonedCallMs })
       .catch((err: unknown) => this.opts.log?.(`could not publish ${key}`, err));
   }
 
@@ -168,6 +173,7 @@ export class SharedRollouts {
                 spans: stored.spans,
                 upstreamFailures: stored.upstreamFailures,
                 budgetExceeded: stored.budgetExceeded,
+                abandonedCallMs: stored.abandonedCallMs,
               });
           },
           (err: unknown) => {

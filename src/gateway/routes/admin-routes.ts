@@ -68,6 +68,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminRouteDeps):
       const verdict = () => ({
         upstreamFailures: rollout.record.upstreamFailures,
         ...(rollout.record.budgetExceeded && { budgetExceeded: rollout.record.budgetExceeded }),
+        ...(rollout.record.abandonedCallMs > 0 && { abandonedCallMs: rollout.record.abandonedCallMs }),
       });
       if (rollout.record.status === 'closed') return { spans: rollout.record.spans ?? 0, ...verdict() };
       rollouts.closing.add(token);
@@ -110,6 +111,7 @@ async function closeShared(rollouts: RolloutTokens, shared: SharedRollouts, roll
     );
   rollout.record.upstreamFailures = verdict.upstreamFailures;
   rollout.record.budgetExceeded = verdict.budgetExceeded;
+  rollout.record.abandonedCallMs = verdict.abandonedCallMs;
   await rollouts.registry.markClosed(rollout, verdict.spans);
   await shared
     .publishClosed(rollout)
@@ -118,6 +120,7 @@ async function closeShared(rollouts: RolloutTokens, shared: SharedRollouts, roll
     spans: verdict.spans,
     upstreamFailures: verdict.upstreamFailures,
     ...(verdict.budgetExceeded && { budgetExceeded: verdict.budgetExceeded }),
+    ...(verdict.abandonedCallMs > 0 && { abandonedCallMs: verdict.abandonedCallMs }),
     ...(verdict.missingSpans.length > 0 && { missingSpans: verdict.missingSpans }),
   };
 }

@@ -76,6 +76,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
       if (admitted.refused) await rollouts.registry.noteBudgetExceeded(rollout, admitted.refused);
       if (admitted.error) throw admitted.error;
       const link = new ClientLink(reply.raw);
+      const callStart = performance.now();
       inFlight.begin(rollout);
       try {
         const overlay =
@@ -108,6 +109,11 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
         if (ctx.stream) return await relayStream(relay, ctx, asked, reply, request, link);
         return await relayJson(relay, ctx, asked, reply, link);
       } finally {
+        // Noted before the call counts as ended, so a close waiting for the rollout's calls sees it.
+        if (link.gone)
+          await rollouts.registry
+            .noteAbandonedCall(rollout, performance.now() - callStart)
+            .catch((err: unknown) => deps.log.error({ err }, 'could not record an abandoned call'));
         inFlight.end(rollout);
       }
     };
