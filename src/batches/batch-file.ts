@@ -91,10 +91,23 @@ export class BatchFileWriter {
     this.samples += 1;
   }
 
-  /** `lossScale` (0, 1] multiplies the trainer's loss for this batch (`loss_scale` in the header; see batch.lossNormalizer). */
-  async finish(file: string, lossScale = 1): Promise<{ samples: number; bytes: number }> {
+  /**
+   * `lossScale` (0, 1] multiplies the trainer's loss for this batch (`loss_scale` in the header; see
+   * batch.lossNormalizer); `objective` `sft` (rejection sampling) makes the trainer fit the samples by plain NLL (the
+   * header says so only then: a policy-gradient batch is what a header without it means).
+   */
+  async finish(
+    file: string,
+    lossScale = 1,
+    objective: 'policy_gradient' | 'sft' = 'policy_gradient',
+  ): Promise<{ samples: number; bytes: number }> {
     if (!(lossScale > 0 && lossScale <= 1)) throw new BatchFileError(`loss_scale ${lossScale} is not in (0, 1]`);
-    const metadata = { ...BATCH_FORMAT, samples: String(this.samples), loss_scale: String(lossScale) };
+    const metadata = {
+      ...BATCH_FORMAT,
+      samples: String(this.samples),
+      loss_scale: String(lossScale),
+      ...(objective === 'sft' && { objective }),
+    };
     const { bytes } = await this.out.finish(file, metadata);
     return { samples: this.samples, bytes };
   }

@@ -7,7 +7,7 @@ import { keys } from '../storage/keys.js';
 import { readSpans, type SpanStore } from '../storage/spans.js';
 import { BatchFileWriter } from './batch-file.js';
 import { buildBatch, type SpanSource } from './build-batch.js';
-import type { BatchConfig } from './config.js';
+import { objectiveOf, type BatchConfig } from './config.js';
 import type { ScoredRollout } from './groups.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 import { batchManifestSchema, type BatchManifest } from '../contracts/batch-manifest.js';
@@ -42,7 +42,7 @@ export async function buildBatchFile(
     await writer.discard();
     throw err;
   }
-  const { bytes } = await writer.finish(file, build.lossScale);
+  const { bytes } = await writer.finish(file, build.lossScale, objectiveOf(config));
   return { manifest: build.manifest(), bytes };
 }
 

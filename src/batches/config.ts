@@ -2,7 +2,19 @@ import { z } from 'zod';
 
 /** How a batch is built from rewarded rollouts; part of a run config. */
 export const batchConfigSchema = z.object({
-  estimator: z.enum(['grpo', 'dr_grpo', 'rloo']).default('grpo'),
+  /**
+   * grpo, dr_grpo, rloo: group-relative advantages for the RL update. rejection_sampling (expert iteration): supervised
+   * fine-tuning on the run's own rollouts whose reward is at least `rejectionThreshold`, on the engine's token ids
+   * (the trainer's plain NLL, batch file objective `sft`); groups and their variance play no part.
+   */
+  estimator: z.enum(['grpo', 'dr_grpo', 'rloo', 'rejection_sampling']).default('grpo'),
+  /** rejection_sampling keeps the training rollouts whose reward is at least this. */
+  rejectionThreshold: z.number().default(1),
+  /**
+   * A supervised warm start: the first this-many iterations train by rejection_sampling, then `estimator` (e.g. SFT
+   * on the rollouts that passed, then GRPO). 0: none.
+   */
+  warmStartIterations: z.number().int().min(0).default(0),
   /** Added to the std in grpo so a near-constant group does not explode. */
   eps: z.number().positive().default(1e-6),
   /** Groups with fewer scored rollouts than this are dropped (infra failures do not count). */
@@ -28,3 +40,12 @@ export const batchConfigSchema = z.object({
 });
 
 export type BatchConfig = z.output<typeof batchConfigSchema>;
+
+/** The batch config iteration `iteration` uses: rejection sampling during the warm start, else the run's own. */
+export function batchConfigFor(config: BatchConfig, iteration: number): BatchConfig {
+  return iteration < config.warmStartIterations ? { ...config, estimator: 'rejection_sampling' } : config;
+}
+
+/** What the trainer optimises for a batch built with this config (the batch file header's `objective`). */
+export const objectiveOf = (config: Pick<BatchConfig, 'estimator'>): 'policy_gradient' | 'sft' =>
+  config.estimator === 'rejection_sampling' ? 'sft' : 'policy_gradient';

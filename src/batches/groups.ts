@@ -16,7 +16,7 @@ export interface PlannedRollout {
 }
 
 export type RolloutDropReason =
-  'infra_failed' | 'reward_infra_failed' | 'eval_rollout' | 'group_too_small' | 'zero_variance';
+  'infra_failed' | 'reward_infra_failed' | 'eval_rollout' | 'group_too_small' | 'zero_variance' | 'below_threshold';
 
 export interface GroupPlan {
   rollouts: PlannedRollout[];
@@ -39,10 +39,21 @@ const bump = <K extends string>(m: Partial<Record<K, number>>, k: K, by = 1) => 
 export const isInformativeGroup = (rewards: readonly number[], minGroupSize: number): boolean =>
   rewards.length >= minGroupSize && rewards.some((r) => r !== rewards[0]);
 
+/**
+ * The same question for a batch config: under rejection sampling a group is informative when one of its rollouts
+ * passes the threshold (it then gives the batch a sample), whatever its size or variance.
+ */
+export const informativeFor =
+  (config: Pick<BatchConfig, 'estimator' | 'rejectionThreshold' | 'minGroupSize'>) =>
+  (rewards: readonly number[]): boolean =>
+    config.estimator === 'rejection_sampling'
+      ? rewards.some((r) => r >= config.rejectionThreshold)
+      : isInformativeGroup(rewards, config.minGroupSize);
+
 /** Groups in a scored launch, and how many of them are informative (dynamic sampling's target); unscored rollouts do not count. */
 export function countInformativeGroups(
   scored: readonly { groupId: string; reward: number | null }[],
-  minGroupSize: number,
+  informative: (rewards: readonly number[]) => boolean,
 ): { total: number; informative: number } {
   const byGroup = new Map<string, number[]>();
   for (const s of scored) {
@@ -51,7 +62,7 @@ export function countInformativeGroups(
   }
   return {
     total: byGroup.size,
-    informative: [...byGroup.values()].filter((r) => isInformativeGroup(r, minGroupSize)).length,
+    informative: [...byGroup.values()].filter(informative).length,
   };
 }
 
@@ -82,6 +93,7 @@ export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig)
     byGroup.get(s.result.groupId)!.push({ result: s.result, reward: s.reward });
   }
   plan.groups.total = byGroup.size;
+  if (config.estimator === 'rejection_sampling') return planRejectionSampling(plan, byGroup, config);
   for (const members of byGroup.values()) {
     const rewards = members.map((m) => m.reward);
     let drop: 'group_too_small' | 'zero_variance' | null = null;
@@ -99,6 +111,21 @@ export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig)
   const silent = plan.droppedRollouts.zero_variance ?? 0;
   if (config.lossNormalizer === 'all_groups' && plan.rollouts.length > 0) {
     plan.lossScale = plan.rollouts.length / (plan.rollouts.length + silent);
+  }
+  return plan;
+}
+
+/** Expert iteration: every rollout whose reward passes the threshold, advantage 1 (the trainer's NLL weight). */
+function planRejectionSampling(
+  plan: GroupPlan,
+  byGroup: Map<string, { result: RolloutResult; reward: number }[]>,
+  config: BatchConfig,
+): GroupPlan {
+  for (const members of byGroup.values()) {
+    const kept = members.filter((m) => m.reward >= config.rejectionThreshold);
+    if (members.length > kept.length) bump(plan.droppedRollouts, 'below_threshold', members.length - kept.length);
+    for (const m of kept) plan.rollouts.push({ ...m, advantage: 1 });
+    if (kept.length > 0) plan.groups.used += 1;
   }
   return plan;
 }

@@ -4,6 +4,7 @@ import { rolloutOutcomeRecordSchema } from '../contracts/rollout-outcome.js';
 import { keys } from '../storage/keys.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { writeBatch } from './batch-io.js';
+import { batchConfigFor } from './config.js';
 import type { ScoredRollout } from './groups.js';
 
 export interface IterationBatch {
@@ -35,7 +36,7 @@ export async function writeIterationBatch(
     manifest: m,
     samplesKey,
     manifestKey,
-  } = await writeBatch(store, config.runId, iteration, scored, config.batch);
+  } = await writeBatch(store, config.runId, iteration, scored, batchConfigFor(config.batch, iteration));
   const drops = {
     ...m.drops.rollouts,
     ...Object.fromEntries(Object.entries(m.drops.groups).map(([k, v]) => [`groups_${k}`, v])),

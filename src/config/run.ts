@@ -98,6 +98,26 @@ export const runConfigSchema = z
       /** Base for relative file paths in `command` (default: the worker's cwd); the agent itself always runs in a fresh per-rollout working directory. */
       cwd: z.string().min(1).optional(),
       /**
+       * Directories a sandboxed agent may read besides the open root: where its programs and code live when that is
+       * somewhere the sandbox hides (the operator's home, /tmp), e.g. ["/home/me/agents", "/opt/venvs/agent"].
+       * Absolute paths; `agent.cwd` (the worker's cwd by default) and the install prefix of the agent's program are
+       * always readable. A path inside the worker's data dir is refused (the rollouts activity fails, non-retryable, naming it).
+       * Local runner only: a Kubernetes pod reads what its image holds.
+       */
+      readOnlyPaths: z
+        .array(
+          z
+            .string()
+            .min(1)
+            .refine((p) => p.startsWith('/'), { message: 'must be an absolute path' })
+            .refine((p) => p.split('/').every((part) => part !== '..' && part !== '.'), {
+              message: 'must not contain "." or ".." segments',
+            })
+            .refine((p) => p.replace(/\/+$/, '') !== '', { message: 'must not be / (the root is already readable)' }),
+        )
+        .max(32)
+        .default([]),
+      /**
        * Hosted tools (web_search, file_search, code_interpreter, ...) an agent offers in a Responses call, which the
        * policy cannot run: 'drop' them and note it in the span, or 'refuse' the call with a 400 naming the tool.
        */

@@ -102,7 +102,7 @@ function lineageRows(status: ReportData['status']): [string, unknown][] {
 
 function iterationTable(data: ReportData): string {
   const rows = data.status.history.map((h) => [
-    h.iteration,
+    h.objective === 'sft' ? `${h.iteration} (sft)` : h.iteration,
     h.rollouts,
     h.infraFailed,
     fmt(h.meanReward),

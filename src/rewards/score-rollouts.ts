@@ -1,4 +1,5 @@
-import { countInformativeGroups } from '../batches/groups.js';
+import { batchConfigFor } from '../batches/config.js';
+import { countInformativeGroups, informativeFor } from '../batches/groups.js';
 import type { RunConfig } from '../config/run.js';
 import { rewardsFileSchema, type RewardsFile, type ScoredRolloutRecord } from '../contracts/rewards.js';
 import { rolloutOutcomeRecordSchema, type LaunchedRollout } from '../contracts/rollout-outcome.js';
@@ -64,7 +65,7 @@ export async function scoreRollouts(
   const { config, iteration, mode, label } = input;
   const rewardsKey = rewardsKeyFor(config, iteration, mode, label);
   const existing = await deps.store.getJsonOrNull(rewardsKey, rewardsFileSchema);
-  if (existing && sameRollouts(existing, input.results)) return summarize(existing, rewardsKey, config);
+  if (existing && sameRollouts(existing, input.results)) return summarize(existing, rewardsKey, config, iteration);
   // An evaluation's retry round re-runs only its unscored rollouts: the others keep their scores (their workdirs are gone).
   const stored = new Map((existing?.rollouts ?? []).map((r) => [`${r.rolloutId}#${r.attempt}`, r]));
   const { byId } = await deps.taskSets.load(input.taskSet);
@@ -94,7 +95,7 @@ export async function scoreRollouts(
       iteration,
       input.results.map((r) => r.rolloutId),
     );
-  return summarize(file, rewardsKey, config);
+  return summarize(file, rewardsKey, config, iteration);
 }
 
 /** One rollout's reward from its outcome record and evidence; an infra failure (agent or reward) is left unscored. */
@@ -135,13 +136,14 @@ async function scoreOne(
   }
 }
 
-function summarize(file: RewardsFile, rewardsKey: string, config: RunConfig): RewardsSummary {
+function summarize(file: RewardsFile, rewardsKey: string, config: RunConfig, iteration: number): RewardsSummary {
   const rewardSum = file.rollouts.reduce((a, r) => a + (r.reward ?? 0), 0);
   const unscored = file.rollouts
     .filter((r) => r.reward === null)
     .map((r) => ({ rolloutId: r.rolloutId, attempt: r.attempt }));
   const byKind = countsByKind(file.rollouts);
-  const groups = file.mode === 'train' ? countInformativeGroups(file.rollouts, config.batch.minGroupSize) : null;
+  const informative = informativeFor(batchConfigFor(config.batch, iteration));
+  const groups = file.mode === 'train' ? countInformativeGroups(file.rollouts, informative) : null;
   return {
     meanReward: file.meanReward,
     rewardSum,

@@ -108,7 +108,10 @@ export async function runRollouts(
         groupId: job.groupId,
         mode,
         taskInput: task.input,
-        agent: { command: resolveAgentCommand(config.agent.command, baseDir) },
+        agent: {
+          command: resolveAgentCommand(config.agent.command, baseDir),
+          readOnly: [...new Set([baseDir, ...config.agent.readOnlyPaths])],
+        },
         timeoutMs: config.agent.timeoutSec * 1000,
         envAllowList: [...config.agent.envAllowList],
         env: { ...config.agent.env },

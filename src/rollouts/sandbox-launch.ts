@@ -5,6 +5,7 @@ import { runInWorkdir, runProcess, type RunInWorkdir } from '../rewards/run-proc
 import { GatewayForwarders } from './gateway-forwarder.js';
 import { PidsCgroup } from './pids-cgroup.js';
 import { SANDBOX_FAILED_EXIT, SANDBOX_FAILED_MARK, sandboxCommand, sandboxGatewayPort } from './sandbox-command.js';
+import { SandboxUnavailableError } from './sandbox-probe.js';
 import { SandboxUser, type SandboxIdentity } from './sandbox-user.js';
 import type { RolloutSpec } from './spec.js';
 
@@ -41,9 +42,16 @@ export class SandboxLauncher {
     this.user = new SandboxUser(o.root, o.pidsCgroup);
   }
 
-  /** Decided before the attempt dir exists: throws SandboxUnavailableError when the limits cannot be held. */
+  /**
+   * Decided before the attempt dir exists: throws SandboxUnavailableError when the limits cannot be held, or when a
+   * read-only path the run asked for lies in what agents never see (the runner's root, the data dir).
+   */
   async identity(spec: RolloutSpec): Promise<Omit<AttemptSandbox, 'cgroup'>> {
-    const readOnly = await this.readOnlyFor(spec.agent.command[0] as string, spec.agent.cwd ?? this.o.root);
+    const readOnly = await this.readOnlyFor(
+      spec.agent.command[0] as string,
+      spec.agent.cwd ?? this.o.root,
+      spec.agent.readOnly ?? [],
+    );
     return { readOnly, ...(await this.user.identity(readOnly)) };
   }
 
@@ -146,9 +154,19 @@ export class SandboxLauncher {
    * What a sandboxed program must read besides the open root: the worker's cwd (the agent's code) and the install
    * prefix of its interpreter (a venv's python may live under the operator's home, e.g. pyenv), bound read-only.
    */
-  private async readOnlyFor(program: string, cwd: string): Promise<string[]> {
+  private async readOnlyFor(program: string, cwd: string, asked: readonly string[]): Promise<string[]> {
+    for (const dir of asked) {
+      const full = path.resolve(dir);
+      const secret = [this.o.root, ...this.o.hide].find((h) => full === h || full.startsWith(`${h}/`));
+      if (secret)
+        throw new SandboxUnavailableError(
+          `agent.readOnlyPaths: ${dir} is inside ${secret}, which agents never see`,
+          'name a directory outside the worker data dir in agent.readOnlyPaths',
+        );
+    }
     const found = await resolveProgram(program, this.o.parentEnv.PATH ?? '', cwd);
-    return found ? [...this.o.readOnly, path.dirname(path.dirname(found))] : [...this.o.readOnly];
+    const readOnly = [...new Set([...this.o.readOnly, ...asked.map((d) => path.resolve(d))])];
+    return found ? [...readOnly, path.dirname(path.dirname(found))] : readOnly;
   }
 }
 

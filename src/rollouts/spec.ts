@@ -37,6 +37,8 @@ export const rolloutSpecSchema = z.object({
       .refine((a) => a[0] !== '', { message: 'the program (argv[0]) must not be empty', path: [0] }),
     /** Working directory of the agent process; the fresh per-attempt workdir when absent. */
     cwd: z.string().min(1).optional(),
+    /** Absolute directories the sandboxed agent may read besides the open root (its code where the sandbox hides). */
+    readOnly: z.array(z.string().startsWith('/')).optional(),
   }),
   gateway: z.object({
     /** `<gateway>/r/<token>/v1`, becomes OPENAI_BASE_URL (and, without `/v1`, ANTHROPIC_BASE_URL). */

@@ -127,6 +127,11 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     evalError: null,
     promoted: false,
     trainMetrics: null,
+    // batchConfigFor's rule, written out: workflow code keeps zod (the config module) out of its bundle.
+    objective:
+      iteration < config.batch.warmStartIterations || config.batch.estimator === 'rejection_sampling'
+        ? 'sft'
+        : 'policy_gradient',
     dynamicSampling,
     timeline,
   };
@@ -136,7 +141,8 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     return { summary, policy };
   }
 
-  await phase('update', `update on ${batch.samples} samples, ${batch.tokens} tokens`);
+  const how = summary.objective === 'sft' ? 'supervised update (rejection sampling)' : 'update';
+  await phase('update', `${how} on ${batch.samples} samples, ${batch.tokens} tokens`);
   const trained = await act.trainPolicy({ config, iteration, policy, batchKey: batch.batchKey });
   summary.candidate = trained.policy;
   summary.trainMetrics = trained.metrics;

@@ -48,6 +48,8 @@ export interface IterationSummary {
   evalError: string | null;
   promoted: boolean;
   trainMetrics: Record<string, number> | null;
+  /** What the update optimised: `sft` in a rejection-sampling iteration (batch.warmStartIterations), else `policy_gradient`. */
+  objective?: 'policy_gradient' | 'sft';
   /** rollouts.dynamicSampling: the extra rounds it ran; null when it is off. */
   dynamicSampling: DynamicSamplingSummary | null;
   /** Seconds spent in each phase (workflow time; dynamic sampling's extra rounds count as rollouts) and when the iteration ended. */

@@ -78,6 +78,30 @@ void describe('batch I/O through a real S3 server (rclone)', () => {
     );
   });
 
+  void it('a rejection-sampling batch tells the trainer to fit it by NLL (header objective sft); an RL one says nothing', async () => {
+    const header = (bytes: Buffer) =>
+      (JSON.parse(bytes.toString('utf8', 8, 8 + Number(bytes.readBigUInt64LE(0)))) as { __metadata__: object })
+        .__metadata__;
+    const sft = await writeBatch(
+      store,
+      'run-io',
+      3,
+      scored,
+      batchConfigSchema.parse({ estimator: 'rejection_sampling' }),
+    );
+    const bytes = await store.getBytes(sft.samplesKey);
+    assert.equal((header(bytes) as { objective?: string }).objective, 'sft');
+    assert.deepEqual(
+      readBatchFile(bytes).map((r) => [r.rollout_id, r.advantage]),
+      [
+        ['g0-r0', 1],
+        ['g1-r1', 1],
+      ],
+    );
+    const rl = await writeBatch(store, 'run-io', 4, scored, batchConfigSchema.parse({}));
+    assert.equal('objective' in header(await store.getBytes(rl.samplesKey)), false);
+  });
+
   void it('reads spans in seq order, and loads reward evidence with agent-posted rewards', async () => {
     const ref = scored[0]!.result.ref;
     const seqs: number[] = [];

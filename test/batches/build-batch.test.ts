@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildBatch } from '../../src/batches/build-batch.js';
-import { batchConfigSchema } from '../../src/batches/config.js';
+import { batchConfigFor, batchConfigSchema, objectiveOf } from '../../src/batches/config.js';
 import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import { rolloutResult, scoredGroups } from './scored-rollouts.js';
 import type { SampleRow } from '../../src/contracts/sample.js';
@@ -78,6 +78,44 @@ void describe('buildBatch', () => {
     assert.equal(kept.lossScale, 1);
     // Without the drop the silent group is in the batch itself: nothing to scale.
     assert.equal(buildBatch(scored, spansOf, batchConfigSchema.parse({ dropZeroVariance: false })).lossScale, 1);
+  });
+
+  void it('rejection sampling keeps the rollouts at or above the threshold at advantage 1, whatever their group', async () => {
+    const scored = [
+      ...scoredGroups('run1', 3, [[1, 0, 0, 1], [1, 1, 1], [0.5], [1, null, 0], [0, 0]]),
+      { result: rolloutResult('run1', 3, 'g0-r9', 'g0', 'infra_failed'), reward: null },
+    ];
+    const config = batchConfigSchema.parse({ estimator: 'rejection_sampling', rejectionThreshold: 0.5 });
+    const build = buildBatch(scored, spansOf, config);
+    assert.equal(build.lossScale, 1, 'a supervised batch is the mean over its own samples');
+    const { rows, manifest } = await collect(build);
+    assert.deepEqual(
+      rows.map((r) => [r.rollout_id, r.advantage]),
+      [
+        ['g0-r0', 1],
+        ['g0-r3', 1],
+        ['g1-r0', 1],
+        ['g1-r1', 1],
+        ['g1-r2', 1],
+        ['g2-r0', 1],
+        ['g3-r0', 1],
+      ],
+    );
+    assert.deepEqual(manifest.drops.rollouts, { infra_failed: 1, reward_infra_failed: 1, below_threshold: 5 });
+    assert.deepEqual(manifest.drops.groups, {});
+    assert.equal(manifest.counts.groupsUsed, 4);
+  });
+
+  void it('batch.warmStartIterations: rejection sampling for the first iterations, then the RL estimator', () => {
+    const config = batchConfigSchema.parse({ estimator: 'grpo', warmStartIterations: 2 });
+    assert.deepEqual(
+      [0, 1, 2, 3].map((i) => batchConfigFor(config, i).estimator),
+      ['rejection_sampling', 'rejection_sampling', 'grpo', 'grpo'],
+    );
+    assert.deepEqual(
+      [0, 2].map((i) => objectiveOf(batchConfigFor(config, i))),
+      ['sft', 'policy_gradient'],
+    );
   });
 
   void it('truncates or drops over-long samples and counts them', async () => {

@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 from volt_trainer.batch import pad, read_batch
 from volt_trainer.config import load_config
 from volt_trainer.logprobs import response_logprobs
+from volt_trainer.model import load_model
 from volt_trainer.train import train
 
 # real SmolLM2 samples (sampled from the model, engine logprobs from the model), so TIS weights are realistic
@@ -143,6 +144,42 @@ def test_a_chained_update_continues_the_previous_updates_adamw_moments(tmp_path,
     assert fresh["adapter_sha256"] != chained["adapter_sha256"]
     # lora_A had zero gradient at step 1 (B starts at zero), so only the B moments carry anything over
     assert any(not torch.equal(fresh_moments[k]["exp_avg"], moments[k]["exp_avg"]) for k in moments)
+
+
+def test_an_sft_batch_trains_the_plain_nll_of_its_samples(tmp_path, data_dir, model_dir, capsys):
+    """objective "sft" (rejection sampling): the first step's loss is the token-mean NLL of the samples under the policy
+    (no ratio, clip or importance weight), and the update raises their likelihood."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file as load_np
+    from safetensors.numpy import save_file as save_np
+
+    fixture = TRAINER_DIR.parent / "schemas" / "fixtures" / "samples.safetensors"
+    with safe_open(str(fixture), framework="np") as f:
+        metadata = f.metadata()
+    tensors = load_np(fixture)
+    tensors["advantage"] = tensors["advantage"] * 0 + 1  # what the rejection-sampling estimator gives every kept sample
+    batch = tmp_path / "sft.safetensors"
+    save_np(tensors, str(batch), metadata={**metadata, "objective": "sft"})
+    cfg = {**FLAGS, "epochs": 1, "num_minibatches": 1, "kl_coef": 0.0, "aggregation": "token_mean", "lr": 1e-3}
+    done = train(str(batch), str(tmp_path / "out"), load_config(None, {**cfg, "data_dir": data_dir}))
+    assert done["objective"] == "sft"
+    step = next(e for e in map(json.loads, capsys.readouterr().out.splitlines()) if e["event"] == "step")
+    padded = pad(read_batch(batch))
+    base, _ = load_model(str(model_dir), device="cpu")  # its own copy: other tests load adapters into the shared one
+    with torch.no_grad():
+        lp = response_logprobs(base, padded)
+    nll = float(-(lp * padded.loss_mask).sum() / padded.loss_mask.sum())
+    assert step["loss"] == pytest.approx(nll, rel=1e-4)
+    assert step["clip_frac"] == 0
+
+    before = mean_trained_logprob(base, padded)
+    after = mean_trained_logprob(PeftModel.from_pretrained(base, str(tmp_path / "out" / "adapter")).eval(), padded)
+    assert (after > before).all()
+
+    bad = tmp_path / "bad.safetensors"
+    save_np(tensors, str(bad), metadata={**metadata, "objective": "dpo"})
+    with pytest.raises(ValueError, match="objective"):
+        train(str(bad), str(tmp_path / "bad"), load_config(None, {**cfg, "data_dir": data_dir}))
 
 
 def test_the_batch_files_loss_scale_scales_the_loss_and_gradient(tmp_path, data_dir, capsys):

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
-from .batch_file import BatchError, read_columns, read_loss_scale
+from .batch_file import BatchError, read_columns, read_loss_scale, read_objective
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 TokenId = Annotated[StrictInt, Field(ge=0)]
@@ -70,6 +70,11 @@ def read_batch(path: str | Path) -> list[Sample]:
 def batch_loss_scale(path: str | Path) -> float:
     """Factor on the batch's loss: the safetensors header's loss_scale (JSON Lines batches: 1)."""
     return read_loss_scale(path) if Path(path).suffix == ".safetensors" else 1.0
+
+
+def batch_objective(path: str | Path) -> str:
+    """What the batch trains: the safetensors header's objective (JSON Lines batches: policy_gradient)."""
+    return read_objective(path) if Path(path).suffix == ".safetensors" else "policy_gradient"
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,21 @@ def read_loss_scale(path: str | Path) -> float:
     return scale
 
 
+OBJECTIVES = ("policy_gradient", "sft")
+
+
+def read_objective(path: str | Path) -> str:
+    """The header's objective: policy_gradient (RL, the default) or sft (rejection sampling: plain NLL)."""
+    try:
+        with safe_open(str(path), framework="np") as f:
+            raw = (f.metadata() or {}).get("objective", "policy_gradient")
+    except SafetensorError as e:
+        raise BatchError(f"{path}: not a safetensors file ({e})") from None
+    if raw not in OBJECTIVES:
+        raise BatchError(f"{path}: __metadata__.objective: {raw!r} is not one of {', '.join(OBJECTIVES)}")
+    return raw
+
+
 def read_columns(path: str | Path) -> list[dict[str, Any]]:
     """Every sample of a batch file as a dict of schema fields (lists of ints/floats), after checking all columns."""
     path = Path(path)

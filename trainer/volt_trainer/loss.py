@@ -42,8 +42,21 @@ def policy_loss(
     clip_high: float,
     tis_cap: float,
     kl_coef: float,
+    objective: str = "policy_gradient",
 ) -> LossParts:
+    """objective "sft" (rejection sampling: the batch holds only good samples, advantage 1) is the plain token NLL
+    -A*logp plus the same KL term: no ratio, clip or importance weight, so every epoch and minibatch is supervised."""
     adv = advantages[:, None]  # [B, 1]
+    if objective == "sft":
+        log_base_ratio = ref_logp - logp  # [B, R]
+        k3 = torch.exp(log_base_ratio) - log_base_ratio - 1  # [B, R]
+        per_token = -adv * logp + kl_coef * k3
+        return LossParts(
+            loss=(per_token * weights).sum(),
+            clip_frac=torch.zeros((), dtype=weights.dtype, device=weights.device),
+            kl=(k3 * weights).sum().detach(),
+            tis_mean=weights.sum().detach(),
+        )
     ratio = torch.exp(logp - old_logp)  # [B, R]
     surrogate = torch.minimum(ratio * adv, ratio.clamp(1 - clip_low, 1 + clip_high) * adv)  # [B, R]
     tis = torch.exp(old_logp - rollout_logp).clamp(max=tis_cap).detach()  # [B, R] trainer/engine mismatch correction

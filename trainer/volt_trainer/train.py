@@ -20,6 +20,8 @@ How this departs from textbook PPO / GRPO:
 - the batch file's loss_scale (header metadata, 1 when absent) multiplies those weights: the pipeline drops groups
   whose rewards are all equal but, by default, counts them in the mean as advantage-0 samples would (TRL's GRPO
   normaliser), so a batch with one informative group of eight makes a step an eighth as large;
+- the header's objective "sft" (the pipeline's rejection-sampling estimator: only samples whose reward passed a
+  threshold, advantage 1) trains the plain token NLL instead of the clipped surrogate, on the engine's own token ids;
 - old logprobs are computed once per batch (no grad) before the first step, then held fixed for all epochs.
 
 update_path "fast" (the default) computes the same update without waste; "reference" keeps the straightforward one
@@ -49,7 +51,7 @@ import numpy as np
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 
-from .batch import Sample, batch_loss_scale, pad, read_batch, split_minibatches
+from .batch import Sample, batch_loss_scale, batch_objective, pad, read_batch, split_minibatches
 from .config import TrainConfig, add_config_flags, load_config
 from .logprobs import response_logprobs
 from .loss import policy_loss, token_weights
@@ -180,6 +182,7 @@ def train(
     with_ref = cfg.kl_coef > 0 or not fast  # without the KL term the reference logprobs change nothing
     with profile.phase("load"):
         out, samples, loss_scale = Path(out_dir), read_batch(batch_path), batch_loss_scale(batch_path)
+        objective = batch_objective(batch_path)
         run_key = {
             "config": {**cfg.to_json(), "max_steps": 0, "data_dir": ""},
             "batch_sha256": file_sha256(batch_path),
@@ -258,6 +261,7 @@ def train(
                     clip_high=cfg.clip_high,
                     tis_cap=cfg.tis_cap,
                     kl_coef=cfg.kl_coef,
+                    objective=objective,
                 )
             with profile.phase("backward"):
                 parts.loss.backward()
@@ -319,6 +323,7 @@ def train(
         "event": "done",
         "adapter_dir": str(adapter_dir),
         "adapter_sha256": sha,
+        "objective": objective,
         "metrics": metrics,
         "profile_s": {k: round(v, 4) for k, v in profile.seconds.items()},
     }

@@ -96,7 +96,7 @@ export const runStatusCommand: Command = {
             ? '-'
             : evalLine(h.evalScore, h.eval);
         ctx.out(
-          `  iter ${h.iteration}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`,
+          `  iter ${h.iteration}${h.objective === 'sft' ? ' (sft)' : ''}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`,
         );
         if (h.dynamicSampling) ctx.out(`    dynamic sampling: ${dynamicSamplingText(h.dynamicSampling)}`);
         ctx.out(`    seconds: ${timelineText(h.timeline)}`);
