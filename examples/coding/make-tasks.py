@@ -6,7 +6,9 @@ Two levels, half of each split (task kind `hinted` / `bare`): a bare task shows 
 a hinted one also names the line to replace and its replacement, so the agent only has to write the command. The
 base SmolLM2-135M solves no bare task greedily; the hinted ones are where it first succeeds (examples/README.md).
 
-Run: python3 examples/coding/make-tasks.py --seed 7 --train 48 --eval 24 --out examples/coding/tasks
+Held-out set b (eval-b.jsonl) uses other bug families, file names and wording than train and eval.
+
+Run: python3 examples/coding/make-tasks.py --seed 7 --train 48 --eval 24 --eval-b 24 --out examples/coding/tasks
 """
 
 import argparse
@@ -70,17 +72,27 @@ FAMILIES = [
 MODULES = ["calc", "mathlib", "helpers", "arith", "tools", "core", "ops", "mylib"]
 BANGS = ["!", "?", "!!", "."]
 
+# Held-out set b (eval-b.jsonl): operations, file names and wording that training never shows, so a gain there is the
+# skill (read the failing check, write the one-line fix as a command), not the task template.
+FAMILIES_B = [
+    ("square", "return x * 2", "return x * x", ("3", "9"), [("0", "0"), ("-2", "4"), ("{k}", "{k} * {k}")]),
+    ("negate", "return x", "return -x", ("{k}", "-{k}"), [("0", "0"), ("-{k}", "{k}"), ("1", "-1")]),
+    ("mod_{k}", "return x // {k}", "return x % {k}", ("{k} + 3", "3"), [("{k}", "0"), ("2 * {k} + 1", "1"), ("5", "5")]),
+    ("first_char", "return s[-1]", "return s[0]", ("'abc'", "'a'"), [("'xyz'", "'x'"), ("'q'", "'q'"), ("'z{bang}'", "'z'")]),
+]
+MODULES_B = ["utils", "numbers", "funcs", "library", "compute", "logic"]
+
 
 def arguments(name: str) -> str:
     return (
         "a, b"
         if name in ("bigger", "smaller")
-        else ("word" if name == "shout" else ("s" if name.startswith("length") else "x"))
+        else ("word" if name == "shout" else ("s" if name.startswith(("length", "first_char")) else "x"))
     )
 
 
-def make_task(task_id: str, family: int, k: int, module: str, bang: str, hinted: bool) -> dict:
-    name, bug, fix, visible, hidden = FAMILIES[family]
+def make_task(task_id: str, family: int, k: int, module: str, bang: str, hinted: bool, variant: str = "a") -> dict:
+    name, bug, fix, visible, hidden = (FAMILIES if variant == "a" else FAMILIES_B)[family]
     fill = lambda s: s.format(k=k, k1=k + 1, bang=bang)  # noqa: E731
     fname = fill(name)
     source = f"def {fname}({arguments(name)}):\n    {fill(bug)}\n"
@@ -93,12 +105,20 @@ def make_task(task_id: str, family: int, k: int, module: str, bang: str, hinted:
         "sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n"
         f"from {module} import {fname}  # noqa: E402\n\n\ndef test_{fname}_hidden():\n{hidden_lines}"
     )
-    instructions = (
-        f"Fix the bug in {module}.py so the tests pass.\n{module}.py:\n```python\n{source}```\n"
-        f"The test says: assert {fname}({call}) == {want}"
-    )
-    if hinted:
-        instructions += f"\nThe fix: in {module}.py, replace `{fill(bug)}` with `{fill(fix)}`."
+    if variant == "a":
+        instructions = (
+            f"Fix the bug in {module}.py so the tests pass.\n{module}.py:\n```python\n{source}```\n"
+            f"The test says: assert {fname}({call}) == {want}"
+        )
+        if hinted:
+            instructions += f"\nThe fix: in {module}.py, replace `{fill(bug)}` with `{fill(fix)}`."
+    else:
+        instructions = (
+            f"The tests of this repository fail because {module}.py has a bug. Make them pass.\n"
+            f"Contents of {module}.py:\n```python\n{source}```\nFailing check: assert {fname}({call}) == {want}"
+        )
+        if hinted:
+            instructions += f"\nHint: change `{fill(bug)}` to `{fill(fix)}` in {module}.py."
     files = {f"{module}.py": source, f"tests/test_{module}.py": visible_test, "tests/__init__.py": ""}
     return {
         "id": task_id,
@@ -120,6 +140,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--train", type=int, default=48)
     parser.add_argument("--eval", type=int, default=24)
+    parser.add_argument("--eval-b", type=int, default=24, help="held-out set b: other operations, files and wording")
     parser.add_argument("--out", default="examples/coding/tasks")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -144,6 +165,22 @@ def main() -> None:
             "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks), encoding="utf-8"
         )
         print(f"wrote {count} {split} tasks to {out / f'{split}.jsonl'}")
+    # Its own random stream: train.jsonl and eval.jsonl stay what they were before set b existed.
+    rng_b = random.Random(args.seed * 1_000_003 + 2)
+    tasks_b = [
+        make_task(
+            f"code-eval-b-{i:04d}",
+            i % len(FAMILIES_B),
+            rng_b.choice(range(11, 20)),
+            rng_b.choice(MODULES_B),
+            rng_b.choice(BANGS),
+            (i + i // len(FAMILIES_B)) % 2 == 0,
+            variant="b",
+        )
+        for i in range(args.eval_b)
+    ]
+    (out / "eval-b.jsonl").write_text("".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks_b), encoding="utf-8")
+    print(f"wrote {args.eval_b} held-out set b tasks to {out / 'eval-b.jsonl'}")
 
 
 if __name__ == "__main__":

@@ -140,3 +140,56 @@ json.dump(out, sys.stdout)`;
     assert.equal(task.input.database, 'shop.db');
   });
 });
+
+void it("the coding tasks are the generator's, and held-out set b shares no operation, file or wording with training", () => {
+  const out = execFileSync('mktemp', ['-d'], { encoding: 'utf8' }).trim();
+  execFileSync('python3', [path.join(root, 'examples/coding/make-tasks.py'), '--out', out], { encoding: 'utf8' });
+  for (const name of ['train.jsonl', 'eval.jsonl', 'eval-b.jsonl'])
+    assert.equal(
+      read(`examples/coding/tasks/${name}`),
+      readFileSync(path.join(out, name), 'utf8'),
+      `${name} is stale: run examples/coding/make-tasks.py`,
+    );
+  type CodingReference = { family: string; file: string; fixed: string };
+  const train = tasksOf('examples/coding/tasks/train.jsonl');
+  const setB = tasksOf('examples/coding/tasks/eval-b.jsonl');
+  const field = (tasks: typeof train, k: keyof CodingReference) =>
+    new Set(tasks.map((t) => (t.reference as CodingReference)[k]));
+  for (const k of ['family', 'file', 'fixed'] as const)
+    assert.deepEqual(
+      [...field(setB, k)].filter((v) => field(train, k).has(v)),
+      [],
+      `set b ${k}s`,
+    );
+  const firstLine = (t: (typeof train)[number]) => t.input.instructions!.split('\n')[0];
+  assert.deepEqual(
+    setB.map(firstLine).filter((l) => new Set(train.map(firstLine)).has(l)),
+    [],
+  );
+  // Each task is solvable and not solved already: the bug fails its visible and hidden checks, the fix passes them.
+  const script = `
+import json, re, sys
+for t in json.load(sys.stdin):
+    files = json.loads(t["setup"]["command"][-1])
+    module = t["reference"]["file"]
+    source = files[module]
+    checks = [l.strip() for text in (t["hidden"]["files"]["hidden_tests/test_hidden.py"], files["tests/test_" + module]) for l in text.splitlines() if l.strip().startswith("assert")]
+    bug = re.search(r"\\n    (.*)\\n", source).group(1)
+    for code, passes in ((source, False), (source.replace(bug, t["reference"]["fixed"]), True)):
+        ns = {}
+        exec(code, ns)
+        results = []
+        for check in checks:
+            try:
+                exec(check, ns)
+                results.append(True)
+            except AssertionError:
+                results.append(False)
+        assert all(results) == passes, (t["id"], code, results)
+print("ok")`;
+  const tasks = [...train, ...tasksOf('examples/coding/tasks/eval.jsonl'), ...setB];
+  assert.equal(
+    execFileSync('python3', ['-c', script], { input: JSON.stringify(tasks), encoding: 'utf8' }).trim(),
+    'ok',
+  );
+});
