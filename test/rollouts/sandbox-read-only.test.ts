@@ -21,7 +21,10 @@ void describe('agent.readOnlyPaths', () => {
     s3 = await startLogStore();
     agentDir = await tempDir('agent-code');
     await mkdir(path.join(agentDir, 'lib'));
-    await writeFile(path.join(agentDir, 'lib', 'answer.mjs'), 'export const answer = "from the agent\'s own module";\n');
+    await writeFile(
+      path.join(agentDir, 'lib', 'answer.mjs'),
+      'export const answer = "from the agent\'s own module";\n',
+    );
     await writeFile(
       path.join(agentDir, 'agent.mjs'),
       "import { answer } from './lib/answer.mjs';\nprocess.stdout.write(answer);\n",
