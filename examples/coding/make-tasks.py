@@ -77,8 +77,20 @@ BANGS = ["!", "?", "!!", "."]
 FAMILIES_B = [
     ("square", "return x * 2", "return x * x", ("3", "9"), [("0", "0"), ("-2", "4"), ("{k}", "{k} * {k}")]),
     ("negate", "return x", "return -x", ("{k}", "-{k}"), [("0", "0"), ("-{k}", "{k}"), ("1", "-1")]),
-    ("mod_{k}", "return x // {k}", "return x % {k}", ("{k} + 3", "3"), [("{k}", "0"), ("2 * {k} + 1", "1"), ("5", "5")]),
-    ("first_char", "return s[-1]", "return s[0]", ("'abc'", "'a'"), [("'xyz'", "'x'"), ("'q'", "'q'"), ("'z{bang}'", "'z'")]),
+    (
+        "mod_{k}",
+        "return x // {k}",
+        "return x % {k}",
+        ("{k} + 3", "3"),
+        [("{k}", "0"), ("2 * {k} + 1", "1"), ("5", "5")],
+    ),
+    (
+        "first_char",
+        "return s[-1]",
+        "return s[0]",
+        ("'abc'", "'a'"),
+        [("'xyz'", "'x'"), ("'q'", "'q'"), ("'z{bang}'", "'z'")],
+    ),
 ]
 MODULES_B = ["utils", "numbers", "funcs", "library", "compute", "logic"]
 
