@@ -17,6 +17,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { setPath } from './run-config-overrides.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const dataDir = path.resolve(process.env.VOLT_DATA_DIR ?? path.join(root, '.volt'));
@@ -89,24 +90,6 @@ interface Status {
     eval: Counts | null;
     timeline: { seconds: Record<string, number> };
   }[];
-}
-
-/** Applies one `--set a.b.c=<JSON value>` override to the Volt run config (a bare word is taken as a string). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function setPath(config: Record<string, any>, assignment: string): void {
-  const at = assignment.indexOf('=');
-  if (at < 1) throw new Error(`--set ${assignment}: expected path=value`);
-  const keys = assignment.slice(0, at).split('.');
-  const raw = assignment.slice(at + 1);
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    value = raw;
-  }
-  let node = config;
-  for (const key of keys.slice(0, -1)) node = node[key] ??= {};
-  node[keys[keys.length - 1]!] = value;
 }
 
 async function volt(seed: number): Promise<Point[]> {

@@ -110,7 +110,8 @@ export async function runRollouts(
         taskInput: task.input,
         agent: {
           command: resolveAgentCommand(config.agent.command, baseDir),
-          readOnly: [...new Set([baseDir, ...config.agent.readOnlyPaths])],
+          // An explicit agent.cwd is readable like the worker's cwd (which the runner always binds).
+          readOnly: [...new Set([...(config.agent.cwd ? [baseDir] : []), ...config.agent.readOnlyPaths])],
         },
         timeoutMs: config.agent.timeoutSec * 1000,
         envAllowList: [...config.agent.envAllowList],

@@ -157,11 +157,13 @@ export class SandboxLauncher {
   private async readOnlyFor(program: string, cwd: string, asked: readonly string[]): Promise<string[]> {
     for (const dir of asked) {
       const full = path.resolve(dir);
-      const secret = [this.o.root, ...this.o.hide].find((h) => full === h || full.startsWith(`${h}/`));
+      const secret = [this.o.root, ...this.o.hide]
+        .map((h) => path.resolve(h))
+        .find((h) => full === h || full.startsWith(`${h}/`));
       if (secret)
         throw new SandboxUnavailableError(
-          `agent.readOnlyPaths: ${dir} is inside ${secret}, which agents never see`,
-          'name a directory outside the worker data dir in agent.readOnlyPaths',
+          `agent.readOnlyPaths / agent.cwd: ${dir} is inside ${secret}, which agents never see`,
+          'name a directory outside the worker data dir',
         );
     }
     const found = await resolveProgram(program, this.o.parentEnv.PATH ?? '', cwd);

@@ -80,7 +80,12 @@ void describe('agent.readOnlyPaths', () => {
   });
 
   void it('the run config validates the paths, naming the field', () => {
-    const base = { runId: 'ro', agent: { command: ['node', 'a.mjs'] }, tasks: { trainFile: 'x.jsonl' } };
+    const base = {
+      runId: 'ro',
+      agent: { command: ['node', 'a.mjs'] },
+      tasks: { trainFile: 'x.jsonl', evalFile: 'y.jsonl' },
+      reward: { kind: 'numeric_match', source: 'output_file' },
+    };
     for (const [bad, message] of [
       ['relative/dir', /absolute/],
       ['/opt/../home/me', /"\.\."/],
