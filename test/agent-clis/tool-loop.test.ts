@@ -106,6 +106,31 @@ void describe('real agents run a tool loop through the gateway (scripted engine)
     },
   );
 
+  // The Vercel AI SDK's three providers, whole and streamed: its Anthropic provider appends `/messages` to
+  // ANTHROPIC_BASE_URL (it expects the `/v1` there), so this also covers the gateway's unversioned Messages path.
+  const aiSdk = path.join(ROOT, 'examples/agent-clis/ai-sdk-agent.mjs');
+  for (const [provider, api] of [
+    ['openai-responses', 'responses'],
+    ['openai-chat', 'chat.completions'],
+    ['anthropic', 'messages'],
+  ] as const)
+    for (const stream of [false, true])
+      void it(
+        `Vercel AI SDK, ${provider}${stream ? ', streamed' : ''}: its tool call → runs in the workdir → the result back`,
+        { skip: missing(path.join(ROOT, 'node_modules/ai')) },
+        async (t) => {
+          const argv = ['node', aiSdk, provider, ...(stream ? ['--stream'] : [])];
+          const run = await toolLoop(t, `ai-sdk-${provider}${stream ? '-stream' : ''}`, argv);
+          assertRecorded(run, api);
+          assert.ok(
+            run.spans.every((s) => s.stream === stream),
+            'every call in the mode the agent asked for',
+          );
+          assert.match(toolMessage(run).content, new RegExp(MARKER));
+          assert.equal(run.result.outputText?.trim(), 'I listed the files.');
+        },
+      );
+
   const python = path.join(ROOT, '.venv-agents/bin/python');
   const script = (name: string, ...args: string[]) => [python, path.join(ROOT, 'examples/agent-clis', name), ...args];
   for (const [name, argv, api] of [

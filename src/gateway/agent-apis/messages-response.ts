@@ -1,8 +1,8 @@
 import type {
-  ContentBlock,
   Message,
   MessageCreateParamsBase,
   StopReason,
+  TextBlock,
   ToolUseBlock,
   Usage,
 } from '@anthropic-ai/sdk/resources/messages/messages';
@@ -33,18 +33,33 @@ export function stopReason(
   return { stop_reason: 'end_turn', stop_sequence: null };
 }
 
-export function messageUsage(input: number, output: number): Usage {
+/**
+ * What the real API puts on the wire, not the SDK's read types: those mark fields the API may omit as `| null`, and
+ * strict clients (the Vercel AI SDK validates `citations` as an optional array) reject a null the API never sends.
+ */
+export type WireUsage = Pick<
+  Usage,
+  | 'input_tokens'
+  | 'output_tokens'
+  | 'cache_creation_input_tokens'
+  | 'cache_read_input_tokens'
+  | 'cache_creation'
+  | 'service_tier'
+>;
+export type WireTextBlock = Omit<TextBlock, 'citations'>;
+export type WireMessage = Omit<Message, 'content' | 'usage' | 'stop_details' | 'container' | 'diagnostics'> & {
+  content: (WireTextBlock | ToolUseBlock)[];
+  usage: WireUsage;
+};
+
+export function messageUsage(input: number, output: number): WireUsage {
   return {
     input_tokens: input,
-    output_tokens: output,
     cache_creation_input_tokens: 0,
     cache_read_input_tokens: 0,
-    cache_creation: null,
-    inference_geo: null,
-    output_tokens_details: null,
-    server_tool_use: null,
-    service_tier: null,
-    speed: null,
+    cache_creation: { ephemeral_1h_input_tokens: 0, ephemeral_5m_input_tokens: 0 },
+    output_tokens: output,
+    service_tier: 'standard',
   };
 }
 
@@ -67,12 +82,12 @@ export function toolUseBlock(id: string, name: string, args: string): ToolUseBlo
 export function chatToMessage(
   chat: ChatCompletion,
   req: Pick<MessageCreateParamsBase, 'model' | 'stop_sequences'>,
-): Message {
+): WireMessage {
   const choice = chat.choices?.[0];
   const ids = messageIds(chat.id);
-  const content: ContentBlock[] = [];
+  const content: WireMessage['content'] = [];
   const text = choice?.message?.content ?? '';
-  if (text !== '') content.push({ type: 'text', text, citations: null });
+  if (text !== '') content.push({ type: 'text', text });
   (choice?.message?.tool_calls ?? []).forEach((c, i) => {
     if (c.type === 'function')
       content.push(toolUseBlock(c.id || ids.toolUse(i), c.function.name, c.function.arguments));
@@ -82,7 +97,7 @@ export function chatToMessage(
     (choice as { stop_reason?: unknown } | undefined)?.stop_reason,
     req,
   );
-  const message: Message = {
+  return {
     id: ids.message,
     type: 'message',
     role: 'assistant',
@@ -90,10 +105,6 @@ export function chatToMessage(
     content,
     stop_reason,
     stop_sequence,
-    stop_details: null,
-    container: null,
-    diagnostics: null,
     usage: messageUsage(chat.usage?.prompt_tokens ?? 0, chat.usage?.completion_tokens ?? 0),
   };
-  return message;
 }

@@ -1,10 +1,23 @@
-import type { MessageCreateParamsBase, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages';
+import type {
+  MessageCreateParamsBase,
+  RawMessageStreamEvent,
+  ToolUseBlock,
+} from '@anthropic-ai/sdk/resources/messages/messages';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import { anthropicErrorBody } from './anthropic-error.js';
 import { sseEvent, type StreamTranslator } from './dialect.js';
-import { messageIds, messageUsage, stopReason } from './messages-response.js';
+import { messageIds, messageUsage, stopReason, type WireMessage, type WireTextBlock } from './messages-response.js';
 
 type Ping = { type: 'ping' };
+/** The events whose payloads the real API sends without the SDK types' always-present nulls (messages-response.ts). */
+type WireEvent =
+  | { type: 'message_start'; message: WireMessage }
+  | { type: 'content_block_start'; index: number; content_block: WireTextBlock | ToolUseBlock }
+  | {
+      type: 'message_delta';
+      delta: Pick<WireMessage, 'stop_reason' | 'stop_sequence'>;
+      usage: Omit<WireMessage['usage'], 'cache_creation' | 'service_tier'>;
+    };
 
 /**
  * Engine chat chunks -> Messages API stream events: `message_start`, `ping`, then per content block
@@ -41,7 +54,7 @@ export class MessagesStreamTranslator implements StreamTranslator {
     const text = choice.delta?.content;
     if (typeof text === 'string' && text !== '') {
       if (this.open?.kind !== 'text')
-        out += this.close() + this.openBlock({ kind: 'text' }, { type: 'text', text: '', citations: null });
+        out += this.close() + this.openBlock({ kind: 'text' }, { type: 'text', text: '' });
       out += this.emit({ type: 'content_block_delta', index: this.blocks - 1, delta: { type: 'text_delta', text } });
     }
     for (const tc of choice.delta?.tool_calls ?? []) {
@@ -77,14 +90,12 @@ export class MessagesStreamTranslator implements StreamTranslator {
     const usage = messageUsage(this.inputTokens, this.outputTokens);
     out += this.emit({
       type: 'message_delta',
-      delta: { stop_reason, stop_sequence, stop_details: null, container: null },
+      delta: { stop_reason, stop_sequence },
       usage: {
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: 0,
-        output_tokens_details: null,
-        server_tool_use: null,
       },
     });
     return out + this.emit({ type: 'message_stop' });
@@ -94,7 +105,7 @@ export class MessagesStreamTranslator implements StreamTranslator {
     this.started = true;
     this.ids = messageIds(chunk?.id);
     if (typeof chunk?.model === 'string') this.model = chunk.model;
-    const message = {
+    const message: WireMessage = {
       id: this.ids.message,
       type: 'message' as const,
       role: 'assistant' as const,
@@ -102,18 +113,12 @@ export class MessagesStreamTranslator implements StreamTranslator {
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      stop_details: null,
-      container: null,
-      diagnostics: null,
       usage: messageUsage(this.inputTokens, 0),
     };
     return this.emit({ type: 'message_start', message }) + this.emit({ type: 'ping' });
   }
 
-  private openBlock(
-    kind: NonNullable<MessagesStreamTranslator['open']>,
-    block: Extract<RawMessageStreamEvent, { type: 'content_block_start' }>['content_block'],
-  ): string {
+  private openBlock(kind: NonNullable<MessagesStreamTranslator['open']>, block: WireTextBlock | ToolUseBlock): string {
     this.open = kind;
     return this.emit({ type: 'content_block_start', index: this.blocks++, content_block: block });
   }
@@ -124,7 +129,7 @@ export class MessagesStreamTranslator implements StreamTranslator {
     return this.emit({ type: 'content_block_stop', index: this.blocks - 1 });
   }
 
-  private emit(event: RawMessageStreamEvent | Ping): string {
+  private emit(event: Exclude<RawMessageStreamEvent, { type: WireEvent['type'] }> | WireEvent | Ping): string {
     return sseEvent(event.type, event);
   }
 }

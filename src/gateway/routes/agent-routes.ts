@@ -121,11 +121,13 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
   app.post('/r/:token/v1/chat/completions', call('chat.completions', chatRequestSchema));
   app.post('/r/:token/v1/completions', call('completions', completionRequestSchema));
   app.post('/r/:token/v1/responses', call('chat.completions', null, translateResponses));
-  app.post('/r/:token/v1/messages', call('chat.completions', null, translateMessages));
-  app.post(
-    '/r/:token/v1/messages/count_tokens',
-    countTokensRoute({ ...overlayDeps, upstream: relay.upstream }, openRollout),
-  );
+  // Messages also without `/v1`: clients whose Anthropic base URL holds the version (the Vercel AI SDK reads
+  // ANTHROPIC_BASE_URL as `…/v1`) append only `/messages` to the `<gateway>/r/<token>` the rollout contract sets.
+  const countTokens = countTokensRoute({ ...overlayDeps, upstream: relay.upstream }, openRollout);
+  for (const root of ['/r/:token/v1', '/r/:token']) {
+    app.post(`${root}/messages`, call('chat.completions', null, translateMessages));
+    app.post(`${root}/messages/count_tokens`, countTokens);
+  }
 
   app.get('/r/:token/v1/models', async (request: TokenRequest) => {
     const { record } = await openRollout(request.params.token);

@@ -245,7 +245,7 @@ void describe('engine chat answer -> Messages API answer, stop reasons', () => {
   void it("end_turn, max_tokens, stop_sequence (from the engine's stop_reason), tool_use", () => {
     const msg = chatToMessage(chatAnswer(), req);
     assert.equal(msg.id, 'msg_abc123');
-    assert.deepEqual(msg.content, [{ type: 'text', text: 'Blue.', citations: null }]);
+    assert.deepEqual(msg.content, [{ type: 'text', text: 'Blue.' }]);
     assert.equal(msg.stop_reason, 'end_turn');
     assert.equal(msg.stop_sequence, null);
     assert.equal(msg.usage.input_tokens, 11);
