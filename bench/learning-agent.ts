@@ -97,11 +97,16 @@ const status = async (runId: string): Promise<Status | null> =>
 
 const iterationSeconds = (h: Status['history'][number]) => Object.values(h.timeline.seconds).reduce((a, b) => a + b, 0);
 
-function scoresOf(c: Counts | null): { scores: Record<string, number>; kinds: Record<string, string> } {
+function scoresOf(
+  c: Counts | null,
+  score?: number | null,
+): { scores: Record<string, number>; kinds: Record<string, string> } {
   const scores: Record<string, number> = {};
   const kinds: Record<string, string> = {};
   if (!c) return { scores, kinds };
-  if (typeof c.score === 'number') scores.main = c.score;
+  // A candidate's counts carry no score: its iteration's evalScore is that score.
+  const main = c.score ?? score;
+  if (typeof main === 'number') scores.main = main;
   for (const [kind, k] of Object.entries(c.byKind ?? {})) kinds[kind] = `${+k.rewardSum.toFixed(2)}/${k.tasks}`;
   for (const s of c.extraSets ?? []) if (typeof s.score === 'number') scores[s.name] = s.score;
   return { scores, kinds };
@@ -138,7 +143,13 @@ async function runSeed(seed: number): Promise<{ runId: string; points: Point[]; 
   for (const h of s.history) {
     spent += iterationSeconds(h);
     if (spent > budgetS) break;
-    if (h.eval) points.push({ iteration: h.iteration, minutes: spent / 60, promoted: h.promoted, ...scoresOf(h.eval) });
+    if (h.eval)
+      points.push({
+        iteration: h.iteration,
+        minutes: spent / 60,
+        promoted: h.promoted,
+        ...scoresOf(h.eval, h.evalScore),
+      });
   }
   return { runId, points, cancelled };
 }

@@ -177,6 +177,13 @@ def main() -> None:
             "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks), encoding="utf-8"
         )
         print(f"wrote {count} {split} tasks to {out / f'{split}.jsonl'}")
+        if split == "train":
+            # The curriculum's first level: the hinted half, where the base model has signal (learn.json).
+            hinted = [t for t in tasks if t["kind"] == "hinted"]
+            (out / "train-hinted.jsonl").write_text(
+                "".join(json.dumps(t, sort_keys=True) + "\n" for t in hinted), encoding="utf-8"
+            )
+            print(f"wrote {len(hinted)} hinted train tasks to {out / 'train-hinted.jsonl'}")
     # Its own random stream: train.jsonl and eval.jsonl stay what they were before set b existed.
     rng_b = random.Random(args.seed * 1_000_003 + 2)
     tasks_b = [

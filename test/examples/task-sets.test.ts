@@ -144,7 +144,7 @@ json.dump(out, sys.stdout)`;
 void it("the coding tasks are the generator's, and held-out set b shares no operation, file or wording with training", () => {
   const out = execFileSync('mktemp', ['-d'], { encoding: 'utf8' }).trim();
   execFileSync('python3', [path.join(root, 'examples/coding/make-tasks.py'), '--out', out], { encoding: 'utf8' });
-  for (const name of ['train.jsonl', 'eval.jsonl', 'eval-b.jsonl'])
+  for (const name of ['train.jsonl', 'train-hinted.jsonl', 'eval.jsonl', 'eval-b.jsonl'])
     assert.equal(
       read(`examples/coding/tasks/${name}`),
       readFileSync(path.join(out, name), 'utf8'),
