@@ -37,20 +37,13 @@ async function collectAttempt(ref: RolloutRef, source: AsyncIterable<Span> | Ite
   return spans.sort((a, b) => a.seq - b.seq);
 }
 
-/** The model name the agent asked for (`model` of its request, in every API it may speak), or null. */
-export function requestedModel(span: Span): string | null {
-  const body = span.request.body;
-  const model = typeof body === 'object' && body !== null ? (body as { model?: unknown }).model : undefined;
-  return typeof model === 'string' ? model : null;
-}
-
 /** batch.excludeModels as one test: exact names, `*` any run of characters. */
 function modelFilter(patterns: readonly string[]): ((span: Span) => boolean) | null {
   if (patterns.length === 0) return null;
   const escape = (p: string) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*');
   const re = new RegExp(`^(?:${patterns.map(escape).join('|')})$`);
   return (span) => {
-    const model = requestedModel(span);
+    const model = span.requestedModel;
     return model !== null && re.test(model);
   };
 }
@@ -59,16 +52,19 @@ function modelFilter(patterns: readonly string[]): ((span: Span) => boolean) | n
 export function buildBatch(scored: readonly ScoredRollout[], spansOf: SpanSource, config: BatchConfig): BatchBuild {
   const plan = planGroups(scored, config);
   const manifest = new ManifestBuilder(config, plan, scored.length);
-  const excluded = modelFilter(config.excludeModels);
+  const excludedModel = modelFilter(config.excludeModels);
+  const excludedKinds = new Set(config.excludeCallKinds);
   let done = false;
   async function* samples(): AsyncGenerator<SampleRow> {
     for (const rollout of plan.rollouts) {
       const recorded = await collectAttempt(rollout.result.ref, spansOf(rollout.result.ref));
       // Side calls leave the conversation they interrupt whole: the main calls around them still merge.
-      const spans = excluded ? recorded.filter((s) => !excluded(s)) : recorded;
+      const kept = excludedModel ? recorded.filter((s) => !excludedModel(s)) : recorded;
+      const spans = excludedKinds.size > 0 ? kept.filter((s) => !excludedKinds.has(s.callKind)) : kept;
       const built = buildTrajectories(spans);
       manifest.addAttempt(recorded.length, built);
-      manifest.dropSpans('excluded_model', recorded.length - spans.length);
+      manifest.dropSpans('excluded_model', recorded.length - kept.length);
+      manifest.dropSpans('excluded_call_kind', kept.length - spans.length);
       let index = 0;
       for (const t of built.trajectories) {
         const row = toSampleRow(t, rollout, index, config);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CALL_KINDS } from '../contracts/call-kind.js';
 
 /** How a batch is built from rewarded rollouts; part of a run config. */
 export const batchConfigSchema = z.object({
@@ -37,6 +38,11 @@ export const batchConfigSchema = z.object({
    * Claude Code makes for titles. Counted in the manifest's span drops as `excluded_model`.
    */
   excludeModels: z.array(z.string().min(1).max(200)).max(100).default([]),
+  /**
+   * Call kinds (Span.callKind: `agent_turn`, `structured`, `text`) whose calls stay recorded but are not trained, e.g.
+   * `["structured", "text"]` to train a tool-using agent on its loop's turns alone. Counted as `excluded_call_kind`.
+   */
+  excludeCallKinds: z.array(z.enum(CALL_KINDS)).default([]),
 });
 
 export type BatchConfig = z.output<typeof batchConfigSchema>;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { rolloutRefSchema, type RolloutRef } from './rollout.js';
+import { CALL_KINDS, type CallKind } from './call-kind.js';
 
 /**
  * A span: one LLM call as the gateway recorded it. Written by `src/gateway`, read by `src/batches`.
@@ -32,6 +33,10 @@ export interface Span extends RolloutRef {
   durationMs: number;
   /** The agent's request body and headers as sent, with auth headers redacted. */
   request: { body: unknown; headers: Record<string, string> };
+  /** The model name the agent asked for (its request's `model`; the engine served `servedBy`), or null. */
+  requestedModel: string | null;
+  /** What kind of call it was, from the request (src/contracts/call-kind.ts): agent_turn, structured or text. */
+  callKind: CallKind;
   /** The body actually sent upstream (model rewritten, extension fields added). */
   upstreamRequest: unknown;
   /** The assembled response in the non-streaming OpenAI shape, also for streams. */
@@ -76,6 +81,8 @@ export const spanSchema = z.object({
   endedAt: z.string(),
   durationMs: z.number(),
   request: z.object({ body: z.unknown(), headers: z.record(z.string(), z.string()) }),
+  requestedModel: z.string().nullable(),
+  callKind: z.enum(CALL_KINDS),
   upstreamRequest: z.unknown(),
   response: z.unknown(),
   promptTokenIds: tokenIds.nullable(),

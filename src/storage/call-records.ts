@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- reads engine JSON defensively */
 import type { Span, SpanChoice } from '../contracts/span.js';
+import { callKindOf, requestedModelOf } from '../contracts/call-kind.js';
 import { StreamAssembler } from './stream-assembler.js';
 
 /**
@@ -120,6 +121,8 @@ export function spanOf(meta: SpanMeta, upstreamRequest: unknown, response: any):
     endedAt: meta.endedAt,
     durationMs: meta.durationMs,
     request: meta.request,
+    requestedModel: requestedModelOf(meta.request.body),
+    callKind: callKindOf(meta.api, meta.request.body),
     upstreamRequest,
     response: r ?? null,
     promptTokenIds,

@@ -54,6 +54,8 @@ function span(
     endedAt: at,
     durationMs: 5,
     request: { body: { model: 'policy', messages }, headers: {} },
+    requestedModel: 'policy',
+    callKind: 'text',
     upstreamRequest: { model: 'smollm2', messages },
     response: {
       choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop', ...stopReason }],

@@ -156,13 +156,20 @@ void describe('buildBatch', () => {
     const scored = scoredGroups('run1', 0, [[1, 0]]);
     // Three main turns of one conversation, plus a side call (another model, its own prompt) between turns 1 and 2.
     const withSideCall = (ref: RolloutRef) => {
-      const main = spansOf(ref).map((s) => ({ ...s, request: { ...s.request, body: { model: 'claude-sonnet-4-5' } } }));
+      const main = spansOf(ref).map((s) => ({
+        ...s,
+        request: { ...s.request, body: { model: 'claude-sonnet-4-5' } },
+        requestedModel: 'claude-sonnet-4-5',
+        callKind: 'agent_turn' as const,
+      }));
       const side = {
         ...main[0]!,
         spanId: `${ref.rolloutId}-side`,
         seq: 1,
         promptTokenIds: [9, 9, 9],
         request: { body: { model: 'claude-haiku-4-5-20251001' }, headers: {} },
+        requestedModel: 'claude-haiku-4-5-20251001',
+        callKind: 'structured' as const,
       };
       return [main[0]!, side, { ...main[1]!, seq: 2 }, { ...main[2]!, seq: 3 }];
     };
@@ -188,6 +195,34 @@ void describe('buildBatch', () => {
       (await collect(buildBatch(scored, withSideCall, exact))).manifest.drops.spans.excluded_model,
       undefined,
     );
+  });
+
+  void it('leaves the calls of batch.excludeCallKinds out of the samples, counted as excluded_call_kind', async () => {
+    const scored = scoredGroups('run1', 0, [[1, 0]]);
+    const withTitleCall = (ref: RolloutRef) => {
+      const main = spansOf(ref).map((s) => ({ ...s, callKind: 'agent_turn' as const }));
+      const title = {
+        ...main[0]!,
+        spanId: `${ref.rolloutId}-title`,
+        seq: 1,
+        promptTokenIds: [9, 9],
+        callKind: 'text' as const,
+      };
+      return [main[0]!, title, { ...main[1]!, seq: 2 }, { ...main[2]!, seq: 3 }];
+    };
+    const config = batchConfigSchema.parse({ excludeCallKinds: ['text', 'structured'] });
+    const { rows, manifest } = await collect(buildBatch(scored, withTitleCall, config));
+    assert.deepEqual(
+      rows.map((r) => r.span_ids),
+      ['g0-r0', 'g0-r1'].map((id) =>
+        [0, 1, 2].map((k) => spansOf({ ...scored[0]!.result.ref, rolloutId: id })[k]!.spanId),
+      ),
+    );
+    assert.equal(manifest.drops.spans.excluded_call_kind, 2);
+    assert.equal(manifest.drops.spans.excluded_model, undefined);
+    const bad = batchConfigSchema.safeParse({ excludeCallKinds: ['title'] });
+    assert.equal(bad.success, false);
+    assert.deepEqual(bad.error!.issues[0]!.path, ['excludeCallKinds', 0]);
   });
 
   void it('rejects a bad batch config naming the field', () => {

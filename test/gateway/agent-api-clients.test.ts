@@ -168,6 +168,12 @@ void describe('unmodified Responses / Messages SDK clients through the gateway t
       );
       for (const [i, s] of spans.entries()) {
         assert.equal(s.api, 'responses');
+        assert.equal(s.callKind, 'agent_turn', 'a call offering tools is a turn of the agent loop');
+        assert.equal(s.requestedModel, (s.request.body as { model: string }).model);
+        assert.ok(
+          s.requestedModel && s.requestedModel !== s.servedBy.model,
+          'the name the SDK asked for, not the served one',
+        );
         const raw = result.rawResponses[i]!;
         assertEngineTokens(s, { input: raw.usage.inputTokens, output: raw.usage.outputTokens });
         assert.deepEqual(

@@ -53,6 +53,8 @@ export function syntheticRollout(ref: RolloutRef, o: SyntheticRolloutOptions): S
       endedAt: at,
       durationMs: 1,
       request: { body: { messages: [] }, headers: {} },
+      requestedModel: null,
+      callKind: 'text',
       upstreamRequest: {},
       response: {},
       promptTokenIds: missing ? null : context.slice(),

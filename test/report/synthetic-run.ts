@@ -129,6 +129,8 @@ export function span(
     endedAt: '2026-11-30T10:30:01.000Z',
     durationMs: 1000,
     request: { body: { model: 'x', messages }, headers: {} },
+    requestedModel: 'x',
+    callKind: 'text',
     upstreamRequest: {},
     response: {},
     promptTokenIds: [1, 2, 3],
