@@ -1,7 +1,8 @@
 /**
  * Writes the example task sets reproducibly from one seed: calculator word problems and SQL shop tasks,
  * train and eval disjoint; the calculator's word-heavy training mix and its second held-out word-problem set
- * (eval-word-b.jsonl, other templates: examples/calculator/word-problems-b.ts). `--check` regenerates in memory and fails if the committed files differ.
+ * (eval-word-b.jsonl, other templates: examples/calculator/word-problems-b.ts) and the SQL tasks' set b (eval-b.jsonl,
+ * other wording). `--check` regenerates in memory and fails if the committed files differ.
  *
  *   node --import tsx scripts/make-tasks.ts [--seed 20261130] [--check]
  */
@@ -10,13 +11,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { makeWordProblem } from '../examples/calculator/word-problems.js';
 import { makeWordProblemB } from '../examples/calculator/word-problems-b.js';
-import { makeShop, makeShopTask, shopSeedSql } from '../examples/sql-agent/shop-tasks.js';
+import { SHOP_TASK_KINDS, makeShop, makeShopTask, shopSeedSql } from '../examples/sql-agent/shop-tasks.js';
 import { SeededRandom } from '../examples/task-sets/seeded-random.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const SIZES = {
   calculator: { train: 200, eval: 50, evalWordB: 30, plainInWordHeavy: 26, plainInWordHeavyEval: 6 },
-  sql: { train: 24, eval: 12 },
+  sql: { train: 96, eval: 48, evalB: 48 },
 };
 
 /** Draws `count` items with distinct keys, bounded so a too-small space fails instead of looping. */
@@ -99,7 +100,15 @@ export function makeTaskFiles(seed: number): Record<string, string> {
     () => makeShopTask(sqlRandom, shop),
     (t) => t.instruction,
   );
-  for (const [mode, set] of Object.entries(split(shopTasks, SIZES.sql, (t) => t.instruction))) {
+  // Held-out set b: its own random stream, the same kinds of change in other words (shop-tasks.ts `Wording`).
+  const sqlRandomB = new SeededRandom(seed + 2);
+  const shopTasksB = drawUnique(
+    SIZES.sql.evalB,
+    () => makeShopTask(sqlRandomB, shop, sqlRandomB.pick(SHOP_TASK_KINDS), 'b'),
+    (t) => t.instruction,
+  );
+  const shopSets = { ...split(shopTasks, SIZES.sql, (t) => t.instruction), 'eval-b': shopTasksB };
+  for (const [mode, set] of Object.entries(shopSets)) {
     files[`examples/sql-agent/tasks/${mode}.jsonl`] = jsonl(
       set.map((t, i) => ({
         id: `sql-${mode}-${String(i + 1).padStart(4, '0')}`,

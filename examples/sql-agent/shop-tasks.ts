@@ -68,73 +68,89 @@ export interface ShopTask {
 const clone = (shop: Shop): Shop => structuredClone(shop);
 const byId = (rows: Row[], id: number) => rows.find((row) => row[0] === id)!;
 
-type Maker = (r: SeededRandom, shop: Shop) => ShopTask;
+/**
+ * How an instruction is worded: `a` for the train and eval sets, `b` for held-out set b (eval-b.jsonl): the same
+ * changes asked for in other words, so a gain that only fits set a's wording shows as none on set b.
+ */
+export type Wording = 'a' | 'b';
+type Maker = (r: SeededRandom, shop: Shop, wording: Wording) => ShopTask;
 const MAKERS: Record<string, Maker> = {
-  shipOrder(r, shop) {
+  shipOrder(r, shop, w) {
     const id = r.pick(shop.orders.filter((o) => o[4] === 'pending'))[0] as number;
     const next = clone(shop);
     byId(next.orders, id)[4] = 'shipped';
     return {
       kind: 'shipOrder',
-      instruction: `Mark order ${id} as shipped.`,
+      instruction:
+        w === 'a'
+          ? `Mark order ${id} as shipped.`
+          : `Order ${id} has gone out to the customer: its status is shipped now.`,
       solutionSql: `UPDATE orders SET status = 'shipped' WHERE id = ${id};`,
       expectedRows: next,
     };
   },
-  cancelOrder(r, shop) {
+  cancelOrder(r, shop, w) {
     const id = r.pick(shop.orders.filter((o) => o[4] === 'pending'))[0] as number;
     const next = clone(shop);
     byId(next.orders, id)[4] = 'cancelled';
     return {
       kind: 'cancelOrder',
-      instruction: `Set the status of order ${id} to cancelled.`,
+      instruction:
+        w === 'a'
+          ? `Set the status of order ${id} to cancelled.`
+          : `The customer called off order ${id}; record it as cancelled.`,
       solutionSql: `UPDATE orders SET status = 'cancelled' WHERE id = ${id};`,
       expectedRows: next,
     };
   },
-  setPrice(r, shop) {
+  setPrice(r, shop, w) {
     const [id, name] = r.pick(shop.products) as [number, string];
     const price = r.int(61, 99);
     const next = clone(shop);
     byId(next.products, id)[2] = price;
     return {
       kind: 'setPrice',
-      instruction: `Change the price of the ${name} to ${price}.`,
+      instruction:
+        w === 'a' ? `Change the price of the ${name} to ${price}.` : `From today the ${name} costs ${price}.`,
       solutionSql: `UPDATE products SET price = ${price} WHERE name = '${name}';`,
       expectedRows: next,
     };
   },
-  restock(r, shop) {
+  restock(r, shop, w) {
     const [id, name, , stock] = r.pick(shop.products) as [number, string, number, number];
     const added = r.int(5, 50);
     const next = clone(shop);
     byId(next.products, id)[3] = stock + added;
     return {
       kind: 'restock',
-      instruction: `Add ${added} units to the stock of the ${name}.`,
+      instruction:
+        w === 'a'
+          ? `Add ${added} units to the stock of the ${name}.`
+          : `A delivery brought ${added} more ${name}s: update what is in stock.`,
       solutionSql: `UPDATE products SET stock = stock + ${added} WHERE name = '${name}';`,
       expectedRows: next,
     };
   },
-  changeEmail(r, shop) {
+  changeEmail(r, shop, w) {
     const [id, name] = r.pick(shop.customers) as [number, string];
     const email = `${name.split(' ')[0]!.toLowerCase()}${r.int(1, 99)}@mail.test`;
     const next = clone(shop);
     byId(next.customers, id)[2] = email;
     return {
       kind: 'changeEmail',
-      instruction: `Change the email of customer ${name} to ${email}.`,
+      instruction:
+        w === 'a' ? `Change the email of customer ${name} to ${email}.` : `${name} has a new email address, ${email}.`,
       solutionSql: `UPDATE customers SET email = '${email}' WHERE id = ${id};`,
       expectedRows: next,
     };
   },
-  deleteOrder(r, shop) {
+  deleteOrder(r, shop, w) {
     const id = r.pick(shop.orders)[0] as number;
     const next = clone(shop);
     next.orders = next.orders.filter((o) => o[0] !== id);
     return {
       kind: 'deleteOrder',
-      instruction: `Delete order ${id}.`,
+      instruction: w === 'a' ? `Delete order ${id}.` : `Remove order ${id} from the records.`,
       solutionSql: `DELETE FROM orders WHERE id = ${id};`,
       expectedRows: next,
     };
@@ -143,8 +159,13 @@ const MAKERS: Record<string, Maker> = {
 
 export const SHOP_TASK_KINDS = Object.keys(MAKERS);
 
-export function makeShopTask(r: SeededRandom, shop: Shop, kind = r.pick(SHOP_TASK_KINDS)): ShopTask {
+export function makeShopTask(
+  r: SeededRandom,
+  shop: Shop,
+  kind = r.pick(SHOP_TASK_KINDS),
+  wording: Wording = 'a',
+): ShopTask {
   const make = MAKERS[kind];
   if (!make) throw new Error(`unknown SQL task kind ${kind}`);
-  return make(r, shop);
+  return make(r, shop, wording);
 }

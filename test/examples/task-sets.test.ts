@@ -32,6 +32,7 @@ void it('the committed task sets are exactly what the default seed generates', (
     'examples/calculator/tasks/train-word-heavy.jsonl',
     'examples/calculator/tasks/train.jsonl',
     'examples/sql-agent/shop.sql',
+    'examples/sql-agent/tasks/eval-b.jsonl',
     'examples/sql-agent/tasks/eval.jsonl',
     'examples/sql-agent/tasks/train.jsonl',
   ]);
@@ -122,7 +123,21 @@ for sql in [None] + req["solutions"]:
     if sql: con.execute(sql)
     out.append({name: [list(r) for r in con.execute(q).fetchall()] for name, q in req["queries"].items()})
 json.dump(out, sys.stdout)`;
-  const tasks = [...train, ...evalSet];
+  // Set b asks for the same kinds of change in words neither train nor eval uses.
+  const setB = tasksOf('examples/sql-agent/tasks/eval-b.jsonl');
+  const wordsOf = (t: { input: { instruction: string } }) =>
+    t.input.instruction
+      .replace(/[0-9]+/g, '#')
+      .replace(/[a-z0-9.]+@[a-z.]+/g, '@')
+      .split(/[\s:;,.]+/);
+  const trainWords = new Set(train.flatMap(wordsOf));
+  for (const t of setB)
+    assert.ok(
+      wordsOf(t).some((w) => !trainWords.has(w)),
+      `${t.id}: worded as in train`,
+    );
+  assert.deepEqual([...new Set(setB.map((t) => t.kind))].sort(), [...new Set(train.map((t) => t.kind))].sort());
+  const tasks = [...train, ...evalSet, ...setB];
   const [seedState, ...states] = JSON.parse(
     execFileSync(path.join(root, '.venv/bin/python'), ['-c', script], {
       input: JSON.stringify({
