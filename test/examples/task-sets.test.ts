@@ -19,6 +19,7 @@ const tasksOf = (file: string) =>
           id: string;
           input: Record<string, string>;
           reference: Record<string, unknown>;
+          kind?: string;
           setup?: { command: string[] };
         },
     );
@@ -125,8 +126,8 @@ for sql in [None] + req["solutions"]:
 json.dump(out, sys.stdout)`;
   // Set b asks for the same kinds of change in words neither train nor eval uses.
   const setB = tasksOf('examples/sql-agent/tasks/eval-b.jsonl');
-  const wordsOf = (t: { input: { instruction: string } }) =>
-    t.input.instruction
+  const wordsOf = (t: { input: Record<string, string> }) =>
+    (t.input.instruction ?? '')
       .replace(/[0-9]+/g, '#')
       .replace(/[a-z0-9.]+@[a-z.]+/g, '@')
       .split(/[\s:;,.]+/);
