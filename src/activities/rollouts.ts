@@ -4,7 +4,7 @@ import type { LaunchedRollout } from '../contracts/rollout-outcome.js';
 import { TaskSetError } from '../contracts/task.js';
 import { launchRollouts, type LaunchProgress, type LaunchRolloutsInput } from '../rollouts/launch-rollouts.js';
 import { SandboxUnavailableError } from '../rollouts/sandbox-probe.js';
-import { serveAgain } from '../serving/serve-policy.js';
+import { serveAgain, servingDeps } from '../serving/serve-policy.js';
 import type { ActivityDeps } from './deps.js';
 import { failingAs, type FailureRule } from './failure-rules.js';
 import { heartbeating } from './heartbeat.js';
@@ -17,7 +17,7 @@ const rules: FailureRule[] = [
 ];
 
 export const createRolloutActivities = (deps: ActivityDeps) => {
-  const serving = { server: deps.modelServer, store: deps.store, dataDir: deps.env.dataDir };
+  const serving = { ...servingDeps(deps.env, deps.store), server: deps.modelServer };
   const launchDeps = {
     ...deps,
     env: process.env,

@@ -3,7 +3,7 @@ import { FailureType } from '../contracts/failures.js';
 import type { PolicyRef } from '../contracts/policy.js';
 import { DeployAliasError } from '../lineage/deploy-alias.js';
 import { moveBest, type AliasTarget } from '../serving/promotion.js';
-import { CheckpointNotFoundError, servePolicy } from '../serving/serve-policy.js';
+import { CheckpointNotFoundError, servePolicy, servingDeps } from '../serving/serve-policy.js';
 import type { ActivityDeps } from './deps.js';
 import { failingAs, type FailureRule } from './failure-rules.js';
 import { heartbeating } from './heartbeat.js';
@@ -22,7 +22,7 @@ interface PromoteInput {
 
 /** Serving activities heartbeat (their proxy has a heartbeat timeout), so a worker killed mid-promotion is noticed fast. */
 export const createServingActivities = (deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServer'>) => {
-  const serving = { server: deps.modelServer, store: deps.store, dataDir: deps.env.dataDir };
+  const serving = { ...servingDeps(deps.env, deps.store), server: deps.modelServer };
   const run = (fn: () => Promise<void>) => heartbeating(() => failingAs(rules, fn));
   return {
     /** Load the policy rollouts will sample from into the model server. */

@@ -1,4 +1,5 @@
 import type { Command } from './command.js';
+import { adapterLoaderCommand } from './commands/adapter-loader.js';
 import { deployCommand } from './commands/deploy.js';
 import { downCommand } from './commands/down.js';
 import { gatewayCommand } from './commands/gateway.js';
@@ -22,6 +23,7 @@ export const commands: readonly Command[] = [
   downCommand,
   statusCommand,
   serveCommand,
+  adapterLoaderCommand,
   gatewayCommand,
   workerCommand,
   trainCommand,

@@ -55,6 +55,19 @@ export const envSchema = z.object({
   /** Bearer key for /metrics; beyond loopback (VOLT_GATEWAY_LISTEN_HOST) /metrics needs it or the admin key. */
   VOLT_GATEWAY_METRICS_KEY: z.string().min(16).optional(),
   VOLT_MODEL_SERVER_URL: z.url().default('http://127.0.0.1:8500'),
+  /**
+   * Where workers send the model server's control calls (adapter load/unload, /v1/models); default
+   * VOLT_MODEL_SERVER_URL. On a cluster: the model server pod's adapter loader (`volt adapter-loader`).
+   */
+  VOLT_MODEL_SERVER_CONTROL_URL: z.url().optional(),
+  /** Bearer key the gateway sends with every inference call (vLLM's --api-key); unset: none is sent. */
+  VOLT_MODEL_SERVER_API_KEY: z.string().min(8).optional(),
+  /**
+   * How an adapter reaches the model server: 'local' unpacks it under VOLT_DATA_DIR/adapters and sends that path (one
+   * machine, or a shared disk); 'store' sends its object-store URI (s3://<bucket>/checkpoints/<sha256>/), which the
+   * model server's adapter loader fetches itself.
+   */
+  VOLT_ADAPTER_SOURCE: z.enum(['local', 'store']).default('local'),
   VOLT_PYTHON: z.string().min(1).default('.venv/bin/python'),
   /** Where dequantised base models are cached for the trainer and model server (default: the data dir). */
   VOLT_MODEL_CACHE_DIR: z.string().min(1).optional(),

@@ -52,8 +52,13 @@ export const runConfigSchema = z
     seed: int(0).default(0),
     model: z
       .strictObject({
-        /** Base model the policy starts from; the model server must know this name. */
+        /** Base model the policy starts from: the name the model server serves it under (vLLM's --served-model-name). */
         base: z.string().min(1).default('smollm2-135m-instruct'),
+        /**
+         * Where the trainer loads the base model's weights from: a model directory (with config.json) on the gpu
+         * workers, e.g. a volume mounted there. Default: `base` itself (the bundled SmolLM2 resolves by that name).
+         */
+        weights: z.string().min(1).optional(),
         /** LoRA adapter trained on top of the frozen base. */
         lora: z
           .strictObject({

@@ -20,6 +20,7 @@ export async function runGateway(env: Readonly<VoltEnv> = loadInstallationEnv())
     store,
     dataDir: env.dataDir,
     modelServerUrl: env.VOLT_MODEL_SERVER_URL,
+    upstream: { apiKey: env.VOLT_MODEL_SERVER_API_KEY },
     adminKey: env.VOLT_GATEWAY_ADMIN_KEY,
     walSync: env.VOLT_GATEWAY_WAL_SYNC,
     walSyncIntervalMs: env.VOLT_GATEWAY_WAL_SYNC_INTERVAL_MS,

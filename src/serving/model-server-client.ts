@@ -12,6 +12,9 @@ export class ModelServerError extends Error {
   }
 }
 
+/** The error type an adapter loader answers a load with when the checkpoint is not in the store (HTTP 404). */
+export const CHECKPOINT_NOT_FOUND = 'checkpoint_not_found';
+
 /** The one client of the model server (Volt's Python server or vLLM): its base URL, admin key and protocol. */
 export interface ModelServerClient {
   /** The base URL, without a trailing slash. */
@@ -28,18 +31,20 @@ export interface ModelServerClient {
 
 export function createModelServerClient(opts: { url: string; adminKey: string }): ModelServerClient {
   const url = opts.url.replace(/\/+$/, '');
+  const authorization = `Bearer ${opts.adminKey}`;
   // Every control call goes through here, so none can leave out the admin key (agents never have it).
   const control = async (call: string, body: object, ok: (status: number) => boolean): Promise<void> => {
     const res = await request(`${url}/v1/${call}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${opts.adminKey}` },
+      headers: { 'content-type': 'application/json', authorization },
       body: JSON.stringify(body),
     });
     const text = await res.body.text();
     if (!ok(res.statusCode)) throw new ModelServerError(call, res.statusCode, text);
   };
   const models = async (signal?: AbortSignal) => {
-    const res = await request(`${url}/v1/models`, { signal });
+    // vLLM with --api-key guards /v1/models too (that key is the admin key on a cluster); Volt's server ignores it.
+    const res = await request(`${url}/v1/models`, { signal, headers: { authorization } });
     if (res.statusCode >= 300) throw new ModelServerError('models', res.statusCode, await res.body.text());
     return ((await res.body.json()) as { data: { id: string }[] }).data.map((m) => m.id);
   };

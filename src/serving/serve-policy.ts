@@ -2,8 +2,15 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PolicyRef } from '../contracts/policy.js';
+import type { VoltEnv } from '../config/env.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import type { ModelServerClient } from './model-server-client.js';
+import { checkpointUri } from './adapter-uri.js';
+import {
+  CHECKPOINT_NOT_FOUND,
+  ModelServerError,
+  createModelServerClient,
+  type ModelServerClient,
+} from './model-server-client.js';
 
 /** What serving a policy needs: the model server, the checkpoints, and where adapters are unpacked for the server. */
 export interface ServingDeps {
@@ -11,6 +18,27 @@ export interface ServingDeps {
   store: ObjectStore;
   /** Adapters are unpacked under `<dataDir>/adapters/<sha256>` (the server reads them at that path). */
   dataDir: string;
+  /**
+   * 'local' (default): unpack here and send the path, for a model server on this machine or a shared disk. 'store':
+   * send the checkpoint's object-store URI; the model server's adapter loader fetches it (VOLT_ADAPTER_SOURCE).
+   */
+  adapterSource?: 'local' | 'store';
+  /** The bucket of the store's URIs ('store' source). */
+  bucket?: string;
+}
+
+/** The serving deps of a worker or CLI process, from its environment: control URL, admin key, adapter source. */
+export function servingDeps(env: Readonly<VoltEnv>, store: ObjectStore, url?: string): ServingDeps {
+  return {
+    server: createModelServerClient({
+      url: url ?? env.VOLT_MODEL_SERVER_CONTROL_URL ?? env.VOLT_MODEL_SERVER_URL,
+      adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY,
+    }),
+    store,
+    dataDir: env.dataDir,
+    adapterSource: env.VOLT_ADAPTER_SOURCE,
+    bucket: env.VOLT_S3_BUCKET,
+  };
 }
 
 /** The policy's checkpoint is not in the object store: no retry can serve it. */
@@ -24,6 +52,17 @@ export class CheckpointNotFoundError extends Error {
 /** Make the model server serve `policy` under `name`, downloading its adapter first; the base model is always served. */
 export async function servePolicy(deps: ServingDeps, policy: PolicyRef, name = policy.name): Promise<void> {
   if (!policy.sha256) return;
+  if (deps.adapterSource === 'store') {
+    if (!deps.bucket) throw new Error('servePolicy: the store source needs the bucket');
+    try {
+      return await deps.server.loadAdapter(name, checkpointUri(deps.bucket, policy.sha256));
+    } catch (err) {
+      // The loader looked in the store first: a missing checkpoint is as final as a local miss.
+      if (err instanceof ModelServerError && err.status === 404 && err.message.includes(CHECKPOINT_NOT_FOUND))
+        throw new CheckpointNotFoundError(policy.sha256, err);
+      throw err;
+    }
+  }
   const dir = path.join(deps.dataDir, 'adapters', policy.sha256);
   if (!existsSync(path.join(dir, 'adapter_config.json'))) {
     try {

@@ -29,7 +29,7 @@ export interface TrainPolicyDeps {
 export function trainerConfig(config: RunConfig, iteration: number, samples: number, dataDir: string) {
   const t = config.trainer;
   return {
-    model: config.model.base,
+    model: config.model.weights ?? config.model.base,
     data_dir: dataDir,
     seed: config.seed * 1000 + iteration,
     epochs: t.epochs,

@@ -45,6 +45,9 @@ export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cw
     },
     taskSets: new PinnedTaskSets(store, cwd),
     python: path.resolve(cwd, env.VOLT_PYTHON),
-    modelServer: createModelServerClient({ url: env.VOLT_MODEL_SERVER_URL, adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY }),
+    modelServer: createModelServerClient({
+      url: env.VOLT_MODEL_SERVER_CONTROL_URL ?? env.VOLT_MODEL_SERVER_URL,
+      adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY,
+    }),
   };
 }

@@ -92,7 +92,7 @@ void describe('the Volt image (Dockerfile) and the manifests that run it', async
       assert.deepEqual([node, cli], ['node', 'bin/volt.mjs'], deployment.metadata.name);
       assert.ok(names.has(command!), `${deployment.metadata.name}: no volt command ${command}`);
       assert.equal(
-        String(deployment.spec?.template.spec?.securityContext?.runAsUser),
+        String(container.securityContext?.runAsUser ?? deployment.spec?.template.spec?.securityContext?.runAsUser),
         user,
         `${deployment.metadata.name}: runAsUser`,
       );

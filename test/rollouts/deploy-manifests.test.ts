@@ -4,6 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { loadAllYaml, type V1NetworkPolicy, type V1NetworkPolicyPeer, type V1Role } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Container, V1Deployment } from '@kubernetes/client-node';
+import { parseRunConfig } from '../../src/config/run.js';
 import { numberRules } from '../../src/config/run-rules.js';
 import { kubeRunnerConfigSchema } from '../../src/rollouts/kube-config.js';
 import { buildRolloutJob } from '../../src/rollouts/kube-job.js';
@@ -166,5 +168,47 @@ void describe('deploy/ manifests', async () => {
       /^--max-lora-rank=(\d+)$/.exec(vllm?.args?.find((a) => a.startsWith('--max-lora-rank=')) ?? '')?.[1],
     );
     assert.ok(rank >= numberRules['model.lora.rank'].max, `--max-lora-rank=${rank}`);
+  });
+
+  void it('serve under the name run configs use, parse tool calls, and take adapters from the store, behind one key', () => {
+    const pod = find<V1Deployment>('Deployment', 'volt-model-server')?.spec?.template.spec;
+    const byName = (name: string) => pod?.containers.find((c) => c.name === name) as V1Container;
+    const [vllm, loader] = [byName('vllm'), byName('adapter-loader')];
+    const args = vllm.args ?? [];
+    const base = parseRunConfig({
+      runId: 'r',
+      agent: { command: ['true'] },
+      tasks: { trainFile: 't.jsonl', evalFile: 'e.jsonl' },
+      reward: { kind: 'numeric_match' },
+    }).model.base;
+    assert.ok(args.includes(`--served-model-name=${base}`), `vLLM serves ${base}, the default model.base`);
+    assert.ok(args.includes('--enable-auto-tool-choice'), 'requests with tools are accepted');
+    assert.ok(args.some((a) => /^--tool-call-parser=\S+$/.test(a)));
+    assert.ok(args.includes('--enable-prefix-caching'));
+    // The loader unpacks into the volume vLLM reads, at the path it sends vLLM.
+    const dir = loader.command?.[loader.command.indexOf('--dir') + 1];
+    const mount = (c: V1Container) => c.volumeMounts?.find((m) => m.mountPath === dir)?.name;
+    assert.ok(dir && mount(vllm) && mount(vllm) === mount(loader), `vLLM mounts the loader's ${dir}`);
+    assert.ok(pod?.volumes?.find((v) => v.name === mount(vllm))?.emptyDir, 'no shared disk: a volume of the pod');
+    // One secret is vLLM's API key, the loader's admin key, what the gateway sends and what the workers send.
+    const secretOf = (c: V1Container, name: string) =>
+      c.env?.find((e) => e.name === name)?.valueFrom?.secretKeyRef?.name;
+    const secret = secretOf(vllm, 'VLLM_API_KEY');
+    assert.ok(secret);
+    assert.equal(secretOf(loader, 'VOLT_MODEL_SERVER_ADMIN_KEY'), secret);
+    const volt = (name: string) =>
+      find<V1Deployment>('Deployment', name)?.spec?.template.spec?.containers[0] as V1Container;
+    assert.equal(secretOf(volt('volt-gateway'), 'VOLT_MODEL_SERVER_API_KEY'), secret);
+    for (const w of ['volt-worker-cpu', 'volt-worker-gpu'])
+      assert.equal(secretOf(volt(w), 'VOLT_MODEL_SERVER_ADMIN_KEY'), secret, w);
+    // Workers reach the loader through the Service; the gateway reaches vLLM.
+    const env = find<V1ConfigMap>('ConfigMap', 'volt-env')?.data ?? {};
+    assert.equal(env.VOLT_ADAPTER_SOURCE, 'store');
+    type Svc = Doc & { spec: { ports: { port: number; targetPort: number }[] } };
+    const service = find<Svc>('Service', 'volt-model-server');
+    const target = (url: string | undefined) =>
+      service?.spec.ports.find((p) => p.port === Number(new URL(url ?? '').port))?.targetPort;
+    assert.equal(target(env.VOLT_MODEL_SERVER_CONTROL_URL), loader.ports?.[0]?.containerPort);
+    assert.equal(target(env.VOLT_MODEL_SERVER_URL), vllm.ports?.[0]?.containerPort);
   });
 });

@@ -1,5 +1,5 @@
 import { listDeployAliases } from '../../lineage/deploy-alias.js';
-import { createModelServerClient } from '../../serving/model-server-client.js';
+import { servingDeps } from '../../serving/serve-policy.js';
 import { syncDeployAliases } from '../../serving/promotion.js';
 import { createObjectStore } from '../../storage/object-store.js';
 import { UsageError, type Command } from '../command.js';
@@ -9,7 +9,7 @@ export const deployCommand: Command = {
   summary: "deploy aliases (a lineage's stable serving name): list | restore-aliases into a model server",
   help: [
     'usage: volt deploy list',
-    '       volt deploy restore-aliases [--model-server URL]   (default VOLT_MODEL_SERVER_URL)',
+    '       volt deploy restore-aliases [--model-server URL]   (default VOLT_MODEL_SERVER_CONTROL_URL, else VOLT_MODEL_SERVER_URL)',
     "Promotion and rollback move a lineage's deploy alias (deploy-aliases/<alias>.json) and load it into the model",
     'server; a model server that restarts forgets it. `volt serve` restores every stored alias when it starts; a server',
     'started any other way (python -m volt_trainer.serve, vLLM) needs `volt deploy restore-aliases` once it answers',
@@ -33,9 +33,13 @@ export const deployCommand: Command = {
     }
     if (action !== 'restore-aliases')
       throw new UsageError(`unknown deploy action ${JSON.stringify(action)} (expected list or restore-aliases)`);
-    const url = typeof ctx.values['model-server'] === 'string' ? ctx.values['model-server'] : env.VOLT_MODEL_SERVER_URL;
-    const server = createModelServerClient({ url, adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY });
-    const loaded = await syncDeployAliases({ server, store, dataDir: env.dataDir });
+    const deps = servingDeps(
+      env,
+      store,
+      typeof ctx.values['model-server'] === 'string' ? ctx.values['model-server'] : undefined,
+    );
+    const url = deps.server.url;
+    const loaded = await syncDeployAliases(deps);
     ctx.out(
       loaded.length
         ? `deploy aliases served by ${url}: ${loaded.join(', ')}`

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createModelServerClient } from '../../serving/model-server-client.js';
+import { servingDeps } from '../../serving/serve-policy.js';
 import { syncDeployAliases } from '../../serving/promotion.js';
 import { createObjectStore } from '../../storage/object-store.js';
 import type { VoltEnv } from '../../config/env.js';
@@ -52,11 +52,12 @@ export const serveCommand: Command = {
 
 /** Wait until the server answers, then load the stored deploy aliases; a failure is printed, the server keeps running. */
 async function restoreAliases(env: Readonly<VoltEnv>, ctx: CommandContext, gone: () => boolean): Promise<void> {
-  const server = createModelServerClient({ url: env.VOLT_MODEL_SERVER_URL, adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY });
-  while (!gone() && !(await server.ready())) await sleep(250);
+  // This process starts the server itself: its control calls go to it, not to VOLT_MODEL_SERVER_CONTROL_URL.
+  const deps = servingDeps(env, createObjectStore(env), env.VOLT_MODEL_SERVER_URL);
+  while (!gone() && !(await deps.server.ready())) await sleep(250);
   if (gone()) return;
   try {
-    const loaded = await syncDeployAliases({ server, store: createObjectStore(env), dataDir: env.dataDir });
+    const loaded = await syncDeployAliases(deps);
     ctx.out(loaded.length ? `deploy aliases served: ${loaded.join(', ')}` : 'no deploy aliases stored');
   } catch (err) {
     ctx.err(`volt serve: could not restore deploy aliases: ${(err as Error).message}`);

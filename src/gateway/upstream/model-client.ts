@@ -13,6 +13,8 @@ export interface UpstreamOptions {
   onRetry?: (reason: string) => void;
   /** Largest answer (bytes) read from the model server; a larger one is refused, never buffered without limit. */
   maxResponseBytes?: number;
+  /** Sent as `authorization: Bearer <apiKey>` with every call (vLLM's --api-key); none when unset. */
+  apiKey?: string;
 }
 
 /** Default bound on one upstream answer: far above any completion the per-call token caps allow. */
@@ -47,12 +49,13 @@ export interface BufferedResponse {
   attempts: number;
 }
 
-const REQUEST_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 /** The model server behind a keep-alive undici pool, with bounded, jittered retries that honour Retry-After. */
 export class Upstream {
   private readonly pool: Pool;
   private readonly basePath: string;
+  private readonly headers: Record<string, string>;
 
   constructor(
     baseUrl: string,
@@ -60,6 +63,7 @@ export class Upstream {
   ) {
     const url = new URL(baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
+    this.headers = opts.apiKey ? { ...JSON_HEADERS, authorization: `Bearer ${opts.apiKey}` } : JSON_HEADERS;
     this.pool = new Pool(url.origin, {
       connections: opts.connections ?? 128,
       keepAliveTimeout: 30_000,
@@ -76,7 +80,7 @@ export class Upstream {
         const res = await this.pool.request({
           method: 'POST',
           path: `${this.basePath}${path}`,
-          headers: REQUEST_HEADERS,
+          headers: this.headers,
           body,
           signal: cancel.signal,
         });
@@ -100,7 +104,7 @@ export class Upstream {
     const options: Dispatcher.DispatchOptions = {
       method: 'POST',
       path: `${this.basePath}${path}`,
-      headers: REQUEST_HEADERS,
+      headers: this.headers,
       body,
     };
     return this.withRetries(
