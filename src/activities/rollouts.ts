@@ -17,11 +17,12 @@ const rules: FailureRule[] = [
 ];
 
 export const createRolloutActivities = (deps: ActivityDeps) => {
-  const serving = { ...servingDeps(deps.env, deps.store), server: deps.modelServer };
   const launchDeps = {
     ...deps,
     env: process.env,
-    servePolicy: (policy: LaunchRolloutsInput['policy'], signal: AbortSignal) => serveAgain(serving, policy, signal),
+    // Built only when a retried launch serves a trained policy again (cheap: no connection until a call).
+    servePolicy: (policy: LaunchRolloutsInput['policy'], signal: AbortSignal) =>
+      serveAgain(servingDeps(deps.env, deps.store, deps.modelServer), policy, signal),
   };
   return {
     /** Run the rollouts (src/rollouts/launch-rollouts.ts), heartbeating their progress; idempotent across retries. */

@@ -22,7 +22,7 @@ interface PromoteInput {
 
 /** Serving activities heartbeat (their proxy has a heartbeat timeout), so a worker killed mid-promotion is noticed fast. */
 export const createServingActivities = (deps: Pick<ActivityDeps, 'env' | 'store' | 'modelServer'>) => {
-  const serving = { ...servingDeps(deps.env, deps.store), server: deps.modelServer };
+  const serving = servingDeps(deps.env, deps.store, deps.modelServer);
   const run = (fn: () => Promise<void>) => heartbeating(() => failingAs(rules, fn));
   return {
     /** Load the policy rollouts will sample from into the model server. */

@@ -27,13 +27,19 @@ export interface ServingDeps {
   bucket?: string;
 }
 
-/** The serving deps of a worker or CLI process, from its environment: control URL, admin key, adapter source. */
-export function servingDeps(env: Readonly<VoltEnv>, store: ObjectStore, url?: string): ServingDeps {
+/**
+ * The serving deps of a worker or CLI process, from its environment: adapter source and bucket, and the model server —
+ * the client the process already holds, or one built from a URL (default: the control URL, else the serving URL).
+ */
+export function servingDeps(env: Readonly<VoltEnv>, store: ObjectStore, server?: ModelServerClient | string): ServingDeps {
   return {
-    server: createModelServerClient({
-      url: url ?? env.VOLT_MODEL_SERVER_CONTROL_URL ?? env.VOLT_MODEL_SERVER_URL,
-      adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY,
-    }),
+    server:
+      typeof server === 'object'
+        ? server
+        : createModelServerClient({
+            url: server ?? env.VOLT_MODEL_SERVER_CONTROL_URL ?? env.VOLT_MODEL_SERVER_URL,
+            adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY,
+          }),
     store,
     dataDir: env.dataDir,
     adapterSource: env.VOLT_ADAPTER_SOURCE,
