@@ -54,6 +54,7 @@ export function buildBatch(scored: readonly ScoredRollout[], spansOf: SpanSource
   const manifest = new ManifestBuilder(config, plan, scored.length);
   const excludedModel = modelFilter(config.excludeModels);
   const excludedKinds = new Set(config.excludeCallKinds);
+  const supervised = config.estimator === 'rejection_sampling';
   let done = false;
   async function* samples(): AsyncGenerator<SampleRow> {
     for (const rollout of plan.rollouts) {
@@ -61,7 +62,7 @@ export function buildBatch(scored: readonly ScoredRollout[], spansOf: SpanSource
       // Side calls leave the conversation they interrupt whole: the main calls around them still merge.
       const kept = excludedModel ? recorded.filter((s) => !excludedModel(s)) : recorded;
       const spans = excludedKinds.size > 0 ? kept.filter((s) => !excludedKinds.has(s.callKind)) : kept;
-      const built = buildTrajectories(spans);
+      const built = buildTrajectories(spans, supervised);
       manifest.addAttempt(recorded.length, built);
       manifest.dropSpans('excluded_model', recorded.length - kept.length);
       manifest.dropSpans('excluded_call_kind', kept.length - spans.length);

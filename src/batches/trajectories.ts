@@ -67,8 +67,11 @@ function tryMerge(cur: Trajectory, t: Transition): number {
   return -1;
 }
 
-/** Spans of one rollout attempt, in seq order → trajectories, merging multi-turn calls only on an exact prefix. */
-export function buildTrajectories(spans: Iterable<Span>): AttemptTrajectories {
+/**
+ * Spans of one rollout attempt, in seq order → trajectories, merging multi-turn calls only on an exact prefix.
+ * `supervised`: an SFT batch, which takes teacher spans too (transitions.ts).
+ */
+export function buildTrajectories(spans: Iterable<Span>, supervised = false): AttemptTrajectories {
   const out: AttemptTrajectories = {
     trajectories: [],
     breaks: [],
@@ -78,7 +81,7 @@ export function buildTrajectories(spans: Iterable<Span>): AttemptTrajectories {
   };
   let cur: Trajectory | null = null;
   for (const span of spans) {
-    const t = toTransition(span);
+    const t = toTransition(span, supervised);
     if (typeof t === 'string') {
       out.excluded[t] += 1;
       out.breaks.push({

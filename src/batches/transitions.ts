@@ -14,13 +14,19 @@ export type BreakReason = 'prefix_mismatch' | 'error_span' | 'missing_token_ids'
 /** Why a span is not a transition; such spans are excluded and counted, never re-tokenized. */
 export type SpanExclusion = Exclude<BreakReason, 'prefix_mismatch'>;
 
-/** The span's transition, or why it cannot be one (unusable engine token data counts as missing). */
-export function toTransition(span: Span): Transition | SpanExclusion {
+/**
+ * The span's transition, or why it cannot be one (unusable engine token data counts as missing). A teacher's span
+ * (`tokens: 'student_tokenizer'`) has ids but no policy logprobs: `supervised` updates take it (its logprobs read 0,
+ * which the SFT objective never uses); a policy-gradient update cannot, so there it counts as missing_token_ids.
+ */
+export function toTransition(span: Span, supervised = false): Transition | SpanExclusion {
   if (span.status !== 'ok') return 'error_span';
   const choice = span.choices.find((c) => c.index === 0) ?? span.choices[0];
   const promptIds = span.promptTokenIds;
   const completionIds = choice?.tokenIds;
-  const logprobs = choice?.logprobs;
+  const teacher = span.tokens === 'student_tokenizer';
+  if (teacher && !supervised) return 'missing_token_ids';
+  const logprobs = teacher && completionIds ? new Array<number>(completionIds.length).fill(0) : choice?.logprobs;
   if (!promptIds || promptIds.length === 0 || !completionIds || !logprobs || logprobs.length !== completionIds.length) {
     return 'missing_token_ids';
   }

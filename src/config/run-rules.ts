@@ -62,13 +62,14 @@ export function satisfies(rule: NumberRule, value: unknown): boolean {
 export interface CrossFieldView {
   agent: { timeoutSec: number };
   rollouts: { groupSize: number; runner: string; kubernetes?: unknown };
-  batch: { minGroupSize: number };
+  batch: { minGroupSize: number; warmStartIterations: number };
   trainer: { minibatchSize: number; microBatchSize: number };
   apo?: { strategies: readonly string[]; optimizer?: unknown } | undefined;
   timeouts: { rolloutsSec: number };
   tasks: { trainFile?: string | undefined; trainPrefix?: string | undefined };
   lineage?: string | undefined;
   deploy?: unknown;
+  teacher?: unknown;
 }
 
 /** Rules across fields, checked once every field is valid on its own; each problem names the field to change. */
@@ -92,6 +93,8 @@ export function crossFieldProblems(c: CrossFieldView): { path: string[]; message
   if (c.tasks.trainFile && c.tasks.trainPrefix)
     fail(['tasks', 'trainPrefix'], 'give tasks.trainFile or tasks.trainPrefix, not both');
   if (c.deploy && !c.lineage) fail(['deploy'], "a deploy alias serves a lineage's current policy: set `lineage` too");
+  if (c.teacher && c.batch.warmStartIterations < 1)
+    fail(['batch', 'warmStartIterations'], 'must be >= 1 with a teacher: the teacher serves the warm-start iterations');
   if (c.timeouts.rolloutsSec < c.agent.timeoutSec)
     fail(['timeouts', 'rolloutsSec'], `must be >= agent.timeoutSec (${c.agent.timeoutSec})`);
   return problems;

@@ -212,6 +212,31 @@ export const runConfigSchema = z
           .optional(),
       })
       .prefault({}),
+    /**
+     * Distillation: a stronger model serves the training rollouts of the warm-start iterations
+     * (batch.warmStartIterations), through the gateway, recorded like any call; the rollouts whose reward passes
+     * batch.rejectionThreshold are fitted by SFT, their text tokenized with the student's tokenizer and chat template
+     * (the model server's /tokenize: the one place Volt retokenizes, since a teacher's ids are in its own vocabulary).
+     * Evaluation always samples the student. Any OpenAI-compatible chat completions endpoint.
+     */
+    teacher: z
+      .strictObject({
+        /** The endpoint's base URL as the OpenAI SDKs take it, ending in /v1 (e.g. https://api.openai.com/v1). */
+        baseUrl: z.url({ protocol: /^https?$/ }).refine((u) => /\/v1\/?$/.test(new URL(u).pathname), {
+          message: 'must end in /v1 (the OpenAI SDK base URL)',
+        }),
+        /** The model the teacher is asked for (its `model` field). */
+        model: z.string().min(1).max(256),
+        /**
+         * The gateway's environment variable holding the teacher's API key, sent as a bearer token; the key itself is
+         * never stored with the run. Must start with VOLT_TEACHER_ (so a run config cannot send another secret away).
+         */
+        apiKeyEnv: z
+          .string()
+          .regex(/^VOLT_TEACHER_[A-Z0-9_]+$/, 'an environment variable name starting with VOLT_TEACHER_')
+          .default('VOLT_TEACHER_API_KEY'),
+      })
+      .optional(),
     /** How each rollout is scored (see src/rewards/spec.ts for the kinds). */
     reward: rewardSpecSchema,
     /** How rewarded rollouts become a training batch (advantage estimator, group filters, length limits). */

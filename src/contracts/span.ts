@@ -4,7 +4,8 @@ import { CALL_KINDS, type CallKind } from './call-kind.js';
 
 /**
  * A span: one LLM call as the gateway recorded it. Written by `src/gateway`, read by `src/batches`.
- * Token ids and logprobs are the engine's own (vLLM `return_token_ids` / `logprobs`), never re-tokenized.
+ * Token ids and logprobs are the engine's own (vLLM `return_token_ids` / `logprobs`), never re-tokenized — except
+ * a teacher's calls (run config `teacher`, `tokens: 'student_tokenizer'`): their text tokenized by the policy's model server.
  */
 export interface SpanChoice {
   index: number;
@@ -52,6 +53,12 @@ export interface Span extends RolloutRef {
    * not passed on (thinking, hosted tools, cache hints), tools renamed, `max_tokens` clamps. [] when nothing was.
    */
   translation: string[];
+  /**
+   * Where the token ids come from: 'engine', the policy's own sampling (ids and logprobs as produced); or
+   * 'student_tokenizer', a teacher's answer tokenized with the policy's tokenizer and chat template (no logprobs),
+   * usable by supervised updates only.
+   */
+  tokens: 'engine' | 'student_tokenizer';
   status: 'ok' | 'error';
   error: { status: number | null; message: string } | null;
 }
@@ -91,6 +98,7 @@ export const spanSchema = z.object({
   servedBy: z.object({ model: z.string(), version: z.string().nullable() }),
   promptOverlay: z.object({ version: z.number().int().min(0) }).nullable(),
   translation: z.array(z.string()),
+  tokens: z.enum(['engine', 'student_tokenizer']).default('engine'),
   status: z.enum(['ok', 'error']),
   error: z.object({ status: z.number().nullable(), message: z.string() }).nullable(),
 }) satisfies z.ZodType<Span>;

@@ -22,6 +22,7 @@ import { gatewayErrors } from './routes/openai-error.js';
 import { listKeys, type GatewayStore } from './store.js';
 import { Upstream, type UpstreamOptions } from './upstream/model-client.js';
 import { PromptOverlayCache } from './upstream/overlay-cache.js';
+import { TeacherUpstreams } from './upstream/teacher.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -47,6 +48,8 @@ export interface GatewayDeps {
   pauseWaitMs?: number;
   pauseRetryAfterS?: number;
   upstream?: UpstreamOptions;
+  /** Where teachers' API keys are read from (run config `teacher.apiKeyEnv`); default process.env. */
+  env?: Readonly<Record<string, string | undefined>>;
   uploadConcurrency?: number;
   /** Build and compress spans for upload on a worker thread (default), not on the event loop the calls use. */
   encoderWorker?: boolean;
@@ -121,6 +124,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     ...deps.upstream,
     onRetry: (kind) => metrics.upstreamErrors.inc({ kind: `retry_${kind}` }),
   });
+  const teachers = new TeacherUpstreams(deps.env ?? process.env, {
+    ...deps.upstream,
+    onRetry: (kind) => metrics.upstreamErrors.inc({ kind: `teacher_retry_${kind}` }),
+  });
   const log = (msg: string, err: unknown) => app.log.warn({ err }, msg);
   const rollouts = new RolloutTokens(
     registry,
@@ -187,7 +194,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     overlays,
     seqs: deps.replicaId ? new SeqClaims(deps.store, deps.replicaId) : null,
     // A call goes to the model server, then its record to the recorder; model-side failures to the registry too.
-    relay: { upstream, recorder, metrics, registry, log: app.log },
+    relay: { upstream, teachers, recorder, metrics, registry, log: app.log },
     store: deps.store,
     log: app.log,
   });
@@ -210,6 +217,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     await encoder.close();
     await wal.close();
     await upstream.close();
+    await teachers.close();
   });
   return app;
 }

@@ -144,6 +144,8 @@ export async function runRollouts(
             promptOverlay: input.promptOverlay,
             budget,
             hostedTools: config.agent.hostedTools,
+            // Distillation: the teacher serves the warm-start iterations' training rollouts; evaluation is the student's.
+            teacher: mode === 'train' && iteration < config.batch.warmStartIterations ? config.teacher : undefined,
           });
           return { token, baseUrl };
         },

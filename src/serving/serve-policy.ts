@@ -31,7 +31,11 @@ export interface ServingDeps {
  * The serving deps of a worker or CLI process, from its environment: adapter source and bucket, and the model server —
  * the client the process already holds, or one built from a URL (default: the control URL, else the serving URL).
  */
-export function servingDeps(env: Readonly<VoltEnv>, store: ObjectStore, server?: ModelServerClient | string): ServingDeps {
+export function servingDeps(
+  env: Readonly<VoltEnv>,
+  store: ObjectStore,
+  server?: ModelServerClient | string,
+): ServingDeps {
   return {
     server:
       typeof server === 'object'

@@ -45,6 +45,8 @@ export type SpanMeta = Pick<
 > & {
   /** servedBy's fallback when the answer names no model. */
   policyModel: string;
+  /** A teacher's call: its prompt and answer in the policy's tokens (Span.tokens 'student_tokenizer'). */
+  retokenized?: { promptTokenIds: number[]; completionTokenIds: number[] } | null;
 };
 
 /** A parsed call record. */
@@ -100,11 +102,26 @@ function extractChoice(c: any, endpoint: Span['endpoint']): SpanChoice {
 /** The span of a call: its meta joined with the engine's answer (ids, logprobs and text extracted from it). */
 export function spanOf(meta: SpanMeta, upstreamRequest: unknown, response: any): Span {
   const r = response;
-  const promptTokenIds = Array.isArray(r?.prompt_token_ids)
-    ? r.prompt_token_ids
-    : Array.isArray(r?.choices?.[0]?.prompt_token_ids)
-      ? r.choices[0].prompt_token_ids
-      : null;
+  const retokenized = meta.retokenized ?? null;
+  const promptTokenIds = retokenized
+    ? retokenized.promptTokenIds
+    : Array.isArray(r?.prompt_token_ids)
+      ? r.prompt_token_ids
+      : Array.isArray(r?.choices?.[0]?.prompt_token_ids)
+        ? r.choices[0].prompt_token_ids
+        : null;
+  const choices: SpanChoice[] = Array.isArray(r?.choices)
+    ? r.choices.map((c: any) => extractChoice(c, meta.endpoint))
+    : [];
+  if (retokenized) {
+    // A teacher's answer: the ids are the student tokenizer's (first choice only), and no logprob is the policy's.
+    for (const c of choices) {
+      c.tokenIds = null;
+      c.logprobs = null;
+    }
+    const first = choices.find((c) => c.index === 0) ?? choices[0];
+    if (first) first.tokenIds = retokenized.completionTokenIds;
+  }
   return {
     spanId: meta.spanId,
     runId: meta.runId,
@@ -126,11 +143,12 @@ export function spanOf(meta: SpanMeta, upstreamRequest: unknown, response: any):
     upstreamRequest,
     response: r ?? null,
     promptTokenIds,
-    choices: Array.isArray(r?.choices) ? r.choices.map((c: any) => extractChoice(c, meta.endpoint)) : [],
+    choices,
     usage: r?.usage ?? null,
     servedBy: parseServedBy(r, meta.policyModel),
     promptOverlay: meta.promptOverlay,
     translation: meta.translation,
+    tokens: retokenized ? 'student_tokenizer' : 'engine',
     status: meta.error ? 'error' : 'ok',
     error: meta.error,
   };

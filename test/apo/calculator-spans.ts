@@ -66,6 +66,7 @@ function span(
     servedBy: { model: 'policy', version: null },
     promptOverlay: null,
     translation: [],
+    tokens: 'engine',
     status: 'ok',
     error: null,
   };

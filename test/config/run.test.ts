@@ -220,4 +220,25 @@ void describe('run config', () => {
       ['rollouts.dynamicSampling.minInformativeGroups'],
     );
   });
+
+  void it('teacher: an OpenAI-style /v1 base URL, a model, a VOLT_TEACHER_ key variable, and warm-start iterations to serve', () => {
+    const teacher = { baseUrl: 'https://api.example.com/v1', model: 'big-model' };
+    const c = parseRunConfig({ ...minimal(), teacher, batch: { warmStartIterations: 2 } });
+    assert.deepEqual(c.teacher, { ...teacher, apiKeyEnv: 'VOLT_TEACHER_API_KEY' });
+    assert.equal(parseRunConfig(minimal()).teacher, undefined);
+    assert.deepEqual(badPaths({ ...minimal(), teacher }), ['batch.warmStartIterations']);
+    const warm = { batch: { warmStartIterations: 1 } };
+    assert.deepEqual(badPaths({ ...minimal(), ...warm, teacher: { ...teacher, baseUrl: 'https://api.example.com' } }), [
+      'teacher.baseUrl',
+    ]);
+    assert.deepEqual(badPaths({ ...minimal(), ...warm, teacher: { ...teacher, baseUrl: 'file:///v1' } }), [
+      'teacher.baseUrl',
+    ]);
+    // Only a variable meant for it: a run config cannot send the model server's admin key to an endpoint it names.
+    assert.deepEqual(
+      badPaths({ ...minimal(), ...warm, teacher: { ...teacher, apiKeyEnv: 'VOLT_MODEL_SERVER_ADMIN_KEY' } }),
+      ['teacher.apiKeyEnv'],
+    );
+    assert.deepEqual(badPaths({ ...minimal(), ...warm, teacher: { ...teacher, key: 'sk-x' } }), ['teacher']);
+  });
 });

@@ -79,6 +79,7 @@ export function syntheticRollout(ref: RolloutRef, o: SyntheticRolloutOptions): S
       servedBy: { model: 'policy', version: null },
       promptOverlay: null,
       translation: [],
+      tokens: 'engine',
       status: error ? 'error' : 'ok',
       error: error ? { status: 502, message: 'upstream failed' } : null,
     });

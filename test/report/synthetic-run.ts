@@ -139,6 +139,7 @@ export function span(
     servedBy: { model: `${RUN_ID}-it0`, version: sha('a').slice(0, 12) },
     promptOverlay: null,
     translation: [],
+    tokens: 'engine',
     status: 'ok',
     error: null,
   };

@@ -127,3 +127,32 @@ def test_tools_reach_the_prompt_and_streaming_matches_non_streaming(client: Open
     finish = whole["choices"][0]["finish_reason"]
     # SmolLM2-135M rarely follows the tool format; parsing itself is covered in test_serve_text.py.
     assert finish == "tool_calls" if message.get("tool_calls") else finish in {"length", "stop"}
+
+
+def test_tokenize_renders_chats_as_the_prompt_the_engine_serves_and_refuses_ambiguous_input(
+    client: OpenAI, server_url: str
+) -> None:
+    """POST /tokenize (vLLM's shape): a chat's ids are the served prompt's; a closed assistant turn extends them."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    def post(body: dict) -> tuple[int, dict]:
+        data = json.dumps({"model": DEFAULT_MODEL, **body}).encode()
+        req = urllib.request.Request(f"{server_url}/tokenize", data, {"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as res:
+                return res.status, json.load(res)
+        except urllib.error.HTTPError as err:
+            return err.code, json.load(err)
+
+    served = _chat(client)["prompt_token_ids"]
+    prompt = post({"messages": MESSAGES})[1]
+    assert prompt["tokens"] == served and prompt["count"] == len(served) and prompt["max_model_len"] > 0
+    turn = [*MESSAGES, {"role": "assistant", "content": "Red, green and blue."}]
+    whole = post({"messages": turn, "add_generation_prompt": False})[1]["tokens"]
+    assert whole[: len(served)] == served and len(whole) > len(served)
+    assert post({"prompt": "Red"})[1]["count"] >= 1
+    for bad in ({}, {"prompt": "x", "messages": MESSAGES}, {"messages": []}):
+        status, body = post(bad)
+        assert status == 400 and body["error"]["code"] == "invalid_tokenize_request", bad

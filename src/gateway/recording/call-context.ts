@@ -4,6 +4,7 @@ import type { Span } from '../../contracts/span.js';
 import type { AgentDialect } from '../agent-apis/dialect.js';
 import type { Rollout } from '../registry/rollout-registry.js';
 import type { SpanMeta } from '../../storage/call-records.js';
+import type { Retokenized, TeacherCall } from '../upstream/teacher.js';
 
 /** What the gateway knows of one call while it runs: its rollout and seq, the agent's request, what went upstream. */
 export interface CallContext {
@@ -26,6 +27,8 @@ export interface CallContext {
   translation: string[];
   /** `upstreamRequest` as sent: serialised once, for the model server and for the span. */
   upstreamText: string;
+  /** The rollout's teacher serves this call (run config `teacher`); absent: the model server. */
+  teacher?: TeacherCall;
 }
 
 export interface CallOutcome {
@@ -46,7 +49,12 @@ export function redactHeaders(headers: Record<string, string | string[] | undefi
   return out;
 }
 
-export function spanMeta(ctx: CallContext, firstByteAt: Date | null, error: CallOutcome['error']): SpanMeta {
+export function spanMeta(
+  ctx: CallContext,
+  firstByteAt: Date | null,
+  error: CallOutcome['error'],
+  retokenized?: Retokenized | null,
+): SpanMeta {
   const { record } = ctx.rollout;
   const endedAt = new Date();
   return {
@@ -68,6 +76,7 @@ export function spanMeta(ctx: CallContext, firstByteAt: Date | null, error: Call
     policyModel: record.policyModel,
     promptOverlay: record.promptOverlay ? { version: record.promptOverlay.version } : null,
     translation: ctx.translation,
+    ...(retokenized && { retokenized }),
     error,
   };
 }

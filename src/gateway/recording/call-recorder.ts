@@ -6,6 +6,7 @@ import { spanMeta, type CallContext, type CallOutcome } from './call-context.js'
 import type { GatewayStore } from '../store.js';
 import type { SpanUploader } from './uploader.js';
 import type { WriteAheadLog } from './wal.js';
+import type { Retokenized } from '../upstream/teacher.js';
 
 /** 'wal' = fsync'd local log + background upload (default); 'direct' = await the object-store put (bench baseline). */
 export type Durability = 'wal' | 'direct';
@@ -16,6 +17,8 @@ export interface RecordedCall {
   firstByteAt: Date | null;
   error: CallOutcome['error'];
   usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
+  /** A teacher's answer in the policy's tokens (upstream/teacher.ts). */
+  retokenized?: Retokenized | null;
 }
 
 /**
@@ -38,7 +41,7 @@ export class CallRecorder {
     if (ctx.seqClaim) ctx.seq = await ctx.seqClaim;
     const key = keys.span(ctx.rollout.ref, ctx.seq);
     const parts = callRecordParts(
-      spanMeta(ctx, call.firstByteAt, call.error),
+      spanMeta(ctx, call.firstByteAt, call.error, call.retokenized),
       ctx.upstreamText,
       call.answer,
       ctx.requestText,

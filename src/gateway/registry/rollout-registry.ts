@@ -21,6 +21,18 @@ export const registerRolloutSchema = z.strictObject({
   budget: rolloutBudgetSchema.nullish(),
   /** Hosted tools (web_search, file_search, ...) in a Responses call: dropped and noted (null, 'drop') or refused. */
   hostedTools: hostedToolsSchema.nullish(),
+  /**
+   * A teacher serves this rollout's calls instead of the model server (run config `teacher`): its OpenAI-compatible
+   * base URL (…/v1), model, and the gateway's environment variable with its key; the answers are tokenized with the
+   * policy's tokenizer (the model server's /tokenize) for the span.
+   */
+  teacher: z
+    .strictObject({
+      baseUrl: z.url({ protocol: /^https?$/ }).max(2048),
+      model: z.string().min(1).max(256),
+      apiKeyEnv: z.string().regex(/^VOLT_TEACHER_[A-Z0-9_]+$/),
+    })
+    .nullish(),
 });
 export type RegisterRollout = z.output<typeof registerRolloutSchema>;
 

@@ -13,6 +13,7 @@ import {
 import type { HostedTools } from '../../contracts/hosted-tools.js';
 import { ClientLink } from './client-link.js';
 import { askedBy, upstreamBody } from '../upstream/extensions.js';
+import { teacherBody } from '../upstream/teacher.js';
 import { GatewayError, gatewayErrors } from './openai-error.js';
 import { applyPromptOverlay } from '../upstream/prompt-overlay.js';
 import { loadRolloutOverlay } from '../upstream/overlay-cache.js';
@@ -81,8 +82,13 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
       try {
         const overlay =
           rollout.overlay === undefined ? await loadRolloutOverlay(overlayDeps, rollout) : rollout.overlay;
+        // A teacher (distillation) answers in its own tokens, so it is asked without the engine's extensions.
+        const { teacher: teacherRef, sampling } = rollout.record;
+        const teacher = teacherRef ? relay.teachers.for(teacherRef) : undefined;
         const upstreamRequest = applyPromptOverlay(
-          upstreamBody(body, endpoint, rollout.record.policyModel, rollout.record.sampling),
+          teacher
+            ? teacherBody(body, teacher.model, sampling)
+            : upstreamBody(body, endpoint, rollout.record.policyModel, sampling),
           endpoint,
           overlay,
         );
@@ -102,6 +108,7 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
           upstreamRequest,
           upstreamText: JSON.stringify(upstreamRequest),
           translation,
+          teacher,
         };
         // Awaited (and its failure answered) where the span is recorded; this only keeps a rejection from being unhandled.
         ctx.seqClaim?.catch(() => undefined);

@@ -15,6 +15,7 @@ import { oneLine } from '../recording/record-line.js';
 import { parseAnswer, tryParse } from '../upstream/answer-parse.js';
 import { sseBatches } from '../upstream/sse.js';
 import { clampToContext } from '../upstream/context-clamp.js';
+import { assembledAnswer, retokenize, type Retokenized, type TeacherUpstreams } from '../upstream/teacher.js';
 import {
   header,
   ResponseTooLargeError,
@@ -30,6 +31,8 @@ import {
  */
 export interface RelayDeps {
   upstream: Upstream;
+  /** The teachers' endpoints (run config `teacher`), for rollouts a teacher serves. */
+  teachers: TeacherUpstreams;
   recorder: CallRecorder;
   metrics: GatewayMetrics;
   registry: RolloutRegistry;
@@ -41,6 +44,37 @@ const UPSTREAM_PATH: Record<Span['endpoint'], string> = {
   completions: '/v1/completions',
 };
 
+/** The model server, or the rollout's teacher. */
+const upstreamOf = (relay: RelayDeps, ctx: CallContext): Upstream => ctx.teacher?.upstream ?? relay.upstream;
+
+/**
+ * A teacher's answer in the policy's tokens, for the span; null when the call is the model server's. When the model
+ * server cannot tokenize it the attempt is an infra failure (the agent still gets its answer; the span has no ids).
+ */
+async function teacherTokens(
+  relay: RelayDeps,
+  ctx: CallContext,
+  answer: () => unknown,
+  link: Cancellation,
+): Promise<Retokenized | null> {
+  if (!ctx.teacher) return null;
+  try {
+    return await retokenize(
+      relay.upstream,
+      ctx.rollout.record.policyModel,
+      ctx.endpoint,
+      ctx.upstreamRequest,
+      answer(),
+      link,
+    );
+  } catch (err) {
+    relay.log.warn({ err }, 'a teacher answer could not be tokenized for the policy');
+    ctx.translation.push(`teacher answer not tokenized for the policy: ${(err as Error).message}`);
+    await upstreamFailed(relay, ctx, 'retokenize', null);
+    return null;
+  }
+}
+
 /** A non-streaming call: the span is durable before the response is sent. */
 export async function relayJson(
   relay: RelayDeps,
@@ -50,10 +84,11 @@ export async function relayJson(
   link: Cancellation,
 ): Promise<unknown> {
   let res: BufferedResponse;
+  const upstream = upstreamOf(relay, ctx);
   try {
-    res = await relay.upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
-    if (clampToContext(ctx, res.statusCode, res.text))
-      res = await relay.upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
+    res = await upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
+    if (!ctx.teacher && clampToContext(ctx, res.statusCode, res.text))
+      res = await upstream.postBuffered(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
   } catch (err) {
     return failBeforeFirstByte(relay, ctx, err, link);
   }
@@ -78,12 +113,14 @@ export async function relayJson(
     });
     throw agentError(res, message);
   }
+  const retokenized = await teacherTokens(relay, ctx, () => json, link);
   // The answer goes into the WAL as the text received; the span is built from it when it is uploaded.
   await relay.recorder.record(ctx, {
     answer: { json: answerText(res.bytes, json) },
     firstByteAt,
     error: null,
     usage: (json as any)?.usage,
+    retokenized,
   });
   countCompletion(ctx.rollout, json);
   if (ctx.dialect) return reply.code(200).send(ctx.dialect.json(json as ChatCompletion));
@@ -103,13 +140,14 @@ export async function relayStream(
   let res: UpstreamResponse;
   // A 400's text, read to see whether the engine refused the completion length (then asked again, clamped).
   let refusal: string | undefined;
+  const upstream = upstreamOf(relay, ctx);
   try {
-    res = await relay.upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
+    res = await upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
     if (res.statusCode === 400) {
       refusal = await res.body.text().catch((e: Error) => e.message);
-      if (clampToContext(ctx, res.statusCode, refusal)) {
+      if (!ctx.teacher && clampToContext(ctx, res.statusCode, refusal)) {
         refusal = undefined;
-        res = await relay.upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
+        res = await upstream.post(UPSTREAM_PATH[ctx.endpoint], ctx.upstreamText, link);
       }
     }
   } catch (err) {
@@ -163,8 +201,8 @@ export async function relayStream(
       let stop = false;
       for (const data of batch) {
         bytes += data.length;
-        if (bytes > relay.upstream.maxResponseBytes) {
-          error = { status: null, message: new ResponseTooLargeError(relay.upstream.maxResponseBytes).message };
+        if (bytes > upstream.maxResponseBytes) {
+          error = { status: null, message: new ResponseTooLargeError(upstream.maxResponseBytes).message };
           res.body.destroy();
           stop = true;
           break;
@@ -202,7 +240,10 @@ export async function relayStream(
     res.body.destroy();
   }
   try {
-    await relay.recorder.record(ctx, { answer: { chunks }, firstByteAt, error, usage });
+    const retokenized = error
+      ? null
+      : await teacherTokens(relay, ctx, () => assembledAnswer(ctx.endpoint, chunks), link);
+    await relay.recorder.record(ctx, { answer: { chunks }, firstByteAt, error, usage, retokenized });
     countCompletion(ctx.rollout, { usage });
   } catch (err) {
     request.log.error({ err }, 'span could not be made durable');
@@ -242,11 +283,13 @@ async function failBeforeFirstByte(
 
 /**
  * Counts a failure on the model side. A 404 is one too (the gateway chose the model, so an unknown one is not the
- * agent's fault); other 4xx are the agent's own bad requests.
+ * agent's fault); other 4xx are the agent's own bad requests — except a teacher's: whatever it refuses (a bad key, a
+ * field it does not take), the attempt says nothing about the agent, so every teacher failure is an infra failure.
  */
 async function upstreamFailed(relay: RelayDeps, ctx: CallContext, kind: string, status: number | null): Promise<void> {
   relay.metrics.upstreamErrors.inc({ kind });
-  if (status !== null && status >= 400 && status < 500 && status !== 404 && status !== 429) return;
+  const agentsFault = status !== null && status >= 400 && status < 500 && status !== 404 && status !== 429;
+  if (agentsFault && !ctx.teacher) return;
   // Made durable before the agent hears of it: a gateway restart must not turn this attempt back into a clean one.
   await relay.registry
     .noteUpstreamFailure(ctx.rollout)

@@ -12,12 +12,13 @@ from fastapi.responses import PlainTextResponse
 
 from .adapters import AdapterVersion
 from .chat import chat_completions
+from .chat_format import render_chat_prompt
 from .completions import completions
 from .disconnect import unless_disconnected
 from .engine import Engine
 from .errors import ApiError, install_error_handlers
 from .metrics import render_metrics
-from .protocol import ChatCompletionRequest, CompletionRequest, LoadLoraRequest, UnloadLoraRequest
+from .protocol import ChatCompletionRequest, CompletionRequest, LoadLoraRequest, TokenizeRequest, UnloadLoraRequest
 
 
 def admin_guard(admin_key: str | None):
@@ -94,6 +95,21 @@ def build_app(engine: Engine, admin_key: str | None = None) -> FastAPI:
     @app.post("/v1/completions")
     async def complete(request: CompletionRequest, raw: Request):
         return await unless_disconnected(raw, completions(engine, request))
+
+    @app.post("/tokenize")
+    async def tokenize(request: TokenizeRequest) -> dict:
+        # vLLM's shape: exactly one of messages (chat template applied) or prompt.
+        if (request.messages is None) == (request.prompt is None):
+            raise ApiError(400, "give exactly one of messages or prompt", code="invalid_tokenize_request")
+        if request.messages is not None:
+            if not request.messages:
+                raise ApiError(400, "messages: at least one message", code="invalid_tokenize_request")
+            tokens = render_chat_prompt(
+                engine.tokenizer, request.messages, request.tools, request.add_generation_prompt
+            )
+        else:
+            tokens = engine.tokenizer(request.prompt, add_special_tokens=request.add_special_tokens)["input_ids"]
+        return {"count": len(tokens), "max_model_len": engine.max_model_len, "tokens": tokens}
 
     @app.post("/v1/load_lora_adapter", dependencies=admin)
     async def load_lora(request: LoadLoraRequest) -> dict:

@@ -53,8 +53,14 @@ def _as_template_message(message: ChatMessage) -> dict[str, Any]:
     return {"role": "system" if message.role == "developer" else message.role, "content": text}
 
 
-def render_chat_prompt(tokenizer, messages: list[ChatMessage], tools: list[dict[str, Any]] | None) -> list[int]:
-    """Token ids of the chat prompt, with the generation prompt appended."""
+def render_chat_prompt(
+    tokenizer,
+    messages: list[ChatMessage],
+    tools: list[dict[str, Any]] | None,
+    add_generation_prompt: bool = True,
+) -> list[int]:
+    """Token ids of the chat prompt, with the generation prompt appended (unless ``add_generation_prompt`` is false:
+    then a final assistant message is rendered closed, as the model writes it, tool calls in its own format)."""
     rendered = [_as_template_message(m) for m in messages]
     template = tokenizer.chat_template or ""
     if tools and "tools" not in template:
@@ -65,7 +71,9 @@ def render_chat_prompt(tokenizer, messages: list[ChatMessage], tools: list[dict[
         else:
             rendered.insert(0, {"role": "system", "content": system})
         tools = None
-    text = tokenizer.apply_chat_template(rendered, tools=tools, tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        rendered, tools=tools, tokenize=False, add_generation_prompt=add_generation_prompt
+    )
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 

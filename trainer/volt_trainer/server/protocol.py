@@ -86,3 +86,14 @@ class LoadLoraRequest(BaseModel):
 
 class UnloadLoraRequest(BaseModel):
     lora_name: str = Field(min_length=1)
+
+
+class TokenizeRequest(BaseModel):
+    """vLLM's POST /tokenize: a chat (rendered by the chat template) or a plain prompt, as the engine tokenizes it."""
+
+    model: str | None = None
+    prompt: str | None = None
+    messages: list[ChatMessage] | None = None
+    tools: list[dict[str, Any]] | None = None
+    add_generation_prompt: bool = True
+    add_special_tokens: bool = False
