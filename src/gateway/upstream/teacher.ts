@@ -2,6 +2,7 @@
 import type { Span } from '../../contracts/span.js';
 import type { RolloutRecord } from '../registry/rollout-registry.js';
 import type { Cancellation } from '../routes/client-link.js';
+import type { SpanMeta } from '../../storage/call-records.js';
 import { StreamAssembler } from '../../storage/stream-assembler.js';
 import { Upstream, type UpstreamOptions } from './model-client.js';
 
@@ -58,10 +59,7 @@ export function teacherBody(
 }
 
 /** A teacher's answer in the student's tokens: what the span holds instead of engine ids (Span.tokens). */
-export interface Retokenized {
-  promptTokenIds: number[];
-  completionTokenIds: number[];
-}
+export type Retokenized = NonNullable<SpanMeta['retokenized']>;
 
 /** The student's tokenizer could not render a teacher's call: the call is not training data, and the attempt is infra-failed. */
 export class RetokenizeError extends Error {
