@@ -22,7 +22,7 @@ import { missing } from './harness.js';
 describe(
   'one training iteration of the coding tasks driven by Codex',
   {
-    // ~17 min on 2 loaded cores (minutes per Codex call on the CPU-served policy): opt in, it is not part of `make test`.
+    // ~4 min on the quiet 2-core machine, ~17 min on loaded cores (minutes per Codex call): opt in, not part of `make test`.
     skip:
       process.env.VOLT_SLOW_TESTS === '1'
         ? missing(path.join(root, 'node_modules/.bin/codex'))
