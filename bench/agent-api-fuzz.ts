@@ -22,10 +22,10 @@ try {
   for (const target of FUZZ_TARGETS) {
     const { token } = await parts.gw.admin.register(rolloutInput());
     const started = performance.now();
-    const { statuses, bad } = await fuzz(parts.gw.app, token, target, mutatedBodies(target, cases, seed));
+    const { byKind, bad } = await fuzz(parts.gw.app, token, target, mutatedBodies(target, cases, seed));
     const seconds = (performance.now() - started) / 1000;
-    const histogram = [...statuses]
-      .sort(([a], [b]) => a - b)
+    const histogram = [...byKind]
+      .sort(([a], [b]) => a.localeCompare(b))
       .map(([s, n]) => `${s}: ${n}`)
       .join(', ');
     console.log(`${target.api}: ${cases} cases in ${seconds.toFixed(1)} s; ${histogram}`);

@@ -90,10 +90,13 @@ function apply(body: Record<string, unknown>, m: Mutation): void {
   else parent[key] = [parent[key]];
 }
 
-/** `n` mutated bodies of a target, the same for the same seed. */
+/**
+ * `n` mutated bodies of a target, the same for the same seed: every other one asks for a whole answer
+ * (`stream: false`) before it is mutated, so both answer paths are fuzzed.
+ */
 export function mutatedBodies(target: FuzzTarget, n: number, seed: number): Record<string, unknown>[] {
-  return fc.sample(fc.array(mutation, { minLength: 1, maxLength: 3 }), { numRuns: n, seed }).map((ms) => {
-    const body = structuredClone(target.base);
+  return fc.sample(fc.array(mutation, { minLength: 1, maxLength: 3 }), { numRuns: n, seed }).map((ms, i) => {
+    const body = { ...structuredClone(target.base), stream: i % 2 === 0 };
     for (const m of ms) apply(body, m);
     return body;
   });
@@ -101,7 +104,9 @@ export function mutatedBodies(target: FuzzTarget, n: number, seed: number): Reco
 
 export interface FuzzResult {
   statuses: Map<number, number>;
-  /** The first few answers that were 5xx, or 4xx not in the API's own error shape. */
+  /** Statuses by the answer's kind: `"stream 200"` (an SSE answer), `"whole 400"`, … */
+  byKind: Map<string, number>;
+  /** The first few answers that were 5xx, 4xx not in the API's own error shape, or streams carrying an error event. */
   bad: { status: number; body: string; sent: string }[];
 }
 
@@ -113,7 +118,7 @@ export async function fuzz(
   bodies: Record<string, unknown>[],
   concurrency = 8,
 ): Promise<FuzzResult> {
-  const result: FuzzResult = { statuses: new Map(), bad: [] };
+  const result: FuzzResult = { statuses: new Map(), byKind: new Map(), bad: [] };
   const headers =
     target.api === 'messages'
       ? { 'content-type': 'application/json', 'x-api-key': token, 'anthropic-version': '2023-06-01' }
@@ -124,8 +129,13 @@ export async function fuzz(
         const payload = JSON.stringify(body);
         const res = await app.inject({ method: 'POST', url: `/r/${token}${target.path}`, headers, payload });
         result.statuses.set(res.statusCode, (result.statuses.get(res.statusCode) ?? 0) + 1);
+        const streamed = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
+        const kind = `${streamed ? 'stream' : 'whole'} ${res.statusCode}`;
+        result.byKind.set(kind, (result.byKind.get(kind) ?? 0) + 1);
         if (
-          (res.statusCode >= 500 || (res.statusCode >= 400 && !inOwnShape(target.api, res.body))) &&
+          (res.statusCode >= 500 ||
+            (res.statusCode >= 400 && !inOwnShape(target.api, res.body)) ||
+            (streamed && STREAM_ERROR.test(res.body))) &&
           result.bad.length < 5
         )
           result.bad.push({ status: res.statusCode, body: res.body.slice(0, 500), sent: payload.slice(0, 500) });
@@ -134,6 +144,9 @@ export async function fuzz(
   }
   return result;
 }
+
+// An error reported inside a 200 stream (the gateway failing after the headers went out).
+const STREAM_ERROR = /^event: (error|response\.failed)$/m;
 
 function inOwnShape(api: FuzzTarget['api'], text: string): boolean {
   try {
