@@ -138,6 +138,24 @@ void describe('sandboxed local runner', () => {
     );
   });
 
+  void it('an agent whose program is missing inside the sandbox is infra_failed with the reason, never agent_failed', async () => {
+    // A CLI that is not installed (a bare name not on PATH) and a path that does not exist: the agent never started.
+    for (const [rolloutId, program] of [
+      ['missing-cli', `volt-no-such-agent-cli-${process.pid}`],
+      ['missing-path', `/nonexistent/volt-agent-${process.pid}`],
+    ] as const) {
+      const spec = specFor([program, '--print', 'hello'], {
+        ref: { runId: 'run-1', iteration: 0, rolloutId, attempt: 0 },
+        timeoutMs: 30_000,
+      });
+      assert.notEqual(spec.sandbox, 'none', 'the default spec is sandboxed');
+      const result = await runner.run(spec, new AbortController().signal);
+      assert.equal(result.outcome, 'infra_failed', `${program}: ${result.detail}`);
+      assert.match(result.detail ?? '', /(spawn .* failed|sandbox failed): .*(ENOENT|No such file|not found)/);
+      assert.ok(result.detail?.includes(program), `the reason names the program: ${result.detail}`);
+    }
+  });
+
   void it('the same agent with sandbox "none" gets through (the difference the sandbox makes)', async () => {
     const { report, outcome } = await probe('unsandboxed', { sandbox: 'none' });
     assert.equal(outcome, 'succeeded');
