@@ -94,8 +94,60 @@ FAMILIES_B = [
 ]
 MODULES_B = ["utils", "numbers", "funcs", "library", "compute", "logic"]
 
+# The varied training set (train-varied.jsonl): the hinted level in several wordings (none of them set b's), and bug
+# lines with characters a plain `sed 's/old/new/'` cannot take as they are (`*`, `[`, `/`), so what training rewards is
+# the skill (read the hint wherever it sits, write a command that makes that edit), not one template's shape.
+FAMILIES_SPECIAL = [
+    (
+        "scale_{k}",
+        "return x * {k1}",
+        "return x * {k}",
+        ("2", "2 * {k}"),
+        [("0", "0"), ("1", "{k}"), ("-3", "-3 * {k}")],
+    ),
+    (
+        "second",
+        "return items[0]",
+        "return items[1]",
+        ("[{k}, 5, 6]", "5"),
+        [("[1, 2]", "2"), ("[0, {k}, 0]", "{k}"), ("'ab'", "'b'")],
+    ),
+    (
+        "halve_{k}",
+        "return x / {k}",
+        "return x // {k}",
+        ("{k} + 1", "1"),
+        [("{k}", "1"), ("4 * {k} + 1", "4"), ("0", "0")],
+    ),
+]
+MODULES_VARIED = MODULES + ["service", "strutil", "numeric", "basic"]
+# (opening, file heading, check heading, hint); {m} the module, {bug}/{fix} the lines.
+WORDINGS = [
+    None,  # variant a's own wording (eval.jsonl's)
+    (
+        "A test in this repo fails. Repair {m}.py.",
+        "File {m}.py:",
+        "Failing test: assert",
+        "Edit to make in {m}.py: `{bug}` becomes `{fix}`.",
+    ),
+    (
+        "{m}.py has a bug; the test suite is red.",
+        "Here is {m}.py:",
+        "Expected: assert",
+        "Replace the line `{bug}` with `{fix}`.",
+    ),
+    (
+        "Make the tests pass by fixing {m}.py.",
+        "Source of {m}.py:",
+        "This assertion fails: assert",
+        "Solution: `{bug}` -> `{fix}` in {m}.py.",
+    ),
+]
+
 
 def arguments(name: str) -> str:
+    if name == "second":
+        return "items"
     return (
         "a, b"
         if name in ("bigger", "smaller")
@@ -103,8 +155,18 @@ def arguments(name: str) -> str:
     )
 
 
-def make_task(task_id: str, family: int, k: int, module: str, bang: str, hinted: bool, variant: str = "a") -> dict:
-    name, bug, fix, visible, hidden = (FAMILIES if variant == "a" else FAMILIES_B)[family]
+def make_task(
+    task_id: str,
+    family: int,
+    k: int,
+    module: str,
+    bang: str,
+    hinted: bool,
+    variant: str = "a",
+    wording: int = 0,
+) -> dict:
+    families = {"a": FAMILIES, "b": FAMILIES_B, "varied": FAMILIES + FAMILIES_SPECIAL}[variant]
+    name, bug, fix, visible, hidden = families[family]
     fill = lambda s: s.format(k=k, k1=k + 1, bang=bang)  # noqa: E731
     fname = fill(name)
     source = f"def {fname}({arguments(name)}):\n    {fill(bug)}\n"
@@ -117,7 +179,13 @@ def make_task(task_id: str, family: int, k: int, module: str, bang: str, hinted:
         "sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n"
         f"from {module} import {fname}  # noqa: E402\n\n\ndef test_{fname}_hidden():\n{hidden_lines}"
     )
-    if variant == "a":
+    if variant == "varied" and WORDINGS[wording] is not None:
+        opening, heading, check, hint = WORDINGS[wording]
+        instructions = (
+            f"{opening.format(m=module)}\n{heading.format(m=module)}\n```python\n{source}```\n"
+            f"{check} {fname}({call}) == {want}\n{hint.format(m=module, bug=fill(bug), fix=fill(fix))}"
+        )
+    elif variant in ("a", "varied"):
         instructions = (
             f"Fix the bug in {module}.py so the tests pass.\n{module}.py:\n```python\n{source}```\n"
             f"The test says: assert {fname}({call}) == {want}"
@@ -153,6 +221,7 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=48)
     parser.add_argument("--eval", type=int, default=24)
     parser.add_argument("--eval-b", type=int, default=24, help="held-out set b: other operations, files and wording")
+    parser.add_argument("--train-varied", type=int, default=48, help="hinted, several wordings, harder bug lines")
     parser.add_argument("--out", default="examples/coding/tasks")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -200,6 +269,26 @@ def main() -> None:
     ]
     (out / "eval-b.jsonl").write_text("".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks_b), encoding="utf-8")
     print(f"wrote {args.eval_b} held-out set b tasks to {out / 'eval-b.jsonl'}")
+    # Its own stream as well; training parameters (k 2-9) only.
+    rng_v = random.Random(args.seed * 1_000_003 + 3)
+    families_varied = len(FAMILIES) + len(FAMILIES_SPECIAL)
+    tasks_v = [
+        make_task(
+            f"code-train-varied-{i:04d}",
+            i % families_varied,
+            rng_v.choice(range(2, 10)),
+            rng_v.choice(MODULES_VARIED),
+            rng_v.choice(BANGS),
+            True,
+            variant="varied",
+            wording=(i // families_varied + i) % len(WORDINGS),
+        )
+        for i in range(args.train_varied)
+    ]
+    (out / "train-varied.jsonl").write_text(
+        "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks_v), encoding="utf-8"
+    )
+    print(f"wrote {args.train_varied} varied hinted train tasks to {out / 'train-varied.jsonl'}")
 
 
 if __name__ == "__main__":
