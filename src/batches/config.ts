@@ -28,8 +28,12 @@ export const batchConfigSchema = z.object({
    * `kept_samples`: only the samples in the batch, so every step is full-sized however little signal it holds.
    */
   lossNormalizer: z.enum(['all_groups', 'kept_samples']).default('all_groups'),
-  /** Longest prompt + response a sample may have. */
-  maxTokens: z.number().int().positive().default(4096),
+  /**
+   * Longest prompt + response a sample may have. The default is the served SmolLM2-135M's whole context (the model
+   * server's default length), so no call the engine could answer is dropped for length: an agent CLI's prompt grows
+   * with every turn (Claude Code's first is 2,779 tokens here). Lower it when the update's memory is tight.
+   */
+  maxTokens: z.number().int().positive().default(8192),
   /** Over-long samples: cut the response to fit, or drop the sample. */
   overLength: z.enum(['truncate', 'drop']).default('truncate'),
   /**

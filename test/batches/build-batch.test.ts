@@ -141,6 +141,22 @@ void describe('buildBatch', () => {
     assert.deepEqual(tooLong.manifest.drops.samples, { prompt_too_long: 2 });
   });
 
+  void it("keeps, by default, an agent CLI's long turn whole: up to the served model's context of 8192", async () => {
+    const scored = scoredGroups('run1', 0, [[1, 0]]);
+    // A later turn of a Claude Code rollout: a 6,000-token prompt and a 1,000-token answer.
+    const long = (ref: RolloutRef) =>
+      syntheticRollout(ref, { turns: 1, seed: 3, promptLen: 6000, completionLen: 1000, gapLen: 0 });
+    const { rows, manifest } = await collect(buildBatch(scored, long, batchConfigSchema.parse({})));
+    assert.deepEqual(
+      rows.map((r) => [r.prompt_ids.length, r.response_ids.length, r.truncated]),
+      [
+        [6000, 1000, false],
+        [6000, 1000, false],
+      ],
+    );
+    assert.deepEqual(manifest.drops.samples, {});
+  });
+
   void it('refuses a manifest before the samples are consumed, and spans listed under the wrong rollout', async () => {
     const scored = scoredGroups('run1', 0, [[1, 0]]);
     assert.throws(() => buildBatch(scored, spansOf, batchConfigSchema.parse({})).manifest(), /before all samples/);
