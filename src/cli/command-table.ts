@@ -1,5 +1,6 @@
 import type { Command } from './command.js';
 import { adapterLoaderCommand } from './commands/adapter-loader.js';
+import { dashboardCommand } from './commands/dashboard.js';
 import { deployCommand } from './commands/deploy.js';
 import { downCommand } from './commands/down.js';
 import { gatewayCommand } from './commands/gateway.js';
@@ -38,6 +39,7 @@ export const commands: readonly Command[] = [
   rollbackCommand,
   deployCommand,
   reportCommand,
+  dashboardCommand,
   smokeCommand,
   temporalCommand,
 ];

@@ -1,7 +1,7 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { RunConfig } from '../config/run.js';
 import { apoStatusQuery, type ApoStatus } from '../workflows/prompt-optimization-types.js';
-import { startOrAttach } from './runs.js';
+import { startOrAttach, type RunLinks } from './runs.js';
 
 /** A config for prompt optimisation must carry the `apo` section; said at the edge, before anything starts. */
 export function assertApoConfig(config: RunConfig, file: string): void {
@@ -12,6 +12,7 @@ export function assertApoConfig(config: RunConfig, file: string): void {
 export function startPromptOptimization(
   client: Client,
   config: RunConfig,
+  links: RunLinks = {},
 ): Promise<{ handle: WorkflowHandle; started: boolean }> {
   const apo = config.apo!;
   return startOrAttach(
@@ -19,6 +20,7 @@ export function startPromptOptimization(
     'promptOptimization',
     config,
     `prompt optimisation ${config.runId}: ${apo.rounds} rounds, beam ${apo.beamWidth}, ${apo.strategies.join(' + ')}`,
+    links,
   );
 }
 

@@ -47,6 +47,19 @@ export async function pinTaskSets(
   return pinRunConfig(taskSets, config);
 }
 
+/** Where a run's pages are, for its Temporal Web details (the CLI passes its VOLT_DASHBOARD_URL). */
+export interface RunLinks {
+  dashboardUrl?: string;
+}
+
+/** The run's static details in Temporal Web (Markdown): a link to its dashboard page, or to the runs page. */
+export function runDetails(dashboardUrl: string, runId?: string): string {
+  const base = dashboardUrl.replace(/\/+$/, '');
+  return runId
+    ? `[Volt dashboard: run ${runId}](${base}/runs/${encodeURIComponent(runId)})`
+    : `[Volt dashboard: runs](${base}/)`;
+}
+
 /**
  * Start a run's workflow, or find it: the workflow id is the run id, so starting a run that exists (running or
  * ended) returns its handle — this is how an interrupted `volt train` / `make demo` resumes the same run.
@@ -56,6 +69,7 @@ export async function startOrAttach(
   workflowType: string,
   config: RunConfig,
   staticSummary: string,
+  links: RunLinks = {},
 ): Promise<{ handle: WorkflowHandle; started: boolean }> {
   try {
     const handle = await client.workflow.start(workflowType, {
@@ -65,6 +79,7 @@ export async function startOrAttach(
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [config],
       staticSummary,
+      ...(links.dashboardUrl ? { staticDetails: runDetails(links.dashboardUrl, config.runId) } : {}),
     });
     return { handle, started: true };
   } catch (err) {
@@ -77,6 +92,7 @@ export async function startOrAttach(
 export function startTrainingRun(
   client: Client,
   config: RunConfig,
+  links: RunLinks = {},
 ): Promise<{ handle: WorkflowHandle; started: boolean }> {
   const unsandboxed =
     config.rollouts.runner === 'local' && config.rollouts.sandbox === 'none' ? ', rollouts UNSANDBOXED' : '';
@@ -85,6 +101,7 @@ export function startTrainingRun(
     'trainingRun',
     config,
     `training run ${config.runId}: ${config.iterations} iterations of ${config.model.base}${unsandboxed}`,
+    links,
   );
 }
 
@@ -123,7 +140,7 @@ export async function createSchedule(
   scheduleId: string,
   cron: string,
   config: RunConfig,
-  options: { catchupWindowMs?: number } = {},
+  options: { catchupWindowMs?: number } & RunLinks = {},
 ): Promise<ScheduleHandle> {
   return client.schedule.create({
     scheduleId,
@@ -136,6 +153,8 @@ export async function createSchedule(
       workflowId: config.lineage ?? scheduleId,
       args: [config],
       staticSummary: config.lineage ? `nightly run of lineage ${config.lineage}` : `scheduled run of ${scheduleId}`,
+      // Each start gets its own run id, unknown here: the link goes to the runs page, which lists it.
+      ...(options.dashboardUrl ? { staticDetails: runDetails(options.dashboardUrl) } : {}),
     },
   });
 }

@@ -69,6 +69,14 @@ export const envSchema = z.object({
    */
   VOLT_ADAPTER_SOURCE: z.enum(['local', 'store']).default('local'),
   VOLT_PYTHON: z.string().min(1).default('.venv/bin/python'),
+  /** Where `volt dashboard` listens (its port) and what links to it; `volt up` runs it. */
+  VOLT_DASHBOARD_URL: z.url().default('http://127.0.0.1:8600'),
+  /** Interface the dashboard binds (the port is VOLT_DASHBOARD_URL's); beyond loopback it needs VOLT_DASHBOARD_TOKEN. */
+  VOLT_DASHBOARD_LISTEN_HOST: listenHost.default('127.0.0.1'),
+  /** Access token of the dashboard: asked of every request when set (a bearer header, or `?token=` once per browser). */
+  VOLT_DASHBOARD_TOKEN: z.string().min(16).optional(),
+  /** Temporal Web as the dashboard links to it; default http://<VOLT_TEMPORAL_ADDRESS host>:<VOLT_TEMPORAL_UI_PORT>. */
+  VOLT_TEMPORAL_WEB_URL: z.url().optional(),
   /** Where dequantised base models are cached for the trainer and model server (default: the data dir). */
   VOLT_MODEL_CACHE_DIR: z.string().min(1).optional(),
 });

@@ -163,22 +163,27 @@ function overlaysSection(data: ApoReportData): string {
     .join('\n');
 }
 
+/** Everything below the title of a promptOptimization run's page, with `curve` where the curve goes. */
+export function apoReportSections(data: ApoReportData, curve: string): string {
+  const promotions = data.active?.history.map((h) => [`v${h.version}`, fmt(h.score), h.promotedAt]) ?? [];
+  return `${summary(data)}
+<h2>Validation per round</h2>
+${curve}
+${roundsTable(data.status)}
+<h2>Active prompt</h2>
+${promotions.length ? table(['version', 'validation score', 'promoted at'], promotions) : "<p>Nothing was promoted: the agent's own prompt (v0) is active.</p>"}
+<h2>Prompt overlays</h2>
+${overlaysSection(data)}`;
+}
+
 /** The report page of a promptOptimization run (same look as a training run's; curve.png next to it). */
 export function renderApoReportHtml(data: ApoReportData, curveFile: string): string {
-  const promotions = data.active?.history.map((h) => [`v${h.version}`, fmt(h.score), h.promotedAt]) ?? [];
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Volt prompt optimisation ${escapeHtml(data.runId)}</title><style>${STYLE}</style></head>
 <body>
 <h1>Volt prompt optimisation ${escapeHtml(data.runId)}</h1>
 <p class="meta">Report generated ${escapeHtml(data.generatedAt)}. Scores are mean rewards of greedy rollouts; validation tasks are the last tasks of the train file, held-out tasks the eval file.</p>
-${summary(data)}
-<h2>Validation per round</h2>
-<img src="${escapeHtml(curveFile)}" alt="training reward and leader validation score per round" width="800">
-${roundsTable(data.status)}
-<h2>Active prompt</h2>
-${promotions.length ? table(['version', 'validation score', 'promoted at'], promotions) : "<p>Nothing was promoted: the agent's own prompt (v0) is active.</p>"}
-<h2>Prompt overlays</h2>
-${overlaysSection(data)}
+${apoReportSections(data, `<img src="${escapeHtml(curveFile)}" alt="training reward and leader validation score per round" width="800">`)}
 </body></html>
 `;
 }

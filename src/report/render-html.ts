@@ -247,16 +247,11 @@ function samplesSection(data: ReportData): string {
   return `<p>Iteration ${s.iteration}: the rollouts with the best and the worst reward.</p>\n${s.rollouts.map(rolloutSection).join('\n')}`;
 }
 
-/** The whole report as one self-contained page; the only other file it refers to is curve.png next to it. */
-export function renderReportHtml(data: ReportData): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Volt run ${escapeHtml(data.runId)}</title><style>${STYLE}</style></head>
-<body>
-<h1>Volt run ${escapeHtml(data.runId)}</h1>
-<p class="meta">Report generated ${escapeHtml(data.generatedAt)}.</p>
-${summary(data)}
+/** Everything below the title, with `curve` where the learning curve goes (an <img> here, a live chart in the dashboard). */
+export function reportSections(data: ReportData, curve: string): string {
+  return `${summary(data)}
 <h2>Learning curve</h2>
-<img src="${CURVE_FILE}" alt="mean training reward and held-out eval score per iteration" width="800">
+${curve}
 <h2>Iterations</h2>
 ${iterationTable(data)}
 ${timelineTable(data)}
@@ -265,7 +260,17 @@ ${extraSetsSection(data)}
 <h2>Promoted checkpoint</h2>
 ${promotedSection(data)}
 <h2>Sample rollouts</h2>
-${samplesSection(data)}
+${samplesSection(data)}`;
+}
+
+/** The whole report as one self-contained page; the only other file it refers to is curve.png next to it. */
+export function renderReportHtml(data: ReportData): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Volt run ${escapeHtml(data.runId)}</title><style>${STYLE}</style></head>
+<body>
+<h1>Volt run ${escapeHtml(data.runId)}</h1>
+<p class="meta">Report generated ${escapeHtml(data.generatedAt)}.</p>
+${reportSections(data, `<img src="${CURVE_FILE}" alt="mean training reward and held-out eval score per iteration" width="800">`)}
 </body></html>
 `;
 }

@@ -21,6 +21,7 @@ export function stackAddresses(env: VoltEnv) {
     s3: { host: s3.host, port: s3.port, endpoint: s3.url },
     modelServer: loopbackUrl(env.VOLT_MODEL_SERVER_URL, 'VOLT_MODEL_SERVER_URL'),
     gateway: loopbackUrl(env.VOLT_GATEWAY_URL, 'VOLT_GATEWAY_URL'),
+    dashboard: loopbackUrl(env.VOLT_DASHBOARD_URL, 'VOLT_DASHBOARD_URL'),
   };
 }
 

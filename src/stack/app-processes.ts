@@ -11,6 +11,7 @@ const VOLT_CLI = path.join(REPO_ROOT, 'bin/volt.mjs');
 export const MODEL_SERVER_READY_MS = 180_000;
 export const WORKER_READY_MS = 180_000;
 export const GATEWAY_READY_MS = 60_000;
+export const DASHBOARD_READY_MS = 60_000;
 
 /** The Python that runs the model server: VOLT_PYTHON, relative to the current directory like `volt serve`. */
 export const pythonPath = (env: VoltEnv) => path.resolve(env.VOLT_PYTHON);
@@ -30,6 +31,7 @@ export const httpOk = (url: string) =>
 
 export const modelServerAnswers = (url: string) => httpOk(`${url}/v1/models`);
 export const gatewayAnswers = (url: string) => httpOk(`${url}/healthz`);
+export const dashboardAnswers = (url: string) => httpOk(`${url}/healthz`);
 
 export interface AppServiceOptions {
   env: VoltEnv;
@@ -99,6 +101,27 @@ export async function startGateway(o: AppServiceOptions): Promise<ServiceRecord>
     child,
     logFile: record.logFile,
     timeoutMs: GATEWAY_READY_MS,
+  });
+  return record;
+}
+
+/** `volt dashboard` as its own Node process, on loopback; ready once /healthz answers. */
+export async function startDashboard(o: AppServiceOptions): Promise<ServiceRecord> {
+  const url = `http://${o.host}:${o.port}`;
+  const { record, child } = spawnService({
+    name: 'dashboard',
+    dataDir: o.env.dataDir,
+    command: process.execPath,
+    args: [VOLT_CLI, 'dashboard'],
+    address: url,
+    env: { ...childVoltEnv(o.env), VOLT_DASHBOARD_LISTEN_HOST: o.host },
+    cwd: REPO_ROOT,
+    detached: o.detached,
+  });
+  await waitUntilReady(`dashboard at ${url}`, () => dashboardAnswers(url), {
+    child,
+    logFile: record.logFile,
+    timeoutMs: DASHBOARD_READY_MS,
   });
   return record;
 }

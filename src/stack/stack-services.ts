@@ -2,10 +2,13 @@ import type { VoltEnv } from '../config/env.js';
 import { stackAddresses } from './addresses.js';
 import {
   assertPythonExists,
+  dashboardAnswers,
+  DASHBOARD_READY_MS,
   gatewayAnswers,
   GATEWAY_READY_MS,
   modelServerAnswers,
   MODEL_SERVER_READY_MS,
+  startDashboard,
   startGateway,
   startModelServer,
   startWorker,
@@ -19,7 +22,7 @@ import { startTemporalServer } from './temporal.js';
 import { workerIdentity, workerPolls } from './worker-polling.js';
 
 /** Everything `volt up` runs, in start order; `down` stops them in reverse. */
-export const SERVICES = ['temporal', 's3', 'model-server', 'gateway', 'worker'] as const;
+export const SERVICES = ['temporal', 's3', 'model-server', 'gateway', 'worker', 'dashboard'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 
 /** One service of the local stack: where the environment puts it, how to start it and how to tell it answers. */
@@ -51,6 +54,7 @@ export function stackServices(env: VoltEnv): StackService[] {
   const bucketReady = () => ensureBucket(s3, env.VOLT_S3_BUCKET, env.VOLT_S3_REGION).then(() => true);
   const modelUp = () => modelServerAnswers(a.modelServer.url);
   const gatewayUp = () => gatewayAnswers(a.gateway.url);
+  const dashboardUp = () => dashboardAnswers(a.dashboard.url);
   // Our worker must poll under its own pid; a worker someone else runs counts if any recent poller is there.
   const workerUp = (r: ServiceRecord | null) =>
     workerPolls(a.temporal.address, ns, r ? workerIdentity(r.pid) : undefined);
@@ -120,6 +124,16 @@ export function stackServices(env: VoltEnv): StackService[] {
       ready: workerUp,
       answers: workerUp,
       readyTimeoutMs: WORKER_READY_MS,
+    },
+    {
+      name: 'dashboard',
+      address: a.dashboard.url,
+      envVars: 'VOLT_DASHBOARD_URL',
+      ports: [{ label: 'dashboard', host: a.dashboard.host, port: a.dashboard.port, envVar: 'VOLT_DASHBOARD_URL' }],
+      start: () => startDashboard({ env, host: a.dashboard.host, port: a.dashboard.port, detached: true }),
+      ready: dashboardUp,
+      answers: dashboardUp,
+      readyTimeoutMs: DASHBOARD_READY_MS,
     },
   ];
 }

@@ -173,7 +173,7 @@ void describe('volt up --only temporal,s3 / down / status (real CLI, real servic
     assert.equal(badList.code, 2);
     assert.match(
       badList.stderr,
-      /--only: expected a comma-separated list of temporal, s3, model-server, gateway, worker; got "temporal,postgres"/,
+      /--only: expected a comma-separated list of temporal, s3, model-server, gateway, worker, dashboard; got "temporal,postgres"/,
     );
   });
 });

@@ -19,7 +19,7 @@ const statusRows = (stdout: string) =>
   ]);
 const allRunning = SERVICES.map((n) => [n, 'running', true]);
 
-void describe('volt up / status / down with all five services (real CLI, real model server, gateway, worker)', () => {
+void describe('volt up / status / down with all six services (real CLI, real model server, gateway, worker)', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-full-'));
   let env: StackEnv & { VOLT_MODEL_CACHE_DIR: string };
 
@@ -35,12 +35,12 @@ void describe('volt up / status / down with all five services (real CLI, real mo
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  void it('up starts all five in order, one line each with its address, plus the Temporal Web URL', async () => {
+  void it('up starts all six in order, one line each with its address, plus the Temporal Web URL', async () => {
     const up = await volt(['up'], env, UP_MS);
     assert.equal(up.code, 0, up.stderr);
     const lines = up.stdout.trim().split('\n');
     assert.deepEqual(
-      lines.slice(0, 5).map((l) => l.split(/\s+/)[0]),
+      lines.slice(0, SERVICES.length).map((l) => l.split(/\s+/)[0]),
       [...SERVICES],
     );
     assert.match(up.stdout, new RegExp(`model-server\\s+started\\s+pid \\d+\\s+${env.VOLT_MODEL_SERVER_URL}`));
@@ -56,11 +56,15 @@ void describe('volt up / status / down with all five services (real CLI, real mo
       JSON.stringify(models),
     );
     assert.equal((await fetch(`${env.VOLT_GATEWAY_URL}/healthz`)).status, 200);
+    assert.match(up.stdout, new RegExp(`dashboard\\s+started\\s+pid \\d+\\s+${env.VOLT_DASHBOARD_URL}`));
+    const runsPage = await fetch(`${env.VOLT_DASHBOARD_URL}/`);
+    assert.equal(runsPage.status, 200);
+    assert.match(await runsPage.text(), /<h1>Volt runs<\/h1>/);
     const [, , model, , worker] = records(dataDir) as ServiceRecord[];
     // Run configs resolve task files and agent commands from the repo root, so the worker must run there.
     assert.equal(fs.readlinkSync(`/proc/${worker!.pid}/cwd`), ROOT);
     assert.deepEqual(model!.args.slice(-2), ['--data-dir', env.VOLT_MODEL_CACHE_DIR]);
-    for (const name of ['model-server', 'gateway', 'worker'])
+    for (const name of ['model-server', 'gateway', 'worker', 'dashboard'])
       assert.ok(fs.statSync(path.join(dataDir, 'logs', `${name}.log`)).isFile());
     const status = await volt(['status', '--json'], env);
     assert.equal(status.code, 0, status.stdout);
@@ -116,7 +120,7 @@ void describe('volt up / status / down with all five services (real CLI, real mo
     );
   });
 
-  void it('up again starts all five again', async () => {
+  void it('up again starts all six again', async () => {
     const up = await volt(['up'], env, UP_MS);
     assert.equal(up.code, 0, up.stderr);
     for (const name of SERVICES) assert.match(up.stdout, new RegExp(`${name}\\s+started`));

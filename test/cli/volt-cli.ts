@@ -40,7 +40,8 @@ export const pidAlive = (pid: number) => !processGone(pid);
 /** VOLT_* variables for a whole stack of its own: dataDir plus free loopback ports for every service. */
 export async function stackEnv(dataDir: string) {
   // Below the ephemeral range: `up` again after `down` reuses them (stop 25's CI: S3's port was taken in between).
-  const [grpc, ui, s3, model, gateway] = [
+  const [grpc, ui, s3, model, gateway, dashboard] = [
+    await stablePort(),
     await stablePort(),
     await stablePort(),
     await stablePort(),
@@ -54,6 +55,7 @@ export async function stackEnv(dataDir: string) {
     VOLT_S3_ENDPOINT: `http://127.0.0.1:${s3}`,
     VOLT_MODEL_SERVER_URL: `http://127.0.0.1:${model}`,
     VOLT_GATEWAY_URL: `http://127.0.0.1:${gateway}`,
+    VOLT_DASHBOARD_URL: `http://127.0.0.1:${dashboard}`,
   };
 }
 

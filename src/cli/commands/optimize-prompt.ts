@@ -31,9 +31,10 @@ export const optimizePromptCommand: Command = {
     const config = await pinTaskSets(env, raw);
     const { client, close } = await connectClient(env);
     try {
-      const { started } = await startPromptOptimization(client, config);
+      const { started } = await startPromptOptimization(client, config, { dashboardUrl: env.VOLT_DASHBOARD_URL });
       ctx.out(`${started ? 'started' : 'attached to the existing'} prompt optimisation ${config.runId}`);
       ctx.out(`Temporal Web: ${webUrl(env.VOLT_TEMPORAL_UI_PORT, env.VOLT_TEMPORAL_NAMESPACE, config.runId)}`);
+      ctx.out(`Dashboard: ${env.VOLT_DASHBOARD_URL.replace(/\/+$/, '')}/runs/${encodeURIComponent(config.runId)}`);
       if (!ctx.values.follow) return 0;
       const final = await followPromptOptimization(client, config.runId, ctx.out);
       for (const line of apoStatusLines(final)) ctx.out(line);

@@ -68,7 +68,10 @@ export const scheduleCommand: Command = {
     const { client, close } = await connectClient(ctx.env());
     try {
       if (action === 'create') {
-        await createSchedule(client, id!, str(ctx.values.cron)!, config!, { catchupWindowMs: catchupMs });
+        await createSchedule(client, id!, str(ctx.values.cron)!, config!, {
+          catchupWindowMs: catchupMs,
+          dashboardUrl: ctx.env().VOLT_DASHBOARD_URL,
+        });
         const what = config!.lineage
           ? `lineage ${config!.lineage}${config!.deploy ? `, served as ${config!.deploy.alias}` : ''}`
           : 'from the base model each time';

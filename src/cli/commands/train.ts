@@ -29,9 +29,10 @@ export const trainCommand: Command = {
     const config = await pinTaskSets(env, raw);
     const { client, close } = await connectClient(env);
     try {
-      const { started } = await startTrainingRun(client, config);
+      const { started } = await startTrainingRun(client, config, { dashboardUrl: env.VOLT_DASHBOARD_URL });
       ctx.out(`${started ? 'started' : 'attached to the existing'} run ${config.runId}`);
       ctx.out(`Temporal Web: ${webUrl(env.VOLT_TEMPORAL_UI_PORT, env.VOLT_TEMPORAL_NAMESPACE, config.runId)}`);
+      ctx.out(`Dashboard: ${env.VOLT_DASHBOARD_URL.replace(/\/+$/, '')}/runs/${encodeURIComponent(config.runId)}`);
       // A run started in a namespace no worker polls waits, silently, for ever: say so while the user is here.
       if (started && !(await runsGetPicked(client.workflowService, env.VOLT_TEMPORAL_NAMESPACE)))
         ctx.err(

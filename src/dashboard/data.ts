@@ -1,0 +1,238 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { batchManifestSchema, type BatchManifest } from '../contracts/batch-manifest.js';
+import { rewardsFileSchema, type ScoredRolloutRecord } from '../contracts/rewards.js';
+import type { Span } from '../contracts/span.js';
+import { gatherApoReport, isPromptOptimization, type ApoReportData } from '../report/apo-report.js';
+import { gatherReport } from '../report/gather.js';
+import type { ReportData } from '../report/report-data.js';
+import { keys, UnsafeIdError, assertId } from '../storage/keys.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import { readSpans } from '../storage/spans.js';
+import { BestScoreKey, IterationKey, PhaseKey } from '../workflows/definitions.js';
+
+/** A page asked for something that does not exist (or an id that could not name anything): the server's 404. */
+export class NotFoundError extends Error {}
+
+const ScheduledByKey = defineSearchAttributeKey('TemporalScheduledById', SearchAttributeType.KEYWORD);
+const RUN_TYPES = ['trainingRun', 'promptOptimization'] as const;
+/** The runs page lists at most this many runs (newest first), from Temporal's visibility store. */
+export const MAX_RUNS = 1000;
+
+export interface RunRow {
+  runId: string;
+  type: (typeof RUN_TYPES)[number];
+  /** Temporal's status name of the latest execution. */
+  state: string;
+  phase: string | null;
+  iteration: number | null;
+  bestScore: number | null;
+  startedAt: string;
+  closedAt: string | null;
+  /** The schedule that started it (nightly retraining), if one did. */
+  scheduleId: string | null;
+}
+
+/** Every training and prompt-optimisation run Temporal knows, newest first, one row per run id. */
+export async function listRuns(client: Client): Promise<RunRow[]> {
+  const rows = new Map<string, RunRow>();
+  const query = `WorkflowType IN (${RUN_TYPES.map((t) => `'${t}'`).join(', ')})`;
+  for await (const wf of client.workflow.list({ query })) {
+    // After continue-as-new a run has several executions; the newest (listed first) describes it, the oldest started it.
+    const seen = rows.get(wf.workflowId);
+    if (seen) {
+      seen.startedAt = wf.startTime.toISOString();
+      continue;
+    }
+    if (rows.size >= MAX_RUNS) break;
+    const attrs = wf.typedSearchAttributes;
+    rows.set(wf.workflowId, {
+      runId: wf.workflowId,
+      type: wf.type as RunRow['type'],
+      state: wf.status.name,
+      phase: attrs.get(PhaseKey) ?? null,
+      iteration: attrs.get(IterationKey) ?? null,
+      bestScore: attrs.get(BestScoreKey) ?? null,
+      startedAt: wf.startTime.toISOString(),
+      closedAt: wf.closeTime?.toISOString() ?? null,
+      scheduleId: attrs.get(ScheduledByKey) ?? null,
+    });
+  }
+  return [...rows.values()];
+}
+
+/** A validated id or a 404: ids come from the URL and name storage keys (src/storage/keys.ts). */
+export function idOrNotFound(kind: string, value: string): string {
+  try {
+    return assertId(kind, value);
+  } catch (err) {
+    if (err instanceof UnsafeIdError) throw new NotFoundError(`no ${kind} ${JSON.stringify(value)}: ${err.message}`);
+    throw err;
+  }
+}
+
+export function iterationOrNotFound(value: string): number {
+  if (!/^\d{1,6}$/.test(value)) throw new NotFoundError(`no iteration ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+const notFoundRun = (runId: string) => (err: unknown) => {
+  if (err instanceof WorkflowNotFoundError) throw new NotFoundError(`no run ${runId}`);
+  throw err;
+};
+
+/** A run's page data; `manifests`: each history iteration's batch manifest (null where none was built). */
+export type RunView =
+  | { kind: 'training'; report: ReportData; manifests: (BatchManifest | null)[] }
+  | { kind: 'apo'; report: ApoReportData };
+
+export async function runView(client: Client, store: ObjectStore, runId: string): Promise<RunView> {
+  idOrNotFound('run', runId);
+  // describe first: an unknown run is a 404, not the report's error.
+  await client.workflow.getHandle(runId).describe().catch(notFoundRun(runId));
+  if (await isPromptOptimization(client, runId))
+    return { kind: 'apo', report: await gatherApoReport(client, store, runId) };
+  const report = await gatherReport(client, store, runId);
+  const manifests = await Promise.all(
+    report.status.history.map((h) =>
+      store.getJsonOrNull(keys.batchManifest(runId, h.iteration), batchManifestSchema).catch(() => null),
+    ),
+  );
+  return { kind: 'training', report, manifests };
+}
+
+/** Reward spread of one group and why it gave no samples when it gave none (the batch builder's rules). */
+export interface GroupRow {
+  groupId: string;
+  rollouts: number;
+  scored: number;
+  mean: number | null;
+  min: number | null;
+  max: number | null;
+  samples: boolean;
+  why: string | null;
+}
+
+export interface IterationView {
+  runId: string;
+  iteration: number;
+  rollouts: ScoredRolloutRecord[];
+  groups: GroupRow[];
+  manifest: BatchManifest | null;
+  /** Rollout ids that gave a training sample (the manifest's span → sample lineage). */
+  trained: Set<string>;
+}
+
+export function groupRows(
+  rollouts: ScoredRolloutRecord[],
+  manifest: BatchManifest | null,
+  trained: Set<string>,
+): GroupRow[] {
+  const byGroup = new Map<string, ScoredRolloutRecord[]>();
+  for (const r of rollouts) byGroup.set(r.groupId, [...(byGroup.get(r.groupId) ?? []), r]);
+  const minGroupSize = Number(manifest?.config.minGroupSize ?? 2);
+  return [...byGroup.entries()].map(([groupId, rs]) => {
+    const rewards = rs.map((r) => r.reward).filter((x): x is number => x !== null);
+    const mean = rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null;
+    const min = rewards.length ? Math.min(...rewards) : null;
+    const max = rewards.length ? Math.max(...rewards) : null;
+    const samples = rs.some((r) => trained.has(r.rolloutId));
+    let why: string | null = null;
+    if (!samples)
+      why = !manifest
+        ? 'no batch was built for this iteration'
+        : rewards.length === 0
+          ? 'no rollout was scored (infra failures or reward errors)'
+          : rewards.length < minGroupSize
+            ? `group too small: ${rewards.length} scored, batch.minGroupSize ${minGroupSize}`
+            : min === max
+              ? `zero variance: every scored rollout got ${min}`
+              : 'every sample dropped (see the manifest drops)';
+    return { groupId, rollouts: rs.length, scored: rewards.length, mean, min, max, samples, why };
+  });
+}
+
+/** The rollout a sample came from: sample ids are `<rolloutId>.a<attempt>.s<index>` (src/batches/sample-row.ts). */
+export function sampleRolloutId(sampleId: string): string | null {
+  return /^(.+)\.a\d+\.s\d+$/.exec(sampleId)?.[1] ?? null;
+}
+
+/** Rollout ids that gave at least one training sample, from the manifest's span → sample lineage. */
+export function trainedRollouts(manifest: BatchManifest | null): Set<string> {
+  const out = new Set<string>();
+  for (const sampleId of Object.values(manifest?.lineage ?? {})) {
+    const r = sampleRolloutId(sampleId);
+    if (r) out.add(r);
+  }
+  return out;
+}
+
+export async function iterationView(store: ObjectStore, runId: string, iterationParam: string): Promise<IterationView> {
+  idOrNotFound('run', runId);
+  const iteration = iterationOrNotFound(iterationParam);
+  const rewards = await store.getJsonOrNull(keys.rewards(runId, iteration), rewardsFileSchema);
+  if (!rewards) throw new NotFoundError(`run ${runId} has no scored iteration ${iteration}`);
+  const manifest = await store
+    .getJsonOrNull(keys.batchManifest(runId, iteration), batchManifestSchema)
+    .catch(() => null);
+  const trained = trainedRollouts(manifest);
+  return {
+    runId,
+    iteration,
+    rollouts: rewards.rollouts,
+    groups: groupRows(rewards.rollouts, manifest, trained),
+    manifest,
+    trained,
+  };
+}
+
+export interface RolloutView {
+  runId: string;
+  iteration: number;
+  record: ScoredRolloutRecord;
+  spans: Span[];
+  /** Span ids that went into a training sample (their completion tokens are the trained ones). */
+  trainedSpans: Set<string>;
+  stdout: string | null;
+  stderr: string | null;
+}
+
+/** Logs are shown up to this many bytes (their tail). */
+export const LOG_TAIL_BYTES = 64 * 1024;
+
+async function tail(store: ObjectStore, key: string): Promise<string | null> {
+  const info = await store.stat(key);
+  if (!info) return null;
+  const bytes = await store.getBytes(key);
+  return bytes.subarray(Math.max(0, bytes.length - LOG_TAIL_BYTES)).toString('utf8');
+}
+
+export async function rolloutView(
+  store: ObjectStore,
+  runId: string,
+  iterationParam: string,
+  rolloutIdParam: string,
+): Promise<RolloutView> {
+  idOrNotFound('run', runId);
+  const rolloutId = idOrNotFound('rollout', rolloutIdParam);
+  const iteration = iterationOrNotFound(iterationParam);
+  const rewards = await store.getJsonOrNull(keys.rewards(runId, iteration), rewardsFileSchema);
+  const record = rewards?.rollouts.find((r) => r.rolloutId === rolloutId);
+  if (!record) throw new NotFoundError(`run ${runId} iteration ${iteration} has no rollout ${rolloutId}`);
+  const ref = { runId, iteration, rolloutId, attempt: record.attempt };
+  const spans: Span[] = [];
+  for await (const span of readSpans(store, ref)) spans.push(span);
+  const manifest = await store
+    .getJsonOrNull(keys.batchManifest(runId, iteration), batchManifestSchema)
+    .catch(() => null);
+  const lineage = manifest?.lineage ?? {};
+  return {
+    runId,
+    iteration,
+    record,
+    spans,
+    trainedSpans: new Set(spans.map((s) => s.spanId).filter((id) => id in lineage)),
+    stdout: await tail(store, keys.rolloutLog(ref, 'stdout')),
+    stderr: await tail(store, keys.rolloutLog(ref, 'stderr')),
+  };
+}
