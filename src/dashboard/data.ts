@@ -131,6 +131,9 @@ export function groupRows(
   const byGroup = new Map<string, ScoredRolloutRecord[]>();
   for (const r of rollouts) byGroup.set(r.groupId, [...(byGroup.get(r.groupId) ?? []), r]);
   const minGroupSize = Number(manifest?.config.minGroupSize ?? 2);
+  // A rejection-sampling (SFT) batch keeps rollouts by reward alone: groups and their variance play no part.
+  const sft = manifest?.config.estimator === 'rejection_sampling';
+  const threshold = Number(manifest?.config.rejectionThreshold ?? 1);
   return [...byGroup.entries()].map(([groupId, rs]) => {
     const rewards = rs.map((r) => r.reward).filter((x): x is number => x !== null);
     const mean = rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null;
@@ -138,16 +141,14 @@ export function groupRows(
     const max = rewards.length ? Math.max(...rewards) : null;
     const samples = rs.some((r) => trained.has(r.rolloutId));
     let why: string | null = null;
-    if (!samples)
-      why = !manifest
-        ? 'no batch was built for this iteration'
-        : rewards.length === 0
-          ? 'no rollout was scored (infra failures or reward errors)'
-          : rewards.length < minGroupSize
-            ? `group too small: ${rewards.length} scored, batch.minGroupSize ${minGroupSize}`
-            : min === max
-              ? `zero variance: every scored rollout got ${min}`
-              : 'every sample dropped (see the manifest drops)';
+    if (samples) why = null;
+    else if (!manifest) why = 'no batch was built for this iteration';
+    else if (rewards.length === 0) why = 'no rollout was scored (infra failures or reward errors)';
+    else if (sft && max! < threshold) why = `SFT iteration: no rollout reached batch.rejectionThreshold ${threshold}`;
+    else if (!sft && rewards.length < minGroupSize)
+      why = `group too small: ${rewards.length} scored, batch.minGroupSize ${minGroupSize}`;
+    else if (!sft && min === max) why = `zero variance: every scored rollout got ${min}`;
+    else why = 'every sample dropped (see the manifest drops)';
     return { groupId, rollouts: rs.length, scored: rewards.length, mean, min, max, samples, why };
   });
 }

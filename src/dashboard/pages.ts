@@ -117,7 +117,7 @@ export function runPage(view: RunView, ctx: PageContext): string {
     return page(
       `Prompt optimisation ${view.report.runId}`,
       crumbs,
-      `${temporal}\n${apoReportSections(view.report, chart.html)}`,
+      `${temporal}\n<h2>Validation per round</h2>\n${chart.html}\n<div id="live">${apoReportSections(view.report, null)}</div>`,
       chart.script,
     );
   }
@@ -170,7 +170,7 @@ export function runPage(view: RunView, ctx: PageContext): string {
   return page(
     `Run ${report.runId}`,
     crumbs,
-    `${temporal}\n<h2>Iteration details</h2>\n<div id="iterations">${details}</div>\n${reportSections(report, chart.html)}`,
+    `${temporal}\n<h2>Learning curve</h2>\n${chart.html}\n<div id="live"><h2>Iteration details</h2>\n<div id="iterations">${details}</div>\n${reportSections(report, null)}</div>`,
     chart.script,
   );
 }
@@ -312,18 +312,30 @@ ${pager}`,
   );
 }
 
-/** Completion tokens coloured by logprob (greener = more likely), the trained ones outlined; ids where no text is known. */
+/** The engine's token strings, where its answer carried them (chat logprobs content) and they match the ids. */
+function tokenPieces(span: Span, count: number): string[] | null {
+  const content = (span.response as { choices?: { logprobs?: { content?: { token?: unknown }[] } }[] } | null)
+    ?.choices?.[0]?.logprobs?.content;
+  if (!Array.isArray(content) || content.length !== count) return null;
+  const pieces = content.map((c) => c.token);
+  return pieces.every((t): t is string => typeof t === 'string') ? pieces : null;
+}
+
+/** Completion tokens coloured by probability (green likely, red unlikely), outlined when trained; ids where no text is known. */
 function tokenStrip(span: Span, trained: boolean): string {
   const choice = span.choices[0];
   if (!choice?.tokenIds?.length) return '<p class="meta">No completion tokens recorded.</p>';
+  const pieces = tokenPieces(span, choice.tokenIds.length);
   const tokens = choice.tokenIds.map((id, i) => {
     const lp = choice.logprobs?.[i];
     const p = lp === undefined ? null : Math.exp(lp);
     const bg = p === null ? '#eee' : `hsl(${Math.round(120 * p)}, 70%, 85%)`;
     const title = `token ${id}${lp === undefined ? '' : `, logprob ${lp.toFixed(3)}`}${trained ? ', trained' : ''}`;
-    return `<span class="tok${trained ? ' trained' : ''}" style="background:${bg}" title="${escapeHtml(title)}">${id}</span>`;
+    const text = pieces ? pieces[i]! : String(id);
+    return `<span class="tok${trained ? ' trained' : ''}" style="background:${bg}" title="${escapeHtml(title)}">${escapeHtml(text)}</span>`;
   });
-  return `<p class="meta">${choice.tokenIds.length} completion tokens${trained ? ', all in the loss' : ', not trained'}; ids coloured by probability:</p><div class="msg"><pre>${tokens.join(' ')}</pre></div>`;
+  const what = pieces ? 'tokens' : 'token ids';
+  return `<p class="meta">${choice.tokenIds.length} completion tokens${trained ? ', all in the loss (outlined)' : ', not trained'}; ${what} coloured by probability (green likely, red unlikely):</p><div class="msg"><pre>${tokens.join(pieces ? '' : ' ')}</pre></div>`;
 }
 
 export function rolloutPage(view: RolloutView): string {
@@ -373,7 +385,7 @@ export function rolloutPage(view: RolloutView): string {
       return `<section class="span" data-seq="${span.seq}"><h3>call ${span.seq}${trained ? ' (trained)' : ''}</h3>
 <p class="meta">${escapeHtml(meta)}</p>
 ${messages}
-<div class="msg assistant"><b>${turn.error ? 'error' : 'engine'}</b><pre>${escapeHtml(turn.error ?? turn.completion)}</pre></div>
+<div class="msg assistant completion"><b>${turn.error ? 'error' : 'engine'}</b><pre>${escapeHtml(turn.error ?? turn.completion)}</pre></div>
 ${tokenStrip(span, trained)}</section>`;
     })
     .join('\n');

@@ -163,12 +163,11 @@ function overlaysSection(data: ApoReportData): string {
     .join('\n');
 }
 
-/** Everything below the title of a promptOptimization run's page, with `curve` where the curve goes. */
-export function apoReportSections(data: ApoReportData, curve: string): string {
+/** Everything below the title of a promptOptimization run's page, with `curve` where the curve goes (null: none). */
+export function apoReportSections(data: ApoReportData, curve: string | null): string {
   const promotions = data.active?.history.map((h) => [`v${h.version}`, fmt(h.score), h.promotedAt]) ?? [];
   return `${summary(data)}
-<h2>Validation per round</h2>
-${curve}
+${curve === null ? '' : `<h2>Validation per round</h2>\n${curve}`}
 ${roundsTable(data.status)}
 <h2>Active prompt</h2>
 ${promotions.length ? table(['version', 'validation score', 'promoted at'], promotions) : "<p>Nothing was promoted: the agent's own prompt (v0) is active.</p>"}

@@ -247,11 +247,10 @@ function samplesSection(data: ReportData): string {
   return `<p>Iteration ${s.iteration}: the rollouts with the best and the worst reward.</p>\n${s.rollouts.map(rolloutSection).join('\n')}`;
 }
 
-/** Everything below the title, with `curve` where the learning curve goes (an <img> here, a live chart in the dashboard). */
-export function reportSections(data: ReportData, curve: string): string {
+/** Everything below the title, with `curve` where the learning curve goes (an <img>); null: no curve section. */
+export function reportSections(data: ReportData, curve: string | null): string {
   return `${summary(data)}
-<h2>Learning curve</h2>
-${curve}
+${curve === null ? '' : `<h2>Learning curve</h2>\n${curve}`}
 <h2>Iterations</h2>
 ${iterationTable(data)}
 ${timelineTable(data)}

@@ -187,7 +187,7 @@ describe('dashboard in a real browser over a real run', { timeout: 1_500_000 }, 
       spans.map((s) => s.seq),
     );
     assert.ok(spans.length > 0);
-    const firstCompletion = await rollout.page.$eval('section.span .msg.assistant pre', (e) => e.textContent);
+    const firstCompletion = await rollout.page.$eval('section.span .completion pre', (e) => e.textContent);
     assert.equal(firstCompletion, spans[0]!.choices[0]!.text ?? '');
     assert.equal(
       await rollout.page.$$eval('section.span .tok', (e) => e.length),

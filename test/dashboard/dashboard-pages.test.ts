@@ -61,6 +61,16 @@ void describe('dashboard pages (no services)', () => {
       groupRows(rollouts.slice(0, 2), null, new Set()).map((g) => g.why),
       ['no batch was built for this iteration'],
     );
+    const sft = { ...m, config: { estimator: 'rejection_sampling', rejectionThreshold: 1 } } as BatchManifest;
+    assert.deepEqual(
+      groupRows(rollouts, sft, trainedRollouts(m)).map((g) => g.why),
+      [
+        null,
+        'SFT iteration: no rollout reached batch.rejectionThreshold 1',
+        'no rollout was scored (infra failures or reward errors)',
+        'every sample dropped (see the manifest drops)',
+      ],
+    );
   });
 
   void it('filters and sorts the rollouts table as its query says', () => {

@@ -1,5 +1,5 @@
 // The dashboard's only script: draws a run's curve with uPlot (served from node_modules) and, while the run is
-// going, polls the JSON API, redraws the curve and refreshes the iteration table when an iteration ends.
+// going, polls the JSON API, redraws the curve and refreshes the rest of the page (#live) when an iteration ends.
 /* global uPlot */
 window.voltDashboard = {
   curve(runId, initial) {
@@ -41,9 +41,10 @@ window.voltDashboard = {
           points = body.curve.iterations.length;
           el.dataset.points = String(points);
           const html = await (await fetch(location.href, { credentials: 'same-origin' })).text();
-          const fresh = new DOMParser().parseFromString(html, 'text/html').getElementById('iterations');
-          const table = document.getElementById('iterations');
-          if (fresh && table) table.innerHTML = fresh.innerHTML;
+          // Everything but the chart: the iteration table, the summary, the samples of the last iteration.
+          const fresh = new DOMParser().parseFromString(html, 'text/html').getElementById('live');
+          const live = document.getElementById('live');
+          if (fresh && live) live.innerHTML = fresh.innerHTML;
         }
         if (!body.running) return;
       } catch {
