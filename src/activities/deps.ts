@@ -5,6 +5,7 @@ import type { RolloutRunner } from '../rollouts/spec.js';
 import type { ModelServerClient } from '../serving/model-server-client.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { PinnedTaskSets } from '../tasks/pinned-task-sets.js';
+import type { RolloutTraceExporter } from '../telemetry/rollout-traces.js';
 
 /** Everything the activities touch, built once per worker process and passed in (no module singletons). */
 export interface ActivityDeps {
@@ -21,4 +22,6 @@ export interface ActivityDeps {
   python: string;
   /** The model server's one client (VOLT_MODEL_SERVER_URL, its admin key). */
   modelServer: ModelServerClient;
+  /** Scored rollouts as OTLP traces (VOLT_OTLP_TRACES_URL); null: off. */
+  traces?: RolloutTraceExporter | null;
 }

@@ -75,6 +75,16 @@ export const envSchema = z.object({
   VOLT_DASHBOARD_LISTEN_HOST: listenHost.default('127.0.0.1'),
   /** Access token of the dashboard: asked of every request when set (a bearer header, or `?token=` once per browser). */
   VOLT_DASHBOARD_TOKEN: z.string().min(16).optional(),
+  /**
+   * OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces): workers then export every scored rollout as a
+   * trace (GenAI semantic conventions; docs/dashboard.md). Unset: no export.
+   */
+  VOLT_OTLP_TRACES_URL: z.url().optional(),
+  /** With VOLT_OTLP_TRACES_URL: also export each call's messages (prompts and answers leave Volt). */
+  VOLT_OTLP_TRACES_MESSAGES: z
+    .enum(['true', 'false', '1', '0'])
+    .default('false')
+    .transform((v) => v === 'true' || v === '1'),
   /** Temporal Web as the dashboard links to it; default http://<VOLT_TEMPORAL_ADDRESS host>:<VOLT_TEMPORAL_UI_PORT>. */
   VOLT_TEMPORAL_WEB_URL: z.url().optional(),
   /** Where dequantised base models are cached for the trainer and model server (default: the data dir). */

@@ -3,11 +3,14 @@ import { countInformativeGroups, informativeFor } from '../batches/groups.js';
 import type { RunConfig } from '../config/run.js';
 import { rewardsFileSchema, type RewardsFile, type ScoredRolloutRecord } from '../contracts/rewards.js';
 import { rolloutOutcomeRecordSchema, type LaunchedRollout } from '../contracts/rollout-outcome.js';
+import type { Span } from '../contracts/span.js';
 import type { Task } from '../contracts/task.js';
 import type { RolloutRunner } from '../rollouts/spec.js';
 import { keys } from '../storage/keys.js';
 import type { ObjectStore } from '../storage/object-store.js';
+import { readSpans } from '../storage/spans.js';
 import type { PinnedTaskSets } from '../tasks/pinned-task-sets.js';
+import type { RolloutTraceExporter } from '../telemetry/rollout-traces.js';
 import { countsByKind, type ScoreCounts } from './by-kind.js';
 import { loadEvidence } from './evidence.js';
 import { scoreRollout } from './registry.js';
@@ -47,6 +50,8 @@ export interface ScoreRolloutsDeps {
   python: string;
   /** Where rewards read their keys from (an LLM judge's API key). */
   env: Record<string, string | undefined>;
+  /** Export each scored rollout as an OTLP trace once its rewards file is stored; best effort, never fails scoring. */
+  traces?: RolloutTraceExporter | null;
 }
 
 /** Where a launch's rewards file is stored: the iteration's training rewards, or one evaluation's. */
@@ -88,6 +93,7 @@ export async function scoreRollouts(
     rollouts,
   };
   await deps.store.putJson(rewardsKey, file, rewardsFileSchema);
+  if (deps.traces) await exportTraces(deps.traces, deps.store, config.runId, iteration, mode, file);
   // Kept workdirs were only needed to score; on a long run they would fill the worker's disk.
   if (config.rollouts.runner === 'local')
     await deps.runner.release?.(
@@ -96,6 +102,33 @@ export async function scoreRollouts(
       input.results.map((r) => r.rolloutId),
     );
   return summarize(file, rewardsKey, config, iteration);
+}
+
+/** The scored rollouts as traces (telemetry): a collector that is down is logged, never a failed iteration. */
+async function exportTraces(
+  traces: RolloutTraceExporter,
+  store: ObjectStore,
+  runId: string,
+  iteration: number,
+  mode: 'train' | 'eval',
+  file: RewardsFile,
+): Promise<void> {
+  try {
+    for (const record of file.rollouts) {
+      const spans: Span[] = [];
+      for await (const s of readSpans(store, {
+        runId,
+        iteration,
+        rolloutId: record.rolloutId,
+        attempt: record.attempt,
+      }))
+        spans.push(s);
+      traces.export({ runId, iteration, mode, record, spans });
+    }
+    await traces.flush();
+  } catch (err) {
+    console.warn(`volt: OTLP trace export of run ${runId} iteration ${iteration} failed: ${(err as Error).message}`);
+  }
 }
 
 /** One rollout's reward from its outcome record and evidence; an infra failure (agent or reward) is left unscored. */

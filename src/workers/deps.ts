@@ -10,6 +10,7 @@ import { objectStoreLogSink } from '../rollouts/log-sink.js';
 import { createObjectStore } from '../storage/object-store.js';
 import { createModelServerClient } from '../serving/model-server-client.js';
 import { PinnedTaskSets } from '../tasks/pinned-task-sets.js';
+import { RolloutTraceExporter, rolloutTraceSettings } from '../telemetry/rollout-traces.js';
 
 /** Build the clients every activity closes over, once per worker process. */
 export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cwd()): Promise<ActivityDeps> {
@@ -17,6 +18,7 @@ export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cw
   await store.ensureBucket();
   const logs = objectStoreLogSink(store);
   const kubeRunners = new Map<string, KubeRunner>();
+  const traceSettings = rolloutTraceSettings(env);
   return {
     env,
     store,
@@ -49,5 +51,6 @@ export async function buildActivityDeps(env: Readonly<VoltEnv>, cwd = process.cw
       url: env.VOLT_MODEL_SERVER_CONTROL_URL ?? env.VOLT_MODEL_SERVER_URL,
       adminKey: env.VOLT_MODEL_SERVER_ADMIN_KEY,
     }),
+    traces: traceSettings ? new RolloutTraceExporter(traceSettings) : null,
   };
 }
