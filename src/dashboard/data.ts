@@ -3,13 +3,15 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { batchManifestSchema, type BatchManifest } from '../contracts/batch-manifest.js';
 import { rewardsFileSchema, type ScoredRolloutRecord } from '../contracts/rewards.js';
 import type { Span } from '../contracts/span.js';
-import { gatherApoReport, isPromptOptimization, type ApoReportData } from '../report/apo-report.js';
+import { apoCurveData, gatherApoReport, isPromptOptimization, type ApoReportData } from '../report/apo-report.js';
+import { curveData, type CurveData } from '../report/curve-data.js';
 import { gatherReport } from '../report/gather.js';
 import type { ReportData } from '../report/report-data.js';
+import { readRunData } from '../report/run-source.js';
 import { keys, UnsafeIdError, assertId } from '../storage/keys.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { readSpans } from '../storage/spans.js';
-import { BestScoreKey, IterationKey, PhaseKey } from '../workflows/definitions.js';
+import { BestScoreKey, IterationKey, PhaseKey, statusQuery } from '../workflows/definitions.js';
 
 /** A page asked for something that does not exist (or an id that could not name anything): the server's 404. */
 export class NotFoundError extends Error {}
@@ -99,6 +101,27 @@ export async function runView(client: Client, store: ObjectStore, runId: string)
     ),
   );
   return { kind: 'training', report, manifests };
+}
+
+/**
+ * What the run page's chart polls (every few seconds while a run goes): the status query and the base score only, not
+ * the history, manifests and sample spans the page itself reads.
+ */
+export async function curveView(
+  client: Client,
+  store: ObjectStore,
+  runId: string,
+): Promise<{ running: boolean; curve: CurveData }> {
+  idOrNotFound('run', runId);
+  const desc = await client.workflow.getHandle(runId).describe().catch(notFoundRun(runId));
+  const running = desc.status.name === 'RUNNING';
+  if (desc.type === 'promptOptimization')
+    return { running, curve: apoCurveData(await gatherApoReport(client, store, runId)) };
+  const status = running
+    ? await client.workflow.getHandle(runId).query(statusQuery)
+    : (await readRunData(client, runId)).status;
+  const base = await store.getJsonOrNull(keys.evaluation(runId, 0, 'base'), rewardsFileSchema);
+  return { running, curve: curveData({ runId, status, baseScore: base?.meanReward ?? null }) };
 }
 
 /** Reward spread of one group and why it gave no samples when it gave none (the batch builder's rules). */

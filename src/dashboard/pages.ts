@@ -104,9 +104,13 @@ function liveChart(runId: string, curve: CurveData, running: boolean): { html: s
   return { html, script };
 }
 
-function dropsText(drops: Record<string, number>): string {
-  const parts = Object.entries(drops).filter(([, n]) => n > 0);
-  return parts.length ? parts.map(([k, n]) => `${k} ${n}`).join(', ') : '-';
+/** A manifest's drops by what was dropped (rollouts, groups, spans, samples) and reason: `rollouts zero_variance 3; ...`. */
+function dropsText(drops: Record<string, Record<string, number>>): string {
+  const parts = Object.entries(drops).flatMap(([what, reasons]) => {
+    const counted = Object.entries(reasons).filter(([, n]) => n > 0);
+    return counted.length ? [`${what} ${counted.map(([k, n]) => `${k} ${n}`).join(', ')}`] : [];
+  });
+  return parts.length ? parts.join('; ') : '-';
 }
 
 export function runPage(view: RunView, ctx: PageContext): string {
@@ -134,7 +138,7 @@ export function runPage(view: RunView, ctx: PageContext): string {
       escapeHtml(h.samples),
       escapeHtml(h.tokens),
       escapeHtml(fmt(m?.mergeRate ?? null, 2)),
-      escapeHtml(m ? dropsText({ ...m.drops.rollouts, ...m.drops.groups, ...m.drops.samples }) : '-'),
+      escapeHtml(m ? dropsText(m.drops) : '-'),
       escapeHtml(fmt(h.meanReward)),
       escapeHtml(fmt(t.loss, 4)),
       escapeHtml(fmt(t.kl, 4)),
@@ -276,7 +280,7 @@ export function iterationPage(view: IterationView, q: RolloutQuery): string {
   ]);
   const m = view.manifest;
   const manifestLine = m
-    ? `<p class="meta">batch: ${m.counts.samples} samples from ${m.counts.rolloutsUsed} of ${m.counts.rollouts} rollouts, ${m.counts.groupsUsed} of ${m.counts.groups} groups; drops: ${escapeHtml(dropsText({ ...m.drops.rollouts, ...m.drops.groups, ...m.drops.samples }))}</p>`
+    ? `<p class="meta">batch: ${m.counts.samples} samples from ${m.counts.rolloutsUsed} of ${m.counts.rollouts} rollouts, ${m.counts.groupsUsed} of ${m.counts.groups} groups; drops: ${escapeHtml(dropsText(m.drops))}</p>`
     : '<p class="meta">No batch manifest for this iteration.</p>';
   return page(
     `Run ${view.runId}, iteration ${view.iteration}`,

@@ -7,10 +7,8 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { z } from 'zod';
 import { connectClient } from '../client/connect.js';
 import type { VoltEnv } from '../config/env.js';
-import { apoCurveData } from '../report/apo-report.js';
-import { curveData } from '../report/curve-data.js';
 import { createObjectStore, type ObjectStore } from '../storage/object-store.js';
-import { iterationView, listRuns, NotFoundError, rolloutView, runView } from './data.js';
+import { curveView, iterationView, listRuns, NotFoundError, rolloutView, runView } from './data.js';
 import {
   errorPage,
   iterationPage,
@@ -106,11 +104,9 @@ export async function buildDashboard(o: DashboardOptions): Promise<FastifyInstan
   app.get<{ Params: { runId: string } }>('/runs/:runId', async (req, reply) =>
     html(reply, 200, runPage(await runView(o.client, o.store, req.params.runId), o.pages)),
   );
-  app.get<{ Params: { runId: string } }>('/api/runs/:runId/curve', async (req) => {
-    const view = await runView(o.client, o.store, req.params.runId);
-    const running = view.report.timing.state === 'RUNNING';
-    return { running, curve: view.kind === 'apo' ? apoCurveData(view.report) : curveData(view.report) };
-  });
+  app.get<{ Params: { runId: string } }>('/api/runs/:runId/curve', async (req) =>
+    curveView(o.client, o.store, req.params.runId),
+  );
   app.get<{ Params: { runId: string; iteration: string } }>(
     '/runs/:runId/iterations/:iteration',
     async (req, reply) => {
