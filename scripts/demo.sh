@@ -11,7 +11,7 @@ started=$SECONDS
 bash scripts/setup.sh
 setup_s=$((SECONDS - started))
 
-printf '\n==> volt up (Temporal, S3, model server, gateway, worker)\n'
+printf '\n==> volt up (Temporal, S3, model server, gateway, worker, dashboard)\n'
 volt up
 printf 'setup %d s, volt up %d s: the run starts %d s after `make demo` (the report times iterations from the run'"'"'s start)\n' \
   "$setup_s" "$((SECONDS - started - setup_s))" "$((SECONDS - started))"
@@ -29,6 +29,7 @@ trap - INT
 printf '\n==> volt report %s\n' "$run_id"
 volt report "$run_id"
 printf '\nThe run in Temporal Web: %s/namespaces/%s/workflows/%s\n' "$web" "$ns" "$run_id"
+printf 'The run in the dashboard: %s/runs/%s\n' "${VOLT_DASHBOARD_URL:-http://127.0.0.1:8600}" "$run_id"
 
 printf '\n==> volt status\n'
 volt status || true
