@@ -40,15 +40,8 @@ export async function listRuns(client: Client): Promise<RunRow[]> {
   const rows = new Map<string, RunRow>();
   const query = `WorkflowType IN (${RUN_TYPES.map((t) => `'${t}'`).join(', ')})`;
   for await (const wf of client.workflow.list({ query })) {
-    // After continue-as-new a run has several executions; the newest (listed first) describes it, the oldest started it.
-    const seen = rows.get(wf.workflowId);
-    if (seen) {
-      seen.startedAt = wf.startTime.toISOString();
-      continue;
-    }
-    if (rows.size >= MAX_RUNS) break;
     const attrs = wf.typedSearchAttributes;
-    rows.set(wf.workflowId, {
+    const row: RunRow = {
       runId: wf.workflowId,
       type: wf.type as RunRow['type'],
       state: wf.status.name,
@@ -58,7 +51,18 @@ export async function listRuns(client: Client): Promise<RunRow[]> {
       startedAt: wf.startTime.toISOString(),
       closedAt: wf.closeTime?.toISOString() ?? null,
       scheduleId: attrs.get(ScheduledByKey) ?? null,
-    });
+    };
+    // After continue-as-new a run has several executions: the one that did not continue describes it, the first
+    // one's start is the run's start.
+    const seen = rows.get(wf.workflowId);
+    if (!seen) {
+      if (rows.size >= MAX_RUNS) break;
+      rows.set(wf.workflowId, row);
+      continue;
+    }
+    const startedAt = seen.startedAt < row.startedAt ? seen.startedAt : row.startedAt;
+    if (seen.state === 'CONTINUED_AS_NEW' && row.state !== 'CONTINUED_AS_NEW') Object.assign(seen, row);
+    seen.startedAt = startedAt;
   }
   return [...rows.values()];
 }
