@@ -84,7 +84,7 @@ void describe('volt up / status / down with all six services (real CLI, real mod
       assert.match(status.stdout, new RegExp(`\\nrun ${runId}: iteration \\d+/1, phase \\w+`));
       const json = await volt(['status', runId, '--json'], env);
       const parsed = JSON.parse(json.stdout) as { services: unknown[]; run: { runId: string; iterations: number } };
-      assert.equal(parsed.services.length, 5);
+      assert.equal(parsed.services.length, SERVICES.length);
       assert.deepEqual([parsed.run.runId, parsed.run.iterations], [runId, 1]);
       const missing = await volt(['status', 'no-such-run'], env);
       assert.equal(missing.code, 1);
