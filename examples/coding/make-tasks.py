@@ -7,6 +7,8 @@ a hinted one also names the line to replace and its replacement, so the agent on
 base SmolLM2-135M solves no bare task greedily; the hinted ones are where it first succeeds (examples/README.md).
 
 Held-out set b (eval-b.jsonl) uses other bug families, file names and wording than train and eval.
+train-varied.jsonl and train-mixed.jsonl are the hinted level in other wordings (four templates; every slot of the
+instructions drawn on its own), with bug lines a plain sed cannot take as written.
 
 Run: python3 examples/coding/make-tasks.py --seed 7 --train 48 --eval 24 --eval-b 24 --out examples/coding/tasks
 """
@@ -144,6 +146,48 @@ WORDINGS = [
     ),
 ]
 
+# The mixed training set (train-mixed.jsonl): every slot of the instructions drawn on its own from these lists, and the
+# hint before or after the code, so no two tasks need share a template; none of the phrasings is set b's.
+OPENINGS_MIXED = [
+    "Fix the bug in {m}.py so the tests pass.",
+    "A test in this repo fails. Repair {m}.py.",
+    "{m}.py has a bug; the test suite is red.",
+    "Make the tests pass by fixing {m}.py.",
+    "Something in {m}.py is wrong and a unit test catches it.",
+    "Please fix {m}.py: its test does not pass.",
+    "Your task: get the failing test green by editing {m}.py.",
+    "Bug report: a function in {m}.py returns the wrong value.",
+]
+HEADINGS_MIXED = [
+    "{m}.py:",
+    "File {m}.py:",
+    "Here is {m}.py:",
+    "Source of {m}.py:",
+    "Current {m}.py:",
+    "The code ({m}.py):",
+]
+CHECKS_MIXED = [
+    "The test says: assert",
+    "Failing test: assert",
+    "Expected: assert",
+    "This assertion fails: assert",
+    "The test expects: assert",
+    "It should satisfy: assert",
+]
+HINTS_MIXED = [
+    "The fix: in {m}.py, replace `{bug}` with `{fix}`.",
+    "Edit to make in {m}.py: `{bug}` becomes `{fix}`.",
+    "Replace the line `{bug}` with `{fix}`.",
+    "Solution: `{bug}` -> `{fix}` in {m}.py.",
+    "The line `{bug}` should read `{fix}`.",
+    "Tip: `{bug}` must become `{fix}`.",
+    "In {m}.py, swap `{bug}` for `{fix}`.",
+    "Rewrite `{bug}` as `{fix}` in {m}.py.",
+    "Correct line: `{fix}` (it is `{bug}` now).",
+    "Note: {m}.py should say `{fix}` where it says `{bug}`.",
+    "Turn `{bug}` into `{fix}`.",
+]
+
 
 def arguments(name: str) -> str:
     if name == "second":
@@ -165,7 +209,7 @@ def make_task(
     variant: str = "a",
     wording: int = 0,
 ) -> dict:
-    families = {"a": FAMILIES, "b": FAMILIES_B, "varied": FAMILIES + FAMILIES_SPECIAL}[variant]
+    families = {"a": FAMILIES, "b": FAMILIES_B}.get(variant, FAMILIES + FAMILIES_SPECIAL)
     name, bug, fix, visible, hidden = families[family]
     fill = lambda s: s.format(k=k, k1=k + 1, bang=bang)  # noqa: E731
     fname = fill(name)
@@ -179,7 +223,16 @@ def make_task(
         "sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n"
         f"from {module} import {fname}  # noqa: E402\n\n\ndef test_{fname}_hidden():\n{hidden_lines}"
     )
-    if variant == "varied" and WORDINGS[wording] is not None:
+    if variant == "mixed":
+        pick = random.Random(task_id)
+        opening, heading, check, hint = (
+            pick.choice(slot) for slot in (OPENINGS_MIXED, HEADINGS_MIXED, CHECKS_MIXED, HINTS_MIXED)
+        )
+        hint = hint.format(m=module, bug=fill(bug), fix=fill(fix))
+        body = f"{heading.format(m=module)}\n```python\n{source}```\n{check} {fname}({call}) == {want}"
+        first = opening.format(m=module)
+        instructions = f"{first}\n{hint}\n{body}" if pick.random() < 0.3 else f"{first}\n{body}\n{hint}"
+    elif variant == "varied" and WORDINGS[wording] is not None:
         opening, heading, check, hint = WORDINGS[wording]
         instructions = (
             f"{opening.format(m=module)}\n{heading.format(m=module)}\n```python\n{source}```\n"
@@ -222,6 +275,7 @@ def main() -> None:
     parser.add_argument("--eval", type=int, default=24)
     parser.add_argument("--eval-b", type=int, default=24, help="held-out set b: other operations, files and wording")
     parser.add_argument("--train-varied", type=int, default=48, help="hinted, several wordings, harder bug lines")
+    parser.add_argument("--train-mixed", type=int, default=96, help="hinted, every slot's wording drawn on its own")
     parser.add_argument("--out", default="examples/coding/tasks")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -289,6 +343,24 @@ def main() -> None:
         "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks_v), encoding="utf-8"
     )
     print(f"wrote {args.train_varied} varied hinted train tasks to {out / 'train-varied.jsonl'}")
+    # Its own stream again; training parameters only.
+    rng_m = random.Random(args.seed * 1_000_003 + 4)
+    tasks_m = [
+        make_task(
+            f"code-train-mixed-{i:04d}",
+            i % families_varied,
+            rng_m.choice(range(2, 10)),
+            rng_m.choice(MODULES_VARIED),
+            rng_m.choice(BANGS),
+            True,
+            variant="mixed",
+        )
+        for i in range(args.train_mixed)
+    ]
+    (out / "train-mixed.jsonl").write_text(
+        "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks_m), encoding="utf-8"
+    )
+    print(f"wrote {args.train_mixed} mixed-wording hinted train tasks to {out / 'train-mixed.jsonl'}")
 
 
 if __name__ == "__main__":
