@@ -2,12 +2,14 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { batchManifestSchema, type BatchManifest } from '../contracts/batch-manifest.js';
 import { rewardsFileSchema, type ScoredRolloutRecord } from '../contracts/rewards.js';
+import type { ModelAlias } from '../contracts/policy.js';
 import type { Span } from '../contracts/span.js';
 import { apoCurveData, gatherApoReport, isPromptOptimization, type ApoReportData } from '../report/apo-report.js';
 import { curveData, type CurveData } from '../report/curve-data.js';
 import { gatherReport } from '../report/gather.js';
 import type { ReportData } from '../report/report-data.js';
 import { readRunData } from '../report/run-source.js';
+import { readRunAlias } from '../serving/run-alias.js';
 import { keys, UnsafeIdError, assertId } from '../storage/keys.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { readSpans } from '../storage/spans.js';
@@ -82,6 +84,9 @@ export function iterationOrNotFound(value: string): number {
   return Number(value);
 }
 
+const readManifest = (store: ObjectStore, runId: string, iteration: number) =>
+  store.getJsonOrNull(keys.batchManifest(runId, iteration), batchManifestSchema).catch(() => null);
+
 const notFoundRun = (runId: string) => (err: unknown) => {
   if (err instanceof WorkflowNotFoundError) throw new NotFoundError(`no run ${runId}`);
   throw err;
@@ -89,7 +94,13 @@ const notFoundRun = (runId: string) => (err: unknown) => {
 
 /** A run's page data; `manifests`: each history iteration's batch manifest (null where none was built). */
 export type RunView =
-  | { kind: 'training'; report: ReportData; manifests: (BatchManifest | null)[] }
+  | {
+      kind: 'training';
+      report: ReportData;
+      manifests: (BatchManifest | null)[];
+      /** The run's `best` alias: every promotion and rollback, oldest first; null before the first promotion. */
+      alias: ModelAlias | null;
+    }
   | { kind: 'apo'; report: ApoReportData };
 
 export async function runView(client: Client, store: ObjectStore, runId: string): Promise<RunView> {
@@ -99,12 +110,8 @@ export async function runView(client: Client, store: ObjectStore, runId: string)
   if (await isPromptOptimization(client, runId))
     return { kind: 'apo', report: await gatherApoReport(client, store, runId) };
   const report = await gatherReport(client, store, runId);
-  const manifests = await Promise.all(
-    report.status.history.map((h) =>
-      store.getJsonOrNull(keys.batchManifest(runId, h.iteration), batchManifestSchema).catch(() => null),
-    ),
-  );
-  return { kind: 'training', report, manifests };
+  const manifests = await Promise.all(report.status.history.map((h) => readManifest(store, runId, h.iteration)));
+  return { kind: 'training', report, manifests, alias: await readRunAlias(store, runId) };
 }
 
 /**
@@ -140,9 +147,16 @@ export interface GroupRow {
   why: string | null;
 }
 
+/** The training rollouts of an iteration; any other name is one of its evaluations (keys.evaluation: base, candidate, …). */
+export const TRAIN_SET = 'train';
+
 export interface IterationView {
   runId: string;
   iteration: number;
+  /** TRAIN_SET, or the label of an evaluation of this iteration (its held-out rollouts: scored, never trained). */
+  set: string;
+  /** The labels of this iteration's stored evaluations (each a page of its rollouts). */
+  evalSets: string[];
   rollouts: ScoredRolloutRecord[];
   groups: GroupRow[];
   manifest: BatchManifest | null;
@@ -154,6 +168,7 @@ export function groupRows(
   rollouts: ScoredRolloutRecord[],
   manifest: BatchManifest | null,
   trained: Set<string>,
+  evaluation = false,
 ): GroupRow[] {
   const byGroup = new Map<string, ScoredRolloutRecord[]>();
   for (const r of rollouts) byGroup.set(r.groupId, [...(byGroup.get(r.groupId) ?? []), r]);
@@ -169,6 +184,7 @@ export function groupRows(
     const samples = rs.some((r) => trained.has(r.rolloutId));
     let why: string | null = null;
     if (samples) why = null;
+    else if (evaluation) why = 'held-out evaluation: scored, never trained';
     else if (!manifest) why = 'no batch was built for this iteration';
     else if (rewards.length === 0) why = 'no rollout was scored (infra failures or reward errors)';
     else if (sft && max! < threshold) why = `SFT iteration: no rollout reached batch.rejectionThreshold ${threshold}`;
@@ -195,20 +211,48 @@ export function trainedRollouts(manifest: BatchManifest | null): Set<string> {
   return out;
 }
 
-export async function iterationView(store: ObjectStore, runId: string, iterationParam: string): Promise<IterationView> {
+/** The labels of an iteration's stored evaluations, from the object store's listing of its eval/ folder. */
+export async function evaluationLabels(store: ObjectStore, runId: string, iteration: number): Promise<string[]> {
+  const prefix = `${keys.iteration(runId, iteration)}eval/`;
+  const labels: string[] = [];
+  for await (const { key } of store.list(prefix)) {
+    const label = /^([^/]+)\.json$/.exec(key.slice(prefix.length))?.[1];
+    if (label) labels.push(label);
+  }
+  return labels.sort();
+}
+
+/** The scored rollouts of one set of an iteration: its training rollouts, or one evaluation's. */
+async function setRollouts(store: ObjectStore, runId: string, iteration: number, set: string) {
+  const label = set === TRAIN_SET ? set : idOrNotFound('evaluation', set);
+  const key = label === TRAIN_SET ? keys.rewards(runId, iteration) : keys.evaluation(runId, iteration, label);
+  const rewards = await store.getJsonOrNull(key, rewardsFileSchema);
+  if (!rewards)
+    throw new NotFoundError(
+      `run ${runId} has no ${label === TRAIN_SET ? 'scored iteration' : `evaluation ${label} in iteration`} ${iteration}`,
+    );
+  return rewards.rollouts;
+}
+
+export async function iterationView(
+  store: ObjectStore,
+  runId: string,
+  iterationParam: string,
+  set = TRAIN_SET,
+): Promise<IterationView> {
   idOrNotFound('run', runId);
   const iteration = iterationOrNotFound(iterationParam);
-  const rewards = await store.getJsonOrNull(keys.rewards(runId, iteration), rewardsFileSchema);
-  if (!rewards) throw new NotFoundError(`run ${runId} has no scored iteration ${iteration}`);
-  const manifest = await store
-    .getJsonOrNull(keys.batchManifest(runId, iteration), batchManifestSchema)
-    .catch(() => null);
+  const rollouts = await setRollouts(store, runId, iteration, set);
+  const evaluation = set !== TRAIN_SET;
+  const manifest = evaluation ? null : await readManifest(store, runId, iteration);
   const trained = trainedRollouts(manifest);
   return {
     runId,
     iteration,
-    rollouts: rewards.rollouts,
-    groups: groupRows(rewards.rollouts, manifest, trained),
+    set,
+    evalSets: await evaluationLabels(store, runId, iteration),
+    rollouts,
+    groups: groupRows(rollouts, manifest, trained, evaluation),
     manifest,
     trained,
   };
@@ -217,6 +261,7 @@ export async function iterationView(store: ObjectStore, runId: string, iteration
 export interface RolloutView {
   runId: string;
   iteration: number;
+  set: string;
   record: ScoredRolloutRecord;
   spans: Span[];
   /** Span ids that went into a training sample (their completion tokens are the trained ones). */
@@ -240,23 +285,24 @@ export async function rolloutView(
   runId: string,
   iterationParam: string,
   rolloutIdParam: string,
+  set = TRAIN_SET,
 ): Promise<RolloutView> {
   idOrNotFound('run', runId);
   const rolloutId = idOrNotFound('rollout', rolloutIdParam);
   const iteration = iterationOrNotFound(iterationParam);
-  const rewards = await store.getJsonOrNull(keys.rewards(runId, iteration), rewardsFileSchema);
-  const record = rewards?.rollouts.find((r) => r.rolloutId === rolloutId);
-  if (!record) throw new NotFoundError(`run ${runId} iteration ${iteration} has no rollout ${rolloutId}`);
+  const record = (await setRollouts(store, runId, iteration, set)).find((r) => r.rolloutId === rolloutId);
+  if (!record)
+    throw new NotFoundError(
+      `run ${runId} iteration ${iteration}${set === TRAIN_SET ? '' : ` evaluation ${set}`} has no rollout ${rolloutId}`,
+    );
   const ref = { runId, iteration, rolloutId, attempt: record.attempt };
   const spans: Span[] = [];
   for await (const span of readSpans(store, ref)) spans.push(span);
-  const manifest = await store
-    .getJsonOrNull(keys.batchManifest(runId, iteration), batchManifestSchema)
-    .catch(() => null);
-  const lineage = manifest?.lineage ?? {};
+  const lineage = set === TRAIN_SET ? ((await readManifest(store, runId, iteration))?.lineage ?? {}) : {};
   return {
     runId,
     iteration,
+    set,
     record,
     spans,
     trainedSpans: new Set(spans.map((s) => s.spanId).filter((id) => id in lineage)),

@@ -5,7 +5,9 @@ import { curveData, type CurveData } from '../report/curve-data.js';
 import { escapeHtml, fmt, STYLE } from '../report/html.js';
 import { reportSections } from '../report/render-html.js';
 import { spanToTurn } from '../report/transcript.js';
-import type { IterationView, RolloutView, RunRow, RunView } from './data.js';
+import type { AliasEntry, ModelAlias } from '../contracts/policy.js';
+import type { ExtraSetResult } from '../workflows/types.js';
+import { TRAIN_SET, type IterationView, type RolloutView, type RunRow, type RunView } from './data.js';
 
 /** Where the pages link into Temporal Web (the run's workflow) and where the dashboard's own assets live. */
 export interface PageContext {
@@ -23,9 +25,11 @@ tr.nosamples td { background: #fff6e5; }
 `;
 
 export const runUrl = (runId: string) => `/runs/${encodeURIComponent(runId)}`;
-export const iterationUrl = (runId: string, iteration: number) => `${runUrl(runId)}/iterations/${iteration}`;
-export const rolloutUrl = (runId: string, iteration: number, rolloutId: string) =>
-  `${iterationUrl(runId, iteration)}/rollouts/${encodeURIComponent(rolloutId)}`;
+/** An iteration's training rollouts, or with `set` one of its evaluations' held-out rollouts. */
+export const iterationUrl = (runId: string, iteration: number, set = TRAIN_SET) =>
+  `${runUrl(runId)}/iterations/${iteration}${set === TRAIN_SET ? '' : `/eval/${encodeURIComponent(set)}`}`;
+export const rolloutUrl = (runId: string, iteration: number, rolloutId: string, set = TRAIN_SET) =>
+  `${iterationUrl(runId, iteration, set)}/rollouts/${encodeURIComponent(rolloutId)}`;
 export const temporalRunUrl = (ctx: PageContext, runId: string) =>
   `${ctx.temporalWebUrl}/namespaces/${encodeURIComponent(ctx.namespace)}/workflows/${encodeURIComponent(runId)}`;
 
@@ -113,6 +117,82 @@ function dropsText(drops: Record<string, Record<string, number>>): string {
   return parts.length ? parts.join('; ') : '-';
 }
 
+type TrainingView = Extract<RunView, { kind: 'training' }>;
+
+/** Every update's checkpoint with where it came from and what it scored: samples → adapter → evaluation. */
+function checkpointsSection({ report, manifests }: TrainingView): string {
+  const runId = report.runId;
+  const evalLinks = (iteration: number, label: string, score: number | null, extra: ExtraSetResult[] | undefined) =>
+    [
+      link(iterationUrl(runId, iteration, label), `main ${fmt(score)}`),
+      ...(extra ?? []).map((x) =>
+        link(iterationUrl(runId, iteration, `${label}-${x.name}`), `${x.name} ${fmt(x.score)}`),
+      ),
+    ].join(', ');
+  const base = report.status.baseEval;
+  const rows: string[][] = [
+    [
+      '-',
+      'base model',
+      '-',
+      escapeHtml(report.status.lineage?.startedFrom.name ?? 'the base model'),
+      base ? evalLinks(0, 'base', base.score, base.extraSets) : '-',
+      '-',
+    ],
+  ];
+  report.status.history.forEach((h, i) => {
+    if (!h.candidate) return;
+    const m = manifests[i] ?? null;
+    const adapter = h.candidate.sha256
+      ? `${h.candidate.name} (sha256 ${h.candidate.sha256.slice(0, 12)}…, ${h.candidate.checkpointKey ?? '-'})`
+      : h.candidate.name;
+    rows.push([
+      link(iterationUrl(runId, h.iteration), h.iteration),
+      escapeHtml(h.objective === 'sft' ? 'SFT (rejection sampling)' : String(m?.config.estimator ?? 'policy gradient')),
+      link(
+        iterationUrl(runId, h.iteration),
+        `${h.samples} samples${m ? `, ${m.tokens.trainable} trained tokens, from ${m.counts.rolloutsUsed} rollouts` : ''}`,
+      ),
+      escapeHtml(adapter),
+      h.evalScore === null
+        ? escapeHtml(h.evalError ?? 'not evaluated')
+        : evalLinks(h.iteration, 'candidate', h.evalScore, h.eval?.extraSets),
+      escapeHtml(h.promoted ? 'yes' : 'no'),
+    ]);
+  });
+  return `<h2>Checkpoints</h2>
+<p class="meta">Each update's adapter: the batch it trained on → the adapter → its held-out evaluation (links open the rollouts).</p>
+<div id="checkpoints">${htmlTable(['iteration', 'objective', 'samples', 'adapter', 'evaluation', 'promoted'], rows)}</div>`;
+}
+
+/** Every move of the run's `best` alias, oldest first: a promotion names a new iteration, a rollback an earlier one. */
+export function aliasMoves(alias: ModelAlias): { entry: AliasEntry; move: 'promotion' | 'rollback' }[] {
+  const seen = new Set<number>();
+  return [...alias.history, alias.current].map((entry) => {
+    const promotion = entry.iteration !== null && !seen.has(entry.iteration);
+    if (entry.iteration !== null) seen.add(entry.iteration);
+    return { entry, move: promotion ? 'promotion' : 'rollback' };
+  });
+}
+
+function promotionsSection(alias: ModelAlias | null): string {
+  if (!alias)
+    return '<h2>Promotions and rollbacks</h2>\n<p id="promotions">Nothing promoted yet: the base model serves.</p>';
+  const moves = aliasMoves(alias);
+  const rows = moves.map(({ entry: e, move }, i) => {
+    return [
+      escapeHtml(e.at),
+      escapeHtml(move),
+      escapeHtml(e.iteration ?? 'base'),
+      escapeHtml(e.policy.name),
+      escapeHtml(fmt(e.score)),
+      escapeHtml(i === moves.length - 1 ? `current (served as ${alias.servedAs})` : ''),
+    ];
+  });
+  return `<h2>Promotions and rollbacks</h2>
+<div id="promotions">${htmlTable(['at', 'move', 'iteration', 'policy', 'held-out score', ''], rows, [4])}</div>`;
+}
+
 export function runPage(view: RunView, ctx: PageContext): string {
   const crumbs: [string, string][] = [[runUrl(view.report.runId), view.report.runId]];
   const temporal = `<p class="meta">${link(temporalRunUrl(ctx, view.report.runId), 'This run in Temporal Web')}</p>`;
@@ -174,7 +254,7 @@ export function runPage(view: RunView, ctx: PageContext): string {
   return page(
     `Run ${report.runId}`,
     crumbs,
-    `${temporal}\n<h2>Learning curve</h2>\n${chart.html}\n<div id="live"><h2>Iteration details</h2>\n<div id="iterations">${details}</div>\n${reportSections(report, null)}</div>`,
+    `${temporal}\n<h2>Learning curve</h2>\n${chart.html}\n<div id="live"><h2>Iteration details</h2>\n<div id="iterations">${details}</div>\n${checkpointsSection(view)}\n${promotionsSection(view.alias)}\n${reportSections(report, null)}</div>`,
     chart.script,
   );
 }
@@ -224,7 +304,7 @@ export function iterationPage(view: IterationView, q: RolloutQuery): string {
   const pages = Math.max(1, Math.ceil(all.length / ROLLOUTS_PER_PAGE));
   const pageNo = Math.min(q.page, pages);
   const shown = all.slice((pageNo - 1) * ROLLOUTS_PER_PAGE, pageNo * ROLLOUTS_PER_PAGE);
-  const base = iterationUrl(view.runId, view.iteration);
+  const base = iterationUrl(view.runId, view.iteration, view.set);
   const qs = (over: Partial<RolloutQuery>) => {
     const merged = { ...q, ...over };
     const p = new URLSearchParams();
@@ -245,7 +325,7 @@ export function iterationPage(view: IterationView, q: RolloutQuery): string {
 <input type="hidden" name="sort" value="${escapeHtml(q.sort)}"><input type="hidden" name="order" value="${escapeHtml(q.order)}">
 <button type="submit">filter</button></form>`;
   const rolloutRows = shown.map((r) => [
-    link(rolloutUrl(view.runId, view.iteration, r.rolloutId), r.rolloutId),
+    link(rolloutUrl(view.runId, view.iteration, r.rolloutId, view.set), r.rolloutId),
     escapeHtml(r.groupId),
     escapeHtml(r.taskId),
     escapeHtml(r.taskKind ?? '-'),
@@ -279,16 +359,29 @@ export function iterationPage(view: IterationView, q: RolloutQuery): string {
     escapeHtml(g.why ?? ''),
   ]);
   const m = view.manifest;
-  const manifestLine = m
-    ? `<p class="meta">batch: ${m.counts.samples} samples from ${m.counts.rolloutsUsed} of ${m.counts.rollouts} rollouts, ${m.counts.groupsUsed} of ${m.counts.groups} groups; drops: ${escapeHtml(dropsText(m.drops))}</p>`
-    : '<p class="meta">No batch manifest for this iteration.</p>';
+  const evaluation = view.set !== TRAIN_SET;
+  const manifestLine = evaluation
+    ? `<p class="meta">Held-out evaluation <b>${escapeHtml(view.set)}</b>: greedy rollouts scored for promotion or report, never trained.</p>`
+    : m
+      ? `<p class="meta">batch: ${m.counts.samples} samples from ${m.counts.rolloutsUsed} of ${m.counts.rollouts} rollouts, ${m.counts.groupsUsed} of ${m.counts.groups} groups; drops: ${escapeHtml(dropsText(m.drops))}</p>`
+      : '<p class="meta">No batch manifest for this iteration.</p>';
+  const sets = [TRAIN_SET, ...view.evalSets]
+    .map((s) =>
+      s === view.set
+        ? `<b>${escapeHtml(s === TRAIN_SET ? 'training rollouts' : `evaluation ${s}`)}</b>`
+        : link(iterationUrl(view.runId, view.iteration, s), s === TRAIN_SET ? 'training rollouts' : `evaluation ${s}`),
+    )
+    .join(' · ');
+  const iterationCrumb: [string, string] = [iterationUrl(view.runId, view.iteration), `iteration ${view.iteration}`];
   return page(
-    `Run ${view.runId}, iteration ${view.iteration}`,
+    `Run ${view.runId}, iteration ${view.iteration}${evaluation ? `, evaluation ${view.set}` : ''}`,
     [
       [runUrl(view.runId), view.runId],
-      [base, `iteration ${view.iteration}`],
+      iterationCrumb,
+      ...(evaluation ? [[base, `evaluation ${view.set}`] as [string, string]] : []),
     ],
-    `${manifestLine}
+    `<p class="meta" id="sets">${sets}</p>
+${manifestLine}
 <h2>Groups</h2>
 <p class="meta" id="group-count">${view.groups.filter((g) => !g.samples).length} of ${view.groups.length} groups gave no samples${view.groups.length > GROUPS_SHOWN ? `; the first ${GROUPS_SHOWN} shown, those first` : ''}</p>
 ${htmlTable(['group', 'rollouts', 'scored', 'mean reward', 'reward range', 'gave samples', 'why not'], groupRows, [1, 2, 3], (i) => (shownGroups[i]!.samples ? '' : 'nosamples'))}
@@ -349,7 +442,7 @@ export function rolloutPage(view: RolloutView): string {
     [
       [
         escapeHtml(r.taskId),
-        link(`${iterationUrl(view.runId, view.iteration)}?group=${encodeURIComponent(r.groupId)}`, r.groupId),
+        link(`${iterationUrl(view.runId, view.iteration, view.set)}?group=${encodeURIComponent(r.groupId)}`, r.groupId),
         escapeHtml(r.attempt),
         escapeHtml(r.outcome),
         escapeHtml(fmt(r.reward)),
@@ -400,7 +493,10 @@ ${tokenStrip(span, trained)}</section>`;
     [
       [runUrl(view.runId), view.runId],
       [iterationUrl(view.runId, view.iteration), `iteration ${view.iteration}`],
-      [rolloutUrl(view.runId, view.iteration, r.rolloutId), r.rolloutId],
+      ...(view.set === TRAIN_SET
+        ? []
+        : [[iterationUrl(view.runId, view.iteration, view.set), `evaluation ${view.set}`] as [string, string]]),
+      [rolloutUrl(view.runId, view.iteration, r.rolloutId, view.set), r.rolloutId],
     ],
     `${summary}
 <h2>Model calls (${view.spans.length})</h2>

@@ -107,26 +107,24 @@ export async function buildDashboard(o: DashboardOptions): Promise<FastifyInstan
   app.get<{ Params: { runId: string } }>('/api/runs/:runId/curve', async (req) =>
     curveView(o.client, o.store, req.params.runId),
   );
-  app.get<{ Params: { runId: string; iteration: string } }>(
-    '/runs/:runId/iterations/:iteration',
-    async (req, reply) => {
-      const query = rolloutQuerySchema.parse(req.query) as RolloutQuery;
-      return html(
-        reply,
-        200,
-        iterationPage(await iterationView(o.store, req.params.runId, req.params.iteration), query),
-      );
-    },
-  );
-  app.get<{ Params: { runId: string; iteration: string; rolloutId: string } }>(
-    '/runs/:runId/iterations/:iteration/rollouts/:rolloutId',
-    async (req, reply) =>
-      html(
-        reply,
-        200,
-        rolloutPage(await rolloutView(o.store, req.params.runId, req.params.iteration, req.params.rolloutId)),
-      ),
-  );
+  type IterationParams = { runId: string; iteration: string; set?: string };
+  const iterationRoute = async (req: FastifyRequest<{ Params: IterationParams }>, reply: FastifyReply) => {
+    const query = rolloutQuerySchema.parse(req.query) as RolloutQuery;
+    const { runId, iteration, set } = req.params;
+    return html(reply, 200, iterationPage(await iterationView(o.store, runId, iteration, set), query));
+  };
+  const rolloutRoute = async (
+    req: FastifyRequest<{ Params: IterationParams & { rolloutId: string } }>,
+    reply: FastifyReply,
+  ) => {
+    const { runId, iteration, rolloutId, set } = req.params;
+    return html(reply, 200, rolloutPage(await rolloutView(o.store, runId, iteration, rolloutId, set)));
+  };
+  // An iteration's training rollouts, and each of its evaluations' held-out rollouts (eval/<label>: base, candidate, …).
+  app.get('/runs/:runId/iterations/:iteration', iterationRoute);
+  app.get('/runs/:runId/iterations/:iteration/eval/:set', iterationRoute);
+  app.get('/runs/:runId/iterations/:iteration/rollouts/:rolloutId', rolloutRoute);
+  app.get('/runs/:runId/iterations/:iteration/eval/:set/rollouts/:rolloutId', rolloutRoute);
   app.get<{ Params: { name: string } }>('/assets/:name', async (req, reply) => {
     const asset = Object.hasOwn(ASSETS, req.params.name) ? ASSETS[req.params.name] : undefined;
     if (!asset) throw new NotFoundError(`no asset ${req.params.name}`);

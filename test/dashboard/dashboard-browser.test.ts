@@ -126,6 +126,55 @@ describe('dashboard in a real browser over a real run', { timeout: 1_500_000 }, 
       final.history.map((h) => [h.iteration, h.rollouts, h.infraFailed, h.rollouts - h.infraFailed, h.samples]),
     );
 
+    // Checkpoints: the base model, then each update's samples → adapter → evaluation, as the workflow recorded them.
+    const checkpoints = await cells(run.page, '#checkpoints tbody tr');
+    const updates = final.history.filter((h) => h.candidate);
+    assert.equal(checkpoints.length, 1 + updates.length);
+    assert.equal(checkpoints[0]![4], `main ${final.baseEval!.score.toFixed(3)}`);
+    updates.forEach((h, i) => {
+      const [iteration, , samples, adapter, evaluation, promoted] = checkpoints[i + 1]!;
+      assert.equal(Number(iteration), h.iteration);
+      assert.match(samples!, new RegExp(`^${h.samples} samples`));
+      assert.ok(adapter!.startsWith(h.candidate!.name), adapter);
+      assert.equal(evaluation, `main ${h.evalScore!.toFixed(3)}`);
+      assert.equal(promoted, h.promoted ? 'yes' : 'no');
+    });
+    // Promotions and rollbacks: one promotion per promoted iteration (this run rolls nothing back).
+    const moves = await cells(run.page, '#promotions tbody tr');
+    assert.deepEqual(
+      moves.map((r) => [r[1], Number(r[2])]),
+      final.history.filter((h) => h.promoted).map((h) => ['promotion', h.iteration]),
+    );
+    // An evaluation's held-out rollouts open from its score.
+    await Promise.all([
+      run.page.waitForURL(/\/iterations\/1\/eval\/candidate$/),
+      run.page.click(
+        `#checkpoints tbody tr:nth-child(${1 + updates.findIndex((h) => h.iteration === 1) + 1}) a:text-matches("^main")`,
+      ),
+    ]);
+    await run.page.screenshot({ path: path.join(SHOTS, 'evaluation.png'), fullPage: true });
+    const evalRewards = await store.getJson(keys.evaluation(RUN_ID, 1, 'candidate'), rewardsFileSchema);
+    const evalRows = await cells(run.page, '#rollouts tbody tr');
+    assert.deepEqual(
+      evalRows.map((r) => [r[0], r[5], r[8]]).sort(),
+      evalRewards.rollouts.map((r) => [r.rolloutId, r.reward === null ? '-' : r.reward.toFixed(3), 'no']).sort(),
+    );
+    const evalRecord = evalRewards.rollouts[0]!;
+    const evalSpans = [];
+    for await (const sp of readSpans(store, {
+      runId: RUN_ID,
+      iteration: 1,
+      rolloutId: evalRecord.rolloutId,
+      attempt: evalRecord.attempt,
+    }))
+      evalSpans.push(sp);
+    const evalRollout = await open(
+      `/runs/${RUN_ID}/iterations/1/eval/candidate/rollouts/${evalRecord.rolloutId}`,
+      'evaluation-rollout',
+    );
+    assert.equal(evalRollout.status, 200);
+    assert.equal(await evalRollout.page.$$eval('section.span', (e) => e.length), evalSpans.length);
+
     // Iteration page: every stored rollout, filters and sorting.
     const rewards = await store.getJson(keys.rewards(RUN_ID, 1), rewardsFileSchema);
     const it1 = await open(`/runs/${RUN_ID}/iterations/1`, 'iteration');
@@ -200,6 +249,8 @@ describe('dashboard in a real browser over a real run', { timeout: 1_500_000 }, 
       `/runs/${RUN_ID}/iterations/99`,
       `/runs/${RUN_ID}/iterations/x`,
       `/runs/${RUN_ID}/iterations/1/rollouts/nope`,
+      `/runs/${RUN_ID}/iterations/1/eval/nope`,
+      `/runs/${RUN_ID}/iterations/1/eval/candidate/rollouts/nope`,
       '/runs/..%2F..%2Fetc',
     ]) {
       const nf = await open(bad, `404-${bad.replace(/[^a-z0-9]+/gi, '_')}`, 404);

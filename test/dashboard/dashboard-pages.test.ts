@@ -4,7 +4,7 @@ import type { Client } from '@temporalio/client';
 import type { BatchManifest } from '../../src/contracts/batch-manifest.js';
 import type { ScoredRolloutRecord } from '../../src/contracts/rewards.js';
 import { groupRows, sampleRolloutId, trainedRollouts } from '../../src/dashboard/data.js';
-import { filterRollouts, iterationPage } from '../../src/dashboard/pages.js';
+import { aliasMoves, filterRollouts, iterationPage } from '../../src/dashboard/pages.js';
 import { buildDashboard } from '../../src/dashboard/server.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 
@@ -73,8 +73,66 @@ void describe('dashboard pages (no services)', () => {
     );
   });
 
+  void it("an evaluation's groups are never trained, and its page links back to the iteration's other sets", () => {
+    assert.deepEqual(
+      groupRows(rollouts.slice(0, 2), null, new Set(), true).map((g) => g.why),
+      ['held-out evaluation: scored, never trained'],
+    );
+    const html = iterationPage(
+      {
+        runId: 'r',
+        iteration: 2,
+        set: 'candidate-b',
+        evalSets: ['candidate', 'candidate-b'],
+        rollouts: rollouts.slice(0, 2),
+        groups: groupRows(rollouts.slice(0, 2), null, new Set(), true),
+        manifest: null,
+        trained: new Set(),
+      },
+      { sort: 'rollout', order: 'asc', page: 1 },
+    );
+    assert.match(html, /href="\/runs\/r\/iterations\/2\/eval\/candidate-b\/rollouts\/g0-r0"/);
+    assert.match(html, /href="\/runs\/r\/iterations\/2"/);
+    assert.match(html, /href="\/runs\/r\/iterations\/2\/eval\/candidate"/);
+    assert.match(html, /Held-out evaluation <b>candidate-b<\/b>/);
+  });
+
+  void it("tells the alias's promotions from its rollbacks", () => {
+    const entry = (iteration: number | null, at: string) => ({
+      policy: { name: iteration === null ? 'base' : `p${iteration}`, checkpointKey: null, sha256: null, iteration },
+      score: 0.5,
+      iteration,
+      at,
+    });
+    const moves = aliasMoves({
+      alias: 'best',
+      servedAs: 'r-best',
+      history: [entry(1, 't1'), entry(3, 't2'), entry(1, 't3'), entry(null, 't4')],
+      current: entry(5, 't5'),
+    });
+    assert.deepEqual(
+      moves.map((m) => [m.entry.at, m.move]),
+      [
+        ['t1', 'promotion'],
+        ['t2', 'promotion'],
+        ['t3', 'rollback'],
+        ['t4', 'rollback'],
+        ['t5', 'promotion'],
+      ],
+    );
+  });
+
   void it('filters and sorts the rollouts table as its query says', () => {
-    const view = { runId: 'r', iteration: 1, rollouts, groups: [], manifest: m, trained: trainedRollouts(m) };
+    const view = {
+      runId: 'r',
+      iteration: 1,
+      set: 'train',
+      evalSets: [],
+      rollouts,
+      groups: [],
+      manifest: m,
+      trained: trainedRollouts(m),
+    };
     const ids = (q: Parameters<typeof filterRollouts>[1]) => filterRollouts(view, q).map((r) => r.rolloutId);
     assert.deepEqual(ids({ sort: 'reward', order: 'desc', page: 1 }).slice(0, 3), ['g0-r0', 'g3-r0', 'g1-r0']);
     assert.deepEqual(ids({ outcome: 'infra_failed', sort: 'rollout', order: 'asc', page: 1 }), [
@@ -92,6 +150,8 @@ void describe('dashboard pages (no services)', () => {
       {
         runId: 'r',
         iteration: 0,
+        set: 'train',
+        evalSets: ['base'],
         rollouts: xss,
         groups: groupRows(xss, null, new Set()),
         manifest: null,
@@ -117,6 +177,8 @@ void describe('dashboard pages (no services)', () => {
       '/runs/a%20b',
       '/runs/ok/iterations/-1',
       '/runs/ok/iterations/1e3',
+      '/runs/ok/iterations/1/eval/..%2F..%2Fx',
+      '/runs/ok/iterations/1/eval/a%20b/rollouts/r0',
       '/nope',
     ]) {
       const r = await app.inject({ url });
