@@ -268,6 +268,29 @@ def make_task(
     }
 
 
+def write_tasks(path: Path, tasks: list[dict], what: str) -> None:
+    path.write_text("".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks), encoding="utf-8")
+    print(f"wrote {len(tasks)} {what} to {path}")
+
+
+def hinted_train(prefix: str, count: int, rng: random.Random, variant: str) -> list[dict]:
+    """Hinted training tasks over every family (the special ones too), training parameters (k 2-9) only."""
+    families = len(FAMILIES) + len(FAMILIES_SPECIAL)
+    return [
+        make_task(
+            f"{prefix}-{i:04d}",
+            i % families,
+            rng.choice(range(2, 10)),
+            rng.choice(MODULES_VARIED),
+            rng.choice(BANGS),
+            True,
+            variant=variant,
+            wording=(i // families + i) % len(WORDINGS),
+        )
+        for i in range(count)
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7)
@@ -296,17 +319,11 @@ def main() -> None:
             )
             for i in range(count)
         ]
-        (out / f"{split}.jsonl").write_text(
-            "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks), encoding="utf-8"
-        )
-        print(f"wrote {count} {split} tasks to {out / f'{split}.jsonl'}")
+        write_tasks(out / f"{split}.jsonl", tasks, f"{split} tasks")
         if split == "train":
             # The curriculum's first level: the hinted half, where the base model has signal (learn.json).
             hinted = [t for t in tasks if t["kind"] == "hinted"]
-            (out / "train-hinted.jsonl").write_text(
-                "".join(json.dumps(t, sort_keys=True) + "\n" for t in hinted), encoding="utf-8"
-            )
-            print(f"wrote {len(hinted)} hinted train tasks to {out / 'train-hinted.jsonl'}")
+            write_tasks(out / "train-hinted.jsonl", hinted, "hinted train tasks")
     # Its own random stream: train.jsonl and eval.jsonl stay what they were before set b existed.
     rng_b = random.Random(args.seed * 1_000_003 + 2)
     tasks_b = [
@@ -321,46 +338,12 @@ def main() -> None:
         )
         for i in range(args.eval_b)
     ]
-    (out / "eval-b.jsonl").write_text("".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks_b), encoding="utf-8")
-    print(f"wrote {args.eval_b} held-out set b tasks to {out / 'eval-b.jsonl'}")
-    # Its own stream as well; training parameters (k 2-9) only.
-    rng_v = random.Random(args.seed * 1_000_003 + 3)
-    families_varied = len(FAMILIES) + len(FAMILIES_SPECIAL)
-    tasks_v = [
-        make_task(
-            f"code-train-varied-{i:04d}",
-            i % families_varied,
-            rng_v.choice(range(2, 10)),
-            rng_v.choice(MODULES_VARIED),
-            rng_v.choice(BANGS),
-            True,
-            variant="varied",
-            wording=(i // families_varied + i) % len(WORDINGS),
-        )
-        for i in range(args.train_varied)
-    ]
-    (out / "train-varied.jsonl").write_text(
-        "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks_v), encoding="utf-8"
-    )
-    print(f"wrote {args.train_varied} varied hinted train tasks to {out / 'train-varied.jsonl'}")
-    # Its own stream again; training parameters only.
-    rng_m = random.Random(args.seed * 1_000_003 + 4)
-    tasks_m = [
-        make_task(
-            f"code-train-mixed-{i:04d}",
-            i % families_varied,
-            rng_m.choice(range(2, 10)),
-            rng_m.choice(MODULES_VARIED),
-            rng_m.choice(BANGS),
-            True,
-            variant="mixed",
-        )
-        for i in range(args.train_mixed)
-    ]
-    (out / "train-mixed.jsonl").write_text(
-        "".join(json.dumps(t, sort_keys=True) + "\n" for t in tasks_m), encoding="utf-8"
-    )
-    print(f"wrote {args.train_mixed} mixed-wording hinted train tasks to {out / 'train-mixed.jsonl'}")
+    write_tasks(out / "eval-b.jsonl", tasks_b, "held-out set b tasks")
+    # Their own random streams; training parameters (k 2-9) only.
+    varied = hinted_train("code-train-varied", args.train_varied, random.Random(args.seed * 1_000_003 + 3), "varied")
+    write_tasks(out / "train-varied.jsonl", varied, "varied hinted train tasks")
+    mixed = hinted_train("code-train-mixed", args.train_mixed, random.Random(args.seed * 1_000_003 + 4), "mixed")
+    write_tasks(out / "train-mixed.jsonl", mixed, "mixed-wording hinted train tasks")
 
 
 if __name__ == "__main__":

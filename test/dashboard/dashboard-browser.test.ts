@@ -11,6 +11,7 @@ import { connectClient } from '../../src/client/connect.js';
 import { startTrainingRun } from '../../src/client/runs.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import { rewardsFileSchema } from '../../src/contracts/rewards.js';
+import type { Span } from '../../src/contracts/span.js';
 import { buildDashboard } from '../../src/dashboard/server.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore, type ObjectStore } from '../../src/storage/object-store.js';
@@ -77,6 +78,13 @@ describe('dashboard in a real browser over a real run', { timeout: 1_500_000 }, 
     const response = await page.goto(`${url}${pathname}`, { waitUntil: 'load' });
     await page.screenshot({ path: path.join(SHOTS, `${shot}.png`), fullPage: true });
     return { page, status: response?.status() ?? 0 };
+  }
+
+  /** The stored spans of one of iteration 1's rollouts, training or evaluation. */
+  async function spansOf(record: { rolloutId: string; attempt: number }): Promise<Span[]> {
+    const spans: Span[] = [];
+    for await (const s of readSpans(store, { runId: RUN_ID, iteration: 1, ...record })) spans.push(s);
+    return spans;
   }
 
   const cells = (page: Page, selector: string) =>
@@ -160,14 +168,7 @@ describe('dashboard in a real browser over a real run', { timeout: 1_500_000 }, 
       evalRewards.rollouts.map((r) => [r.rolloutId, r.reward === null ? '-' : r.reward.toFixed(3), 'no']).sort(),
     );
     const evalRecord = evalRewards.rollouts[0]!;
-    const evalSpans = [];
-    for await (const sp of readSpans(store, {
-      runId: RUN_ID,
-      iteration: 1,
-      rolloutId: evalRecord.rolloutId,
-      attempt: evalRecord.attempt,
-    }))
-      evalSpans.push(sp);
+    const evalSpans = await spansOf(evalRecord);
     const evalRollout = await open(
       `/runs/${RUN_ID}/iterations/1/eval/candidate/rollouts/${evalRecord.rolloutId}`,
       'evaluation-rollout',
@@ -220,14 +221,7 @@ describe('dashboard in a real browser over a real run', { timeout: 1_500_000 }, 
 
     // Rollout page: every recorded call, in order, with its completion.
     const record = rewards.rollouts.find((r) => r.outcome === 'succeeded') ?? rewards.rollouts[0]!;
-    const spans = [];
-    for await (const s of readSpans(store, {
-      runId: RUN_ID,
-      iteration: 1,
-      rolloutId: record.rolloutId,
-      attempt: record.attempt,
-    }))
-      spans.push(s);
+    const spans = await spansOf(record);
     const rollout = await open(`/runs/${RUN_ID}/iterations/1/rollouts/${record.rolloutId}`, 'rollout');
     assert.equal(rollout.status, 200);
     const seqs = await rollout.page.$$eval('section.span', (els) => els.map((e) => Number(e.getAttribute('data-seq'))));

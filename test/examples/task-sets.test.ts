@@ -160,14 +160,22 @@ json.dump(out, sys.stdout)`;
 void it("the coding tasks are the generator's, and held-out set b shares no operation, file or wording with training", () => {
   const out = execFileSync('mktemp', ['-d'], { encoding: 'utf8' }).trim();
   execFileSync('python3', [path.join(root, 'examples/coding/make-tasks.py'), '--out', out], { encoding: 'utf8' });
-  for (const name of ['train.jsonl', 'train-hinted.jsonl', 'eval.jsonl', 'eval-b.jsonl'])
+  for (const name of [
+    'train.jsonl',
+    'train-hinted.jsonl',
+    'eval.jsonl',
+    'eval-b.jsonl',
+    'train-varied.jsonl',
+    'train-mixed.jsonl',
+  ])
     assert.equal(
       read(`examples/coding/tasks/${name}`),
       readFileSync(path.join(out, name), 'utf8'),
       `${name} is stale: run examples/coding/make-tasks.py`,
     );
   type CodingReference = { family: string; file: string; fixed: string };
-  const train = tasksOf('examples/coding/tasks/train.jsonl');
+  // Every training file, the reworded ones included: none shares set b's operations, files or wording.
+  const train = ['train', 'train-varied', 'train-mixed'].flatMap((f) => tasksOf(`examples/coding/tasks/${f}.jsonl`));
   const setB = tasksOf('examples/coding/tasks/eval-b.jsonl');
   const field = (tasks: typeof train, k: keyof CodingReference) =>
     new Set(tasks.map((t) => (t.reference as CodingReference)[k]));
@@ -177,6 +185,11 @@ void it("the coding tasks are the generator's, and held-out set b shares no oper
       [],
       `set b ${k}s`,
     );
+  assert.deepEqual(
+    train.filter((t) => /Hint: change/.test(t.input.instructions!)).map((t) => t.id),
+    [],
+    "set b's hint phrasing",
+  );
   const firstLine = (t: (typeof train)[number]) => t.input.instructions!.split('\n')[0];
   assert.deepEqual(
     setB.map(firstLine).filter((l) => new Set(train.map(firstLine)).has(l)),
