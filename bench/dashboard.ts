@@ -110,6 +110,10 @@ async function measure(pathname: string) {
     const response = await page.goto(`${base}${pathname}`, { waitUntil: 'load' });
     if (response?.status() !== 200) throw new Error(`${pathname}: HTTP ${response?.status()}`);
     bytes = (await response.body()).length;
+    // A page that loads fast can reach its load event before Chromium has recorded its first paint: wait for it.
+    await page.waitForFunction(`performance.getEntriesByName('first-contentful-paint').length > 0`, null, {
+      timeout: 10_000,
+    });
     const t = (await page.evaluate(`(() => {
       const nav = performance.getEntriesByType('navigation')[0];
       const paint = performance.getEntriesByName('first-contentful-paint')[0];
