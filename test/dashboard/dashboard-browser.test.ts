@@ -169,6 +169,7 @@ describe('dashboard in a real browser over a real run', { timeout: 1_500_000 }, 
     );
     const evalRecord = evalRewards.rollouts[0]!;
     const evalSpans = await spansOf(evalRecord);
+    assert.ok(evalSpans.length > 0, 'the evaluation rollout made model calls');
     const evalRollout = await open(
       `/runs/${RUN_ID}/iterations/1/eval/candidate/rollouts/${evalRecord.rolloutId}`,
       'evaluation-rollout',
