@@ -209,7 +209,8 @@ def make_task(
     variant: str = "a",
     wording: int = 0,
 ) -> dict:
-    families = {"a": FAMILIES, "b": FAMILIES_B}.get(variant, FAMILIES + FAMILIES_SPECIAL)
+    hinted_families = FAMILIES + FAMILIES_SPECIAL
+    families = {"a": FAMILIES, "b": FAMILIES_B, "varied": hinted_families, "mixed": hinted_families}[variant]
     name, bug, fix, visible, hidden = families[family]
     fill = lambda s: s.format(k=k, k1=k + 1, bang=bang)  # noqa: E731
     fname = fill(name)
