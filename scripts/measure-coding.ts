@@ -1,11 +1,14 @@
 /**
- * Base solve rate of the coding example: the real pipeline pieces (gateway, sandboxed LocalRunner, launchRollouts,
+ * Solve rate of the coding example (the base model's, or a trained adapter's with `--adapter`): the real pipeline pieces (gateway, sandboxed LocalRunner, launchRollouts,
  * computeRewards with examples/coding/run.json's reward) on held-out tasks against Volt's model server (SmolLM2-135M
  * on CPU), greedy like an evaluation. Prints per-task results, the solve rate, the timeouts (the agent's, or its SDK's:
  * `--timeout-sec` is also the agent's AGENT_REQUEST_TIMEOUT) apart, and the guard flags seen.
  *
  *   node --import tsx scripts/measure-coding.ts [-n 24] [--concurrency 2] [--temperature 0] [--timeout-sec 240]
- *     [--tasks examples/coding/tasks/eval.jsonl] [--transcripts]   (--transcripts: each rollout's steps, from its stderr)
+ *     [--tasks examples/coding/tasks/eval.jsonl] [--transcripts] [--adapter DIR]
+ *   --transcripts: each rollout's steps, from its stderr; --adapter: a trained LoRA adapter's directory (a run's
+ *   `.volt/adapters/<sha256>`, its checkpoint's sha256 in `volt run-status`), served by the model server and sampled
+ *   instead of the base model.
  *
  * It borrows the test helpers that start a private S3 server, model server and gateway on free loopback ports.
  */
@@ -27,7 +30,8 @@ import { createObjectStore } from '../src/storage/object-store.js';
 import { keys } from '../src/storage/keys.js';
 import { PinnedTaskSets } from '../src/tasks/pinned-task-sets.js';
 import { startGateway } from '../test/gateway/harness.js';
-import { SERVED_MODEL, startModelServer } from '../test/gateway/model-server.js';
+import { MODEL_ADMIN_KEY, SERVED_MODEL, startModelServer } from '../test/gateway/model-server.js';
+import { createModelServerClient } from '../src/serving/model-server-client.js';
 import { startTestServices } from '../test/helpers/services.js';
 
 const { values } = parseArgs({
@@ -38,6 +42,7 @@ const { values } = parseArgs({
     'timeout-sec': { type: 'string', default: '240' },
     tasks: { type: 'string', default: 'examples/coding/tasks/eval.jsonl' },
     transcripts: { type: 'boolean', default: false },
+    adapter: { type: 'string' },
   },
 });
 const env = () => new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
@@ -80,7 +85,15 @@ try {
   } as unknown as ActivityDeps;
   const tasks = parseTaskLines(readFileSync(values.tasks, 'utf8'), values.tasks).slice(0, Number(values.n));
   const { sha256: taskSet } = await (deps.taskSets as PinnedTaskSets).pinFile(values.tasks);
-  const policy = { name: SERVED_MODEL, checkpointKey: null, sha256: null, iteration: null };
+  let policyName = SERVED_MODEL;
+  if (values.adapter) {
+    policyName = 'measured-adapter';
+    await createModelServerClient({ url: model.url, adminKey: MODEL_ADMIN_KEY }).loadAdapter(
+      policyName,
+      path.resolve(values.adapter),
+    );
+  }
+  const policy = { name: policyName, checkpointKey: null, sha256: null, iteration: null };
   const input = {
     config,
     iteration: 0,
@@ -127,7 +140,7 @@ try {
   }
   console.log(
     `solved ${solved}/${file.rollouts.length} (${((100 * solved) / file.rollouts.length).toFixed(1)} %), scored ${file.scored}, ` +
-      `infra failed ${file.infraFailed}, timeouts ${timeouts}, temperature ${values.temperature}, ${((Date.now() - started) / 1000).toFixed(0)} s, load ${os
+      `infra failed ${file.infraFailed}, timeouts ${timeouts}, ${values.adapter ? `adapter ${values.adapter}` : 'base model'}, temperature ${values.temperature}, ${((Date.now() - started) / 1000).toFixed(0)} s, load ${os
         .loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,

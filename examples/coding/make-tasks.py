@@ -6,11 +6,12 @@ Two levels, half of each split (task kind `hinted` / `bare`): a bare task shows 
 a hinted one also names the line to replace and its replacement, so the agent only has to write the command. The
 base SmolLM2-135M solves no bare task greedily; the hinted ones are where it first succeeds (examples/README.md).
 
-Held-out set b (eval-b.jsonl) uses other bug families, file names and wording than train and eval.
+Held-out set b (eval-b.jsonl) uses other bug families, file names and wording than train and eval; set c
+(eval-c.jsonl) too, with bug lines a plain sed takes as written (set b's mostly need escaping).
 train-varied.jsonl and train-mixed.jsonl are the hinted level in other wordings (four templates; every slot of the
 instructions drawn on its own), with bug lines a plain sed cannot take as written.
 
-Run: python3 examples/coding/make-tasks.py --seed 7 --train 48 --eval 24 --eval-b 24 --out examples/coding/tasks
+Run: python3 examples/coding/make-tasks.py --seed 7 --train 48 --eval 24 --eval-b 24 --eval-c 24 --out examples/coding/tasks
 """
 
 import argparse
@@ -95,6 +96,31 @@ FAMILIES_B = [
     ),
 ]
 MODULES_B = ["utils", "numbers", "funcs", "library", "compute", "logic"]
+
+# Held-out set c (eval-c.jsonl): like set b, operations, file names and wording that no training task has, but every
+# bug and fixed line is one a plain `sed 's/old/new/'` takes as written. Three of set b's four families need sed's
+# special characters escaped (`*`, `[`, `/`), so set b measures two skills at once; set c measures the first alone.
+FAMILIES_C = [
+    ("double", "return x + 2", "return x + x", ("{k}", "2 * {k}"), [("0", "0"), ("-3", "-6"), ("1", "2")]),
+    ("absolute", "return x", "return abs(x)", ("-{k}", "{k}"), [("0", "0"), ("{k}", "{k}"), ("-1", "1")]),
+    (
+        "is_positive",
+        "return x < 0",
+        "return x > 0",
+        ("{k}", "True"),
+        [("0", "False"), ("-{k}", "False"), ("1", "True")],
+    ),
+    ("last_digit", "return x % 100", "return x % 10", ("123", "3"), [("7", "7"), ("{k}0", "0"), ("45", "5")]),
+    (
+        "total",
+        "return a - b",
+        "return a + b",
+        ("{k}, 2", "{k} + 2"),
+        [("0, 0", "0"), ("1, {k}", "1 + {k}"), ("-{k}, {k}", "0")],
+    ),
+    ("clip_low", "return max(x, 1)", "return max(x, 0)", ("-{k}", "0"), [("{k}", "{k}"), ("0", "0"), ("-1", "0")]),
+]
+MODULES_C = ["metrics", "convert", "checks", "mathutil", "values", "rules"]
 
 # The varied training set (train-varied.jsonl): the hinted level in several wordings (none of them set b's), and bug
 # lines with characters a plain `sed 's/old/new/'` cannot take as they are (`*`, `[`, `/`), so what training rewards is
@@ -194,7 +220,7 @@ def arguments(name: str) -> str:
         return "items"
     return (
         "a, b"
-        if name in ("bigger", "smaller")
+        if name in ("bigger", "smaller", "total")
         else ("word" if name == "shout" else ("s" if name.startswith(("length", "first_char")) else "x"))
     )
 
@@ -210,7 +236,14 @@ def make_task(
     wording: int = 0,
 ) -> dict:
     hinted_families = FAMILIES + FAMILIES_SPECIAL
-    families = {"a": FAMILIES, "b": FAMILIES_B, "varied": hinted_families, "mixed": hinted_families}[variant]
+    by_variant = {
+        "a": FAMILIES,
+        "b": FAMILIES_B,
+        "c": FAMILIES_C,
+        "varied": hinted_families,
+        "mixed": hinted_families,
+    }
+    families = by_variant[variant]
     name, bug, fix, visible, hidden = families[family]
     fill = lambda s: s.format(k=k, k1=k + 1, bang=bang)  # noqa: E731
     fname = fill(name)
@@ -246,6 +279,13 @@ def make_task(
         )
         if hinted:
             instructions += f"\nThe fix: in {module}.py, replace `{fill(bug)}` with `{fill(fix)}`."
+    elif variant == "c":
+        instructions = (
+            f"{module}.py does not do what its test expects.\nCode in {module}.py:\n```python\n{source}```\n"
+            f"Test that fails: assert {fname}({call}) == {want}"
+        )
+        if hinted:
+            instructions += f"\nTo fix it, {module}.py needs `{fill(fix)}` instead of `{fill(bug)}`."
     else:
         instructions = (
             f"The tests of this repository fail because {module}.py has a bug. Make them pass.\n"
@@ -298,6 +338,7 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=48)
     parser.add_argument("--eval", type=int, default=24)
     parser.add_argument("--eval-b", type=int, default=24, help="held-out set b: other operations, files and wording")
+    parser.add_argument("--eval-c", type=int, default=24, help="held-out set c: like b, no sed escaping needed")
     parser.add_argument("--train-varied", type=int, default=48, help="hinted, several wordings, harder bug lines")
     parser.add_argument("--train-mixed", type=int, default=96, help="hinted, every slot's wording drawn on its own")
     parser.add_argument("--out", default="examples/coding/tasks")
@@ -340,6 +381,20 @@ def main() -> None:
         for i in range(args.eval_b)
     ]
     write_tasks(out / "eval-b.jsonl", tasks_b, "held-out set b tasks")
+    rng_c = random.Random(args.seed * 1_000_003 + 5)
+    tasks_c = [
+        make_task(
+            f"code-eval-c-{i:04d}",
+            i % len(FAMILIES_C),
+            rng_c.choice(range(11, 20)),
+            rng_c.choice(MODULES_C),
+            rng_c.choice(BANGS),
+            (i + i // len(FAMILIES_C)) % 2 == 0,
+            variant="c",
+        )
+        for i in range(args.eval_c)
+    ]
+    write_tasks(out / "eval-c.jsonl", tasks_c, "held-out set c tasks")
     # Their own random streams; training parameters (k 2-9) only.
     varied = hinted_train("code-train-varied", args.train_varied, random.Random(args.seed * 1_000_003 + 3), "varied")
     write_tasks(out / "train-varied.jsonl", varied, "varied hinted train tasks")

@@ -157,7 +157,7 @@ json.dump(out, sys.stdout)`;
   });
 });
 
-void it("the coding tasks are the generator's, and held-out set b shares no operation, file or wording with training", () => {
+void it("the coding tasks are the generator's, and held-out sets b and c share no operation, file or wording with training", () => {
   const out = execFileSync('mktemp', ['-d'], { encoding: 'utf8' }).trim();
   execFileSync('python3', [path.join(root, 'examples/coding/make-tasks.py'), '--out', out], { encoding: 'utf8' });
   for (const name of [
@@ -165,6 +165,7 @@ void it("the coding tasks are the generator's, and held-out set b shares no oper
     'train-hinted.jsonl',
     'eval.jsonl',
     'eval-b.jsonl',
+    'eval-c.jsonl',
     'train-varied.jsonl',
     'train-mixed.jsonl',
   ])
@@ -177,24 +178,39 @@ void it("the coding tasks are the generator's, and held-out set b shares no oper
   // Every training file, the reworded ones included: none shares set b's operations, files or wording.
   const train = ['train', 'train-varied', 'train-mixed'].flatMap((f) => tasksOf(`examples/coding/tasks/${f}.jsonl`));
   const setB = tasksOf('examples/coding/tasks/eval-b.jsonl');
-  const field = (tasks: typeof train, k: keyof CodingReference) =>
+  const setC = tasksOf('examples/coding/tasks/eval-c.jsonl');
+  const field = (tasks: readonly (typeof train)[number][], k: keyof CodingReference) =>
     new Set(tasks.map((t) => (t.reference as CodingReference)[k]));
-  for (const k of ['family', 'file', 'fixed'] as const)
-    assert.deepEqual(
-      [...field(setB, k)].filter((v) => field(train, k).has(v)),
-      [],
-      `set b ${k}s`,
-    );
+  for (const [name, set, others] of [
+    ['b', setB, train],
+    ['c', setC, [...train, ...setB]],
+  ] as const)
+    for (const k of ['family', 'file', 'fixed'] as const)
+      assert.deepEqual(
+        [...field(set, k)].filter((v) => field(others, k).has(v)),
+        [],
+        `set ${name} ${k}s`,
+      );
+  // Set c's lines are ones a plain `sed 's/old/new/'` takes as written: no delimiter, bracket, star, backslash,
+  // anchor, `&` or quote in the buggy line or its fix.
+  const lineOf = (t: (typeof setC)[number]) =>
+    /\n {4}(.*)\n/.exec(JSON.parse(t.setup!.command.at(-1)!)[(t.reference as CodingReference).file])![1]!;
+  for (const t of setC) {
+    const ref = t.reference as CodingReference;
+    assert.doesNotMatch(`${lineOf(t)}\n${ref.fixed}`, /[/[\]*\\^$&'"]/, t.id);
+  }
+  assert.deepEqual([...new Set(setC.map((t) => t.kind))].sort(), ['bare', 'hinted']);
   assert.deepEqual(
     train.filter((t) => /Hint: change/.test(t.input.instructions!)).map((t) => t.id),
     [],
     "set b's hint phrasing",
   );
   const firstLine = (t: (typeof train)[number]) => t.input.instructions!.split('\n')[0];
-  assert.deepEqual(
-    setB.map(firstLine).filter((l) => new Set(train.map(firstLine)).has(l)),
-    [],
-  );
+  for (const set of [setB, setC])
+    assert.deepEqual(
+      set.map(firstLine).filter((l) => new Set([...train, ...(set === setC ? setB : [])].map(firstLine)).has(l)),
+      [],
+    );
   // Each task is solvable and not solved already: the bug fails its visible and hidden checks, the fix passes them.
   const script = `
 import json, re, sys
@@ -216,7 +232,7 @@ for t in json.load(sys.stdin):
                 results.append(False)
         assert all(results) == passes, (t["id"], code, results)
 print("ok")`;
-  const tasks = [...train, ...tasksOf('examples/coding/tasks/eval.jsonl'), ...setB];
+  const tasks = [...train, ...tasksOf('examples/coding/tasks/eval.jsonl'), ...setB, ...setC];
   assert.equal(
     execFileSync('python3', ['-c', script], { input: JSON.stringify(tasks), encoding: 'utf8' }).trim(),
     'ok',
