@@ -15,6 +15,14 @@ export const scoredRolloutRecordSchema = z.object({
   parts: z.record(z.string(), z.number()),
   flags: z.array(z.string()),
   error: z.string().nullable(),
+  /**
+   * The final attempt's wall time, its successful model calls and their completion tokens (the budget's count); the
+   * calls and tokens are null for an infra failure, whose spans are not read. Absent in records written before Volt
+   * recorded them (the dashboard shows "-").
+   */
+  durationMs: z.number().nonnegative().optional(),
+  calls: z.number().int().min(0).nullable().optional(),
+  completionTokens: z.number().int().min(0).nullable().optional(),
 });
 export type ScoredRolloutRecord = z.output<typeof scoredRolloutRecordSchema>;
 

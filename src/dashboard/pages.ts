@@ -264,7 +264,7 @@ export interface RolloutQuery {
   group?: string;
   outcome?: string;
   flag?: string;
-  sort: 'rollout' | 'group' | 'outcome' | 'reward' | 'flags';
+  sort: 'rollout' | 'group' | 'outcome' | 'reward' | 'flags' | 'seconds' | 'tokens';
   order: 'asc' | 'desc';
   page: number;
 }
@@ -288,7 +288,11 @@ export function filterRollouts(view: IterationView, q: RolloutQuery) {
           ? r.outcome
           : q.sort === 'flags'
             ? r.flags.length
-            : r.rolloutId;
+            : q.sort === 'seconds'
+              ? (r.durationMs ?? -Infinity)
+              : q.sort === 'tokens'
+                ? (r.completionTokens ?? -Infinity)
+                : r.rolloutId;
   const dir = q.order === 'desc' ? -1 : 1;
   rows.sort((a, b) => {
     const ka = key(a);
@@ -337,6 +341,9 @@ export function iterationPage(view: IterationView, q: RolloutQuery): string {
         .join(', ') || '-',
     ),
     escapeHtml(r.flags.join(', ') || '-'),
+    escapeHtml(r.durationMs === undefined ? '-' : fmt(r.durationMs / 1000, 1)),
+    escapeHtml(r.calls ?? '-'),
+    escapeHtml(r.completionTokens ?? '-'),
     escapeHtml(view.trained.has(r.rolloutId) ? 'yes' : 'no'),
     escapeHtml(r.error ?? ''),
   ]);
@@ -399,11 +406,14 @@ ${pager}
         sortLink('reward', 'reward'),
         'reward parts',
         sortLink('flags', 'flags'),
+        sortLink('seconds', 'seconds'),
+        'calls',
+        sortLink('tokens', 'tokens'),
         'trained',
         'error',
       ],
       rolloutRows,
-      [5],
+      [5, 8, 9, 10],
     )}</div>
 ${pager}`,
   );

@@ -44,7 +44,7 @@ const rolloutQuerySchema = z.object({
   group: z.string().max(200).optional(),
   outcome: z.string().max(100).optional(),
   flag: z.string().max(100).optional(),
-  sort: z.enum(['rollout', 'group', 'outcome', 'reward', 'flags']).default('rollout'),
+  sort: z.enum(['rollout', 'group', 'outcome', 'reward', 'flags', 'seconds', 'tokens']).default('rollout'),
   order: z.enum(['asc', 'desc']).default('asc'),
   page: z.coerce.number().int().min(1).max(1_000_000).default(1),
 });

@@ -153,19 +153,29 @@ async function scoreOne(
     taskKind: task.kind ?? null,
     groupId: record.groupId,
     outcome: record.final.outcome,
+    durationMs: record.final.durationMs,
   };
   if (record.final.outcome === 'infra_failed')
-    return { ...base, reward: null, parts: {}, flags: ['infra_failed'], error: record.final.detail };
+    return {
+      ...base,
+      reward: null,
+      parts: {},
+      flags: ['infra_failed'],
+      error: record.final.detail,
+      calls: null,
+      completionTokens: null,
+    };
   const evidence = {
     ...(await loadEvidence(deps.store, record.final, { workdir: record.final.workdir, snapshots: record.snapshots })),
     workdirScores: record.workdirScores,
   };
+  const usage = { calls: evidence.turns, completionTokens: evidence.completionTokens };
   try {
     const r = await scoreRollout(config.reward, task, evidence, { python: deps.python, env: deps.env, signal });
-    return { ...base, reward: r.value, parts: r.parts, flags: r.flags, error: null };
+    return { ...base, ...usage, reward: r.value, parts: r.parts, flags: r.flags, error: null };
   } catch (err) {
     if (!(err instanceof RewardInfraError)) throw err;
-    return { ...base, reward: null, parts: {}, flags: ['reward_infra_failed'], error: err.message };
+    return { ...base, ...usage, reward: null, parts: {}, flags: ['reward_infra_failed'], error: err.message };
   }
 }
 

@@ -112,6 +112,14 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
       ['files', 'files'],
       'each score records its task kind',
     );
+    assert.deepEqual(
+      file.rollouts.map((r) => [r.durationMs, r.calls, r.completionTokens]),
+      [
+        [1, 0, 0],
+        [1, 0, 0],
+      ],
+      'each score records its wall time, and the calls and tokens of its spans (none here)',
+    );
     assert.deepEqual(first.byKind, { files: { rewardSum: 1, scored: 2, tasks: 2 } });
     for (const rolloutId of ids)
       assert.equal(existsSync(path.join(dir, 'rollouts', RUN, '000000', rolloutId)), false, `${rolloutId} released`);

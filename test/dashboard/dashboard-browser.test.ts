@@ -164,7 +164,7 @@ describe('dashboard in a real browser over a real run', { timeout: 1_500_000 }, 
     const evalRewards = await store.getJson(keys.evaluation(RUN_ID, 1, 'candidate'), rewardsFileSchema);
     const evalRows = await cells(run.page, '#rollouts tbody tr');
     assert.deepEqual(
-      evalRows.map((r) => [r[0], r[5], r[8]]).sort(),
+      evalRows.map((r) => [r[0], r[5], r[11]]).sort(),
       evalRewards.rollouts.map((r) => [r.rolloutId, r.reward === null ? '-' : r.reward.toFixed(3), 'no']).sort(),
     );
     const evalRecord = evalRewards.rollouts[0]!;
@@ -186,10 +186,21 @@ describe('dashboard in a real browser over a real run', { timeout: 1_500_000 }, 
     for (const r of rewards.rollouts) {
       const shown = rolloutRows.find((x) => x[0] === r.rolloutId)!;
       assert.deepEqual(
-        [shown[1], shown[4], shown[5]],
-        [r.groupId, r.outcome, r.reward === null ? '-' : r.reward.toFixed(3)],
+        [shown[1], shown[4], shown[5], shown[8], shown[9], shown[10]],
+        [
+          r.groupId,
+          r.outcome,
+          r.reward === null ? '-' : r.reward.toFixed(3),
+          (r.durationMs! / 1000).toFixed(1),
+          String(r.calls ?? '-'),
+          String(r.completionTokens ?? '-'),
+        ],
       );
     }
+    assert.ok(
+      rewards.rollouts.some((r) => (r.calls ?? 0) > 0 && (r.completionTokens ?? 0) > 0),
+      'a rollout that called the model shows its calls and tokens',
+    );
     // Sort by reward, descending, by clicking its header twice (ascending first).
     const sortBy = async (order: string) =>
       Promise.all([

@@ -144,6 +144,40 @@ void describe('dashboard pages (no services)', () => {
     assert.deepEqual(ids({ group: 'g1', sort: 'rollout', order: 'desc', page: 1 }), ['g1-r1', 'g1-r0']);
   });
 
+  void it("shows each rollout's seconds, calls and tokens, sorts by them, and shows - where a record has none", () => {
+    const timed = [
+      rec('a', 'g0', 1, { durationMs: 4_250, calls: 3, completionTokens: 120 }),
+      rec('b', 'g0', 0, { durationMs: 61_000, calls: 1, completionTokens: 9 }),
+      rec('c', 'g1', null, { durationMs: 500, calls: null, completionTokens: null }),
+      // Written before the fields existed.
+      rec('d', 'g1', 0),
+    ];
+    const view = {
+      runId: 'r',
+      iteration: 1,
+      set: 'train',
+      evalSets: [],
+      rollouts: timed,
+      groups: [],
+      manifest: null,
+      trained: new Set<string>(),
+    };
+    const ids = (sort: 'seconds' | 'tokens', order: 'asc' | 'desc') =>
+      filterRollouts(view, { sort, order, page: 1 }).map((r) => r.rolloutId);
+    assert.deepEqual(ids('seconds', 'desc'), ['b', 'a', 'c', 'd']);
+    assert.deepEqual(ids('tokens', 'desc'), ['a', 'b', 'c', 'd']);
+    const html = iterationPage(view, { sort: 'rollout', order: 'asc', page: 1 });
+    const table = /<div id="rollouts">([\s\S]*?)<\/div>/.exec(html)![1]!;
+    const head = [...table.matchAll(/<th>(.*?)<\/th>/g)].map((h) => h[1]!.replace(/<[^>]+>/g, ''));
+    const rows = [...table.matchAll(/<tr[^>]*>([\s\S]*?)<\/tr>/g)]
+      .slice(1)
+      .map((r) => [...r[1]!.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((c) => c[1]!.replace(/<[^>]+>/g, '')));
+    const col = (name: string) => rows.map((r) => r[head.indexOf(name)]);
+    assert.deepEqual(col('seconds'), ['4.3', '61.0', '0.5', '-']);
+    assert.deepEqual(col('calls'), ['3', '1', '-', '-']);
+    assert.deepEqual(col('tokens'), ['120', '9', '-', '-']);
+  });
+
   void it('escapes what the agent and its task said', () => {
     const xss = [rec('g0-r0', 'g0', 1, { error: '<script>alert(1)</script>', flags: ['<img src=x>'] })];
     const html = iterationPage(
