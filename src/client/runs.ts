@@ -10,6 +10,7 @@ import { parseRunConfig, type RunConfig } from '../config/run.js';
 import { createObjectStore } from '../storage/object-store.js';
 import { PinnedTaskSets, pinRunConfig } from '../tasks/pinned-task-sets.js';
 import {
+  DASHBOARD_MEMO,
   pauseSignal,
   resumeSignal,
   rollbackUpdate,
@@ -79,7 +80,13 @@ export async function startOrAttach(
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [config],
       staticSummary,
-      ...(links.dashboardUrl ? { staticDetails: runDetails(links.dashboardUrl, config.runId) } : {}),
+      // The run links its page in its current details too, from the memo (src/workflows/run-details.ts).
+      ...(links.dashboardUrl
+        ? {
+            staticDetails: runDetails(links.dashboardUrl, config.runId),
+            memo: { [DASHBOARD_MEMO]: links.dashboardUrl },
+          }
+        : {}),
     });
     return { handle, started: true };
   } catch (err) {
@@ -154,7 +161,9 @@ export async function createSchedule(
       args: [config],
       staticSummary: config.lineage ? `nightly run of lineage ${config.lineage}` : `scheduled run of ${scheduleId}`,
       // Each start gets its own run id, unknown here: the link goes to the runs page, which lists it.
-      ...(options.dashboardUrl ? { staticDetails: runDetails(options.dashboardUrl) } : {}),
+      ...(options.dashboardUrl
+        ? { staticDetails: runDetails(options.dashboardUrl), memo: { [DASHBOARD_MEMO]: options.dashboardUrl } }
+        : {}),
     },
   });
 }

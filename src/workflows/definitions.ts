@@ -39,3 +39,9 @@ export const IterationKey = defineSearchAttributeKey('VoltIteration', SearchAttr
 export const PhaseKey = defineSearchAttributeKey('VoltPhase', SearchAttributeType.KEYWORD);
 export const BestScoreKey = defineSearchAttributeKey('VoltBestScore', SearchAttributeType.DOUBLE);
 export const LineageKey = defineSearchAttributeKey('VoltLineage', SearchAttributeType.KEYWORD);
+
+/**
+ * The memo entry (set by `volt train`, `volt optimize-prompt` and schedules from VOLT_DASHBOARD_URL) holding the
+ * dashboard's base URL, from which a run links its dashboard page in its Temporal Web current details.
+ */
+export const DASHBOARD_MEMO = 'voltDashboardUrl';

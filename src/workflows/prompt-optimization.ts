@@ -1,4 +1,4 @@
-import { condition, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { condition, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RunConfig } from '../config/run.js';
 import type { PromptOverlay } from '../contracts/prompt-overlay.js';
 import type { ProposeOverlaysInput } from '../activities/prompt-proposals.js';
@@ -12,6 +12,7 @@ import {
   type VersionScore,
 } from './prompt-optimization-types.js';
 import { validation } from './proxies.js';
+import { setRunDetails } from './run-details.js';
 import { runIdFromWorkflowId } from './run-id.js';
 import { sampleTaskIds } from './sampling.js';
 import { evalSetOf, scoringSampling, trainSetOf } from './rollout-inputs.js';
@@ -48,12 +49,12 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
   setHandler(resumeSignal, () => void (paused = false));
   const enter = (p: ApoPhase, detail: string) => {
     phase = p;
-    setCurrentDetails(detail);
+    setRunDetails(status.runId, detail);
     upsertSearchAttributes([{ key: PhaseKey, value: p }]);
   };
   // Pause takes effect between rollout batches, never inside one.
   const gate = async () => {
-    if (paused) setCurrentDetails(`paused in ${phase}`);
+    if (paused) setRunDetails(status.runId, `paused in ${phase}`);
     await condition(() => !paused);
   };
 
@@ -233,7 +234,8 @@ export async function promptOptimization(rawConfig: RunConfig): Promise<ApoStatu
     };
     Object.assign(status, { round, beam, best, history: [...status.history, summary] });
     upsertSearchAttributes([{ key: BestScoreKey, value: best.score }]);
-    setCurrentDetails(
+    setRunDetails(
+      status.runId,
       `round ${round} done: leader v${leader.version} ${leader.score.toFixed(3)}, best v${best.version} ${best.score.toFixed(3)}`,
     );
   }

@@ -1,4 +1,4 @@
-import { setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import {
   BestScoreKey,
   pauseSignal,
@@ -10,6 +10,7 @@ import {
   type RollbackRequest,
 } from './definitions.js';
 import { applyHyperParameters, validateHyperParameters } from './hyper-parameters.js';
+import { setRunDetails } from './run-details.js';
 import { rollbackTarget, validateRollback } from './promotion.js';
 import { activitiesFor } from './proxies.js';
 import { runStatus, serialised, type RunContext } from './run-context.js';
@@ -55,7 +56,8 @@ async function rollback(run: RunContext, request: RollbackRequest) {
     s.best = { policy: target.policy, score: target.score };
     s.bestIteration = target.iteration;
     upsertSearchAttributes([{ key: BestScoreKey, value: target.score }]);
-    setCurrentDetails(
+    setRunDetails(
+      run.config.runId,
       `rolled back: best is ${target.policy.name} (${target.iteration === null ? 'base model' : `iteration ${target.iteration}`}, score ${target.score.toFixed(3)})`,
     );
     return { best: s.best, iteration: target.iteration };

@@ -1,6 +1,7 @@
-import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { upsertSearchAttributes } from '@temporalio/workflow';
 import { LineageKey } from './definitions.js';
 import { activitiesFor } from './proxies.js';
+import { setRunDetails } from './run-details.js';
 import { finishRun, type RunContext } from './run-context.js';
 import type { RunLineage, RunStatus } from './types.js';
 
@@ -14,7 +15,10 @@ export interface LineagePlan {
 export async function planLineage(run: RunContext): Promise<LineagePlan | null> {
   const { lineage, model, tasks } = run.config;
   if (!lineage && !model.startFrom && !tasks.trainPrefix) return null;
-  setCurrentDetails(tasks.trainPrefix ? `taking new tasks from ${tasks.trainPrefix}` : 'resolving the start policy');
+  setRunDetails(
+    run.config.runId,
+    tasks.trainPrefix ? `taking new tasks from ${tasks.trainPrefix}` : 'resolving the start policy',
+  );
   const plan = await activitiesFor(run.config).planRun({ config: run.config });
   run.config = plan.config;
   if (run.config.lineage) upsertSearchAttributes([{ key: LineageKey, value: run.config.lineage }]);
@@ -45,7 +49,8 @@ export async function endWithoutNewTasks(run: RunContext, lineage: RunLineage): 
     lineage,
   };
   await recordLineage(run);
-  setCurrentDetails(
+  setRunDetails(
+    run.config.runId,
     `no new tasks under ${run.config.tasks.trainPrefix} since the lineage's previous run; nothing trained`,
   );
   return finishRun(run);

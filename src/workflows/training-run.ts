@@ -1,11 +1,4 @@
-import {
-  condition,
-  continueAsNew,
-  executeChild,
-  setCurrentDetails,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { condition, continueAsNew, executeChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RunConfig } from '../config/run.js';
 import type { PolicyRef } from '../contracts/policy.js';
 import { BestScoreKey, IterationKey, RunIdKey } from './definitions.js';
@@ -15,6 +8,7 @@ import { activitiesFor, validation } from './proxies.js';
 import { finishRun, newRunContext, serialised, type RunContext } from './run-context.js';
 import { setRunHandlers } from './run-handlers.js';
 import { endWithoutNewTasks, planLineage, recordLineage } from './run-lineage.js';
+import { setRunDetails } from './run-details.js';
 import { runIdFromWorkflowId } from './run-id.js';
 import { trainingIteration } from './training-iteration.js';
 import type { BaseEval, IterationSummary, RunLineage, RunState, RunStatus, TrainingIterationResult } from './types.js';
@@ -36,11 +30,11 @@ export async function trainingRun(rawConfig: RunConfig, resumeState?: RunState):
   }
   let iterationsThisRun = 0;
   while (run.state.iteration < run.config.iterations) {
-    if (run.paused) setCurrentDetails(`paused before iteration ${run.state.iteration}`);
+    if (run.paused) setRunDetails(run.config.runId, `paused before iteration ${run.state.iteration}`);
     await condition(() => !run.paused);
     const result = await runIteration(run, run.state);
     await promoteIfBetter(run, result.summary);
-    run.state = recordIteration(run.state, result);
+    run.state = recordIteration(run.config.runId, run.state, result);
     iterationsThisRun += 1;
     const more = run.state.iteration < run.config.iterations;
     if (more && (workflowInfo().continueAsNewSuggested || iterationsThisRun >= run.config.continueAsNewEvery)) {
@@ -89,7 +83,7 @@ async function evaluateBase(run: RunContext, lineage: RunLineage | null): Promis
 async function evaluatePolicy(run: RunContext, policy: PolicyRef): Promise<BaseEval> {
   const label = policy.sha256 ? 'incumbent' : 'base';
   run.phase = 'evaluating-base';
-  setCurrentDetails(`evaluating the ${label} policy ${policy.name}`);
+  setRunDetails(run.config.runId, `evaluating the ${label} policy ${policy.name}`);
   const base = await executeChild(evaluation, {
     workflowId: `${run.config.runId}-eval-${label}`,
     args: [{ config: run.config, iteration: 0, label, policy }],
@@ -124,7 +118,8 @@ async function promoteIfBetter(run: RunContext, summary: IterationSummary): Prom
     const s = run.state!;
     if (!beatsBest(evalScore, s.best, run.config.eval.promoteMargin)) return;
     run.phase = 'promoting';
-    setCurrentDetails(
+    setRunDetails(
+      run.config.runId,
       `iteration ${iteration}: promoting ${candidate.name}: ${evalScore.toFixed(3)} > ${s.best.score.toFixed(3)}`,
     );
     await activitiesFor(run.config).promoteCheckpoint({
@@ -141,10 +136,11 @@ async function promoteIfBetter(run: RunContext, summary: IterationSummary): Prom
 }
 
 /** The state the next iteration starts from: on-policy, so it samples from this iteration's policy. */
-function recordIteration(state: RunState, { summary, policy }: TrainingIterationResult): RunState {
+function recordIteration(runId: string, state: RunState, { summary, policy }: TrainingIterationResult): RunState {
   const next = { ...state, iteration: summary.iteration + 1, policy, history: [...state.history, summary] };
   upsertSearchAttributes([{ key: BestScoreKey, value: next.best.score }]);
-  setCurrentDetails(
+  setRunDetails(
+    runId,
     `iteration ${summary.iteration} done: mean reward ${summary.meanReward.toFixed(3)}, ` +
       `eval ${summary.evalScore?.toFixed(3) ?? '-'}, best ${next.best.score.toFixed(3)} (${next.best.policy.name})`,
   );

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { LaunchRolloutsInput } from '../../src/activities/rollouts.js';
 import { parseRunConfig, type RunConfig } from '../../src/config/run.js';
-import { pauseSignal, resumeSignal, statusQuery } from '../../src/workflows/definitions.js';
+import { startTrainingRun } from '../../src/client/runs.js';
+import { DASHBOARD_MEMO, pauseSignal, resumeSignal, statusQuery } from '../../src/workflows/definitions.js';
 import { CPU_QUEUE } from '../../src/workflows/proxies.js';
 import type { PolicyRef } from '../../src/contracts/policy.js';
 import type { RunStatus } from '../../src/workflows/types.js';
@@ -114,8 +115,12 @@ void describe('trainingRun / trainingIteration with stub activities (TestWorkflo
           taskQueue: CPU_QUEUE,
           workflowId: 'promo-run',
           args: [config],
+          memo: { [DASHBOARD_MEMO]: 'http://127.0.0.1:8600' },
         }),
       )) as RunStatus;
+      // The run that continued as new still has the dashboard memo its current details link from.
+      const { memo } = await env.env.client.workflow.getHandle('promo-run').describe();
+      assert.deepEqual(memo, { [DASHBOARD_MEMO]: 'http://127.0.0.1:8600' });
 
       assert.deepEqual(s.calls.promoted, [
         { name: 'cand-1', score: 0.65 },
@@ -167,10 +172,9 @@ void describe('trainingRun / trainingIteration with stub activities (TestWorkflo
       const s = stubs({ 'smollm2-135m-instruct': 0.5, 'cand-0': 0.4, 'cand-1': 0.9 }, { holdTrainRollouts: held });
       const config = runConfig('pause-run', { iterations: 2, promoteMargin: 0 });
       await withStubWorkers(env, s, async () => {
-        const handle = await env.env.client.workflow.start('trainingRun', {
-          taskQueue: CPU_QUEUE,
-          workflowId: 'pause-run',
-          args: [config],
+        // Started as `volt train` starts it, with the dashboard's URL.
+        const { handle } = await startTrainingRun(env.env.client, config, {
+          dashboardUrl: 'http://dash.example:8600/',
         });
         await until(() => s.calls.launched.some((l) => l.mode === 'train' && l.iteration === 0));
         await handle.signal(pauseSignal);
@@ -181,6 +185,14 @@ void describe('trainingRun / trainingIteration with stub activities (TestWorkflo
         const paused = await handle.query(statusQuery);
         assert.equal(paused.phase, 'paused');
         assert.equal(paused.history.length, 1);
+        // Temporal Web's current details: what the run does, then its dashboard page.
+        const details = async () =>
+          (await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
+        await until(async () => (await details()).startsWith('paused'));
+        assert.equal(
+          await details(),
+          'paused before iteration 1\n\n[Volt dashboard: run pause-run](http://dash.example:8600/runs/pause-run)',
+        );
         const history = await handle.fetchHistory();
         const children = history.events
           ?.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)
