@@ -332,6 +332,22 @@ def hinted_train(prefix: str, count: int, rng: random.Random, variant: str) -> l
     ]
 
 
+def held_out(variant: str, count: int, families: list, modules: list[str], rng: random.Random) -> list[dict]:
+    """A held-out set in its own families, modules and wording, held-out parameters (k 11-19), both levels."""
+    return [
+        make_task(
+            f"code-eval-{variant}-{i:04d}",
+            i % len(families),
+            rng.choice(range(11, 20)),
+            rng.choice(modules),
+            rng.choice(BANGS),
+            (i + i // len(families)) % 2 == 0,
+            variant=variant,
+        )
+        for i in range(count)
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7)
@@ -366,34 +382,10 @@ def main() -> None:
             # The curriculum's first level: the hinted half, where the base model has signal (learn.json).
             hinted = [t for t in tasks if t["kind"] == "hinted"]
             write_tasks(out / "train-hinted.jsonl", hinted, "hinted train tasks")
-    # Its own random stream: train.jsonl and eval.jsonl stay what they were before set b existed.
-    rng_b = random.Random(args.seed * 1_000_003 + 2)
-    tasks_b = [
-        make_task(
-            f"code-eval-b-{i:04d}",
-            i % len(FAMILIES_B),
-            rng_b.choice(range(11, 20)),
-            rng_b.choice(MODULES_B),
-            rng_b.choice(BANGS),
-            (i + i // len(FAMILIES_B)) % 2 == 0,
-            variant="b",
-        )
-        for i in range(args.eval_b)
-    ]
+    # Their own random streams: train.jsonl and eval.jsonl stay what they were before sets b and c existed.
+    tasks_b = held_out("b", args.eval_b, FAMILIES_B, MODULES_B, random.Random(args.seed * 1_000_003 + 2))
     write_tasks(out / "eval-b.jsonl", tasks_b, "held-out set b tasks")
-    rng_c = random.Random(args.seed * 1_000_003 + 5)
-    tasks_c = [
-        make_task(
-            f"code-eval-c-{i:04d}",
-            i % len(FAMILIES_C),
-            rng_c.choice(range(11, 20)),
-            rng_c.choice(MODULES_C),
-            rng_c.choice(BANGS),
-            (i + i // len(FAMILIES_C)) % 2 == 0,
-            variant="c",
-        )
-        for i in range(args.eval_c)
-    ]
+    tasks_c = held_out("c", args.eval_c, FAMILIES_C, MODULES_C, random.Random(args.seed * 1_000_003 + 5))
     write_tasks(out / "eval-c.jsonl", tasks_c, "held-out set c tasks")
     # Their own random streams; training parameters (k 2-9) only.
     varied = hinted_train("code-train-varied", args.train_varied, random.Random(args.seed * 1_000_003 + 3), "varied")
