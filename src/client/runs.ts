@@ -21,6 +21,7 @@ import {
   type RollbackResult,
 } from '../workflows/definitions.js';
 import { CPU_QUEUE } from '../workflows/proxies.js';
+import { runDetails } from '../workflows/run-details.js';
 import type { RunStatus } from '../workflows/types.js';
 
 /** Read and validate a run config file at the edge (with top-level `overrides` applied first): errors name the file and every bad field's path. */
@@ -51,14 +52,6 @@ export async function pinTaskSets(
 /** Where a run's pages are, for its Temporal Web details (the CLI passes its VOLT_DASHBOARD_URL). */
 export interface RunLinks {
   dashboardUrl?: string;
-}
-
-/** The run's static details in Temporal Web (Markdown): a link to its dashboard page, or to the runs page. */
-export function runDetails(dashboardUrl: string, runId?: string): string {
-  const base = dashboardUrl.replace(/\/+$/, '');
-  return runId
-    ? `[Volt dashboard: run ${runId}](${base}/runs/${encodeURIComponent(runId)})`
-    : `[Volt dashboard: runs](${base}/)`;
 }
 
 /**

@@ -1,11 +1,18 @@
 import { setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { DASHBOARD_MEMO } from './definitions.js';
 
-/** The run's page on the dashboard whose base URL the run was started with (memo DASHBOARD_MEMO), as Markdown. */
-export function dashboardLink(runId: string): string | null {
+/** A link to a run's dashboard page, or to the runs page (Markdown): static details at start, current details after. */
+export function runDetails(dashboardUrl: string, runId?: string): string {
+  const base = dashboardUrl.replace(/\/+$/, '');
+  return runId
+    ? `[Volt dashboard: run ${runId}](${base}/runs/${encodeURIComponent(runId)})`
+    : `[Volt dashboard: runs](${base}/)`;
+}
+
+/** The run's page on the dashboard whose base URL the run was started with (memo DASHBOARD_MEMO). */
+function dashboardLink(runId: string): string | null {
   const base = workflowInfo().memo?.[DASHBOARD_MEMO];
-  if (typeof base !== 'string' || !/^https?:\/\//.test(base)) return null;
-  return `[Volt dashboard: run ${runId}](${base.replace(/\/+$/, '')}/runs/${encodeURIComponent(runId)})`;
+  return typeof base === 'string' && /^https?:\/\//.test(base) ? runDetails(base, runId) : null;
 }
 
 /**
