@@ -62,6 +62,8 @@ const ctx: CallContext = {
   upstreamRequest,
   upstreamText: JSON.stringify(upstreamRequest),
   translation: [],
+  role: null,
+  model: 'policy',
 };
 const meta = spanMeta(ctx, new Date(), null);
 const record = callRecordText(meta, ctx.upstreamText, { json: answer });

@@ -60,6 +60,8 @@ function benchRecords(): string[] {
       upstreamRequest,
       upstreamText: JSON.stringify(upstreamRequest),
       translation: [],
+      role: null,
+      model: 'policy',
     };
     return callRecordText(spanMeta(ctx, new Date(), null), ctx.upstreamText, { json: answer });
   });

@@ -7,7 +7,7 @@ import { keys } from '../storage/keys.js';
 import { readSpans, type SpanStore } from '../storage/spans.js';
 import { BatchFileWriter } from './batch-file.js';
 import { buildBatch, type SpanSource } from './build-batch.js';
-import { objectiveOf, type BatchConfig } from './config.js';
+import { objectiveOf, type BatchBuildConfig } from './config.js';
 import type { ScoredRollout } from './groups.js';
 import type { RolloutRef } from '../contracts/rollout.js';
 import { batchManifestSchema, type BatchManifest } from '../contracts/batch-manifest.js';
@@ -30,7 +30,7 @@ export interface WrittenBatch {
 export async function buildBatchFile(
   file: string,
   scored: readonly ScoredRollout[],
-  config: BatchConfig,
+  config: BatchBuildConfig,
   spansOf: SpanSource,
   opts: { tmpDir?: string } = {},
 ): Promise<{ manifest: BatchManifest; bytes: number }> {
@@ -52,7 +52,7 @@ export async function writeBatch(
   runId: string,
   iteration: number,
   scored: readonly ScoredRollout[],
-  config: BatchConfig,
+  config: BatchBuildConfig,
   spansOf: SpanSource = storeSpanSource(store),
 ): Promise<WrittenBatch> {
   const samplesKey = keys.batch(runId, iteration);

@@ -16,6 +16,16 @@ export const batchConfigSchema = z.object({
    * on the rollouts that passed, then GRPO). 0: none.
    */
   warmStartIterations: z.number().int().min(0).default(0),
+  /**
+   * How a rollout's reward reaches its calls. `broadcast`: every call of the rollout gets the rollout's advantage (its
+   * return: the reward plus any turn rewards the agent posted), multi-turn calls merged into one sample. `per_turn`:
+   * each trained call is its own sample with its own return G_t = Σ_{k≥t} γ^(k-t) r_k (r_k: the turn rewards posted
+   * for call k, the rollout's reward on the last), its advantage taken against the same turn of the group's other
+   * rollouts (src/batches/turn-credit.ts). Policy-gradient estimators only.
+   */
+  credit: z.enum(['broadcast', 'per_turn']).default('broadcast'),
+  /** per_turn's discount γ of later turns' rewards (1: every turn gets all that follows it). */
+  gamma: z.number().min(0).max(1).default(1),
   /** Added to the std in grpo so a near-constant group does not explode. */
   eps: z.number().positive().default(1e-6),
   /** Groups with fewer scored rollouts than this are dropped (infra failures do not count). */
@@ -50,6 +60,12 @@ export const batchConfigSchema = z.object({
 });
 
 export type BatchConfig = z.output<typeof batchConfigSchema>;
+
+/**
+ * What a batch is built with: the run's batch config, and the agent roles whose calls are trained (run config `team`:
+ * the calls of other roles, and calls no role matched, stay recorded but are not samples); null: every call.
+ */
+export type BatchBuildConfig = BatchConfig & { trainedRoles?: readonly string[] | null };
 
 /** The batch config iteration `iteration` uses: rejection sampling during the warm start, else the run's own. */
 export function batchConfigFor(config: BatchConfig, iteration: number): BatchConfig {

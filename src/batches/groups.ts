@@ -1,18 +1,27 @@
 import type { RolloutResult } from '../contracts/rollout.js';
 import { groupAdvantages } from './advantages.js';
 import type { BatchConfig } from './config.js';
+import type { TurnReward } from './turn-credit.js';
 
 /** A rollout attempt and its scalar reward; null when the reward itself failed for infra reasons. */
 export interface ScoredRollout {
   result: RolloutResult;
   reward: number | null;
+  /** Rewards the agent posted for single calls (credit per turn, turn-credit.ts). */
+  turnRewards?: readonly TurnReward[];
 }
 
-/** A rollout that made it into the batch, with the advantage every one of its samples gets. */
+/**
+ * A rollout that made it into the batch, with the advantage every one of its samples gets (broadcast; per_turn
+ * replaces it per call). `reward` is its return: the rollout's reward plus its turn rewards.
+ */
 export interface PlannedRollout {
   result: RolloutResult;
   reward: number;
   advantage: number;
+  /** The scalar reward alone, and the turn rewards (per_turn splits them over the calls). */
+  outcomeReward: number;
+  turnRewards: readonly TurnReward[];
 }
 
 export type RolloutDropReason =
@@ -66,6 +75,8 @@ export function countInformativeGroups(
   };
 }
 
+type Member = Omit<PlannedRollout, 'advantage'>;
+
 /** Group rollouts by groupId and compute each group's advantages; groups keep first-seen order. */
 export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig): GroupPlan {
   const plan: GroupPlan = {
@@ -75,7 +86,7 @@ export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig)
     droppedGroups: {},
     lossScale: 1,
   };
-  const byGroup = new Map<string, { result: RolloutResult; reward: number }[]>();
+  const byGroup = new Map<string, Member[]>();
   for (const s of scored) {
     if (!byGroup.has(s.result.groupId)) byGroup.set(s.result.groupId, []);
     if (s.result.mode !== 'train') {
@@ -90,7 +101,9 @@ export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig)
       bump(plan.droppedRollouts, 'reward_infra_failed');
       continue;
     }
-    byGroup.get(s.result.groupId)!.push({ result: s.result, reward: s.reward });
+    const turnRewards = s.turnRewards ?? [];
+    const reward = turnRewards.reduce((a, t) => a + t.value, s.reward);
+    byGroup.get(s.result.groupId)!.push({ result: s.result, reward, outcomeReward: s.reward, turnRewards });
   }
   plan.groups.total = byGroup.size;
   if (config.estimator === 'rejection_sampling') return planRejectionSampling(plan, byGroup, config);
@@ -98,7 +111,13 @@ export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig)
     const rewards = members.map((m) => m.reward);
     let drop: 'group_too_small' | 'zero_variance' | null = null;
     if (members.length < config.minGroupSize) drop = 'group_too_small';
-    else if (config.dropZeroVariance && !isInformativeGroup(rewards, config.minGroupSize)) drop = 'zero_variance';
+    // Per turn, equal returns can still differ turn by turn (discounting, where the turn rewards fall): kept.
+    else if (
+      config.dropZeroVariance &&
+      config.credit === 'broadcast' &&
+      !isInformativeGroup(rewards, config.minGroupSize)
+    )
+      drop = 'zero_variance';
     if (drop) {
       bump(plan.droppedGroups, drop);
       if (members.length > 0) bump(plan.droppedRollouts, drop, members.length);
@@ -116,11 +135,7 @@ export function planGroups(scored: Iterable<ScoredRollout>, config: BatchConfig)
 }
 
 /** Expert iteration: every rollout whose reward passes the threshold, advantage 1 (the trainer's NLL weight). */
-function planRejectionSampling(
-  plan: GroupPlan,
-  byGroup: Map<string, { result: RolloutResult; reward: number }[]>,
-  config: BatchConfig,
-): GroupPlan {
+function planRejectionSampling(plan: GroupPlan, byGroup: Map<string, Member[]>, config: BatchConfig): GroupPlan {
   for (const members of byGroup.values()) {
     const kept = members.filter((m) => m.reward >= config.rejectionThreshold);
     if (members.length > kept.length) bump(plan.droppedRollouts, 'below_threshold', members.length - kept.length);

@@ -5,6 +5,7 @@ import { keys } from '../storage/keys.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { writeBatch } from './batch-io.js';
 import { batchConfigFor } from './config.js';
+import { trainedRoles } from '../contracts/team.js';
 import type { ScoredRollout } from './groups.js';
 
 export interface IterationBatch {
@@ -30,13 +31,16 @@ export async function writeIterationBatch(
       keys.rolloutOutcome(config.runId, iteration, r.rolloutId),
       rolloutOutcomeRecordSchema,
     );
-    scored.push({ result: record.final, reward: r.reward });
+    scored.push({ result: record.final, reward: r.reward, ...(r.turnRewards && { turnRewards: r.turnRewards }) });
   }
   const {
     manifest: m,
     samplesKey,
     manifestKey,
-  } = await writeBatch(store, config.runId, iteration, scored, batchConfigFor(config.batch, iteration));
+  } = await writeBatch(store, config.runId, iteration, scored, {
+    ...batchConfigFor(config.batch, iteration),
+    trainedRoles: trainedRoles(config.team),
+  });
   const drops = {
     ...m.drops.rollouts,
     ...Object.fromEntries(Object.entries(m.drops.groups).map(([k, v]) => [`groups_${k}`, v])),

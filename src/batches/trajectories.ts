@@ -69,9 +69,10 @@ function tryMerge(cur: Trajectory, t: Transition): number {
 
 /**
  * Spans of one rollout attempt, in seq order → trajectories, merging multi-turn calls only on an exact prefix.
- * `supervised`: an SFT batch, which takes teacher spans too (transitions.ts).
+ * `supervised`: an SFT batch, which takes teacher spans too (transitions.ts). `merge` false: every call its own
+ * trajectory (credit per turn gives each call its own advantage).
  */
-export function buildTrajectories(spans: Iterable<Span>, supervised = false): AttemptTrajectories {
+export function buildTrajectories(spans: Iterable<Span>, supervised = false, merge = true): AttemptTrajectories {
   const out: AttemptTrajectories = {
     trajectories: [],
     breaks: [],
@@ -95,7 +96,7 @@ export function buildTrajectories(spans: Iterable<Span>, supervised = false): At
       continue;
     }
     out.transitions += 1;
-    if (cur !== null) {
+    if (cur !== null && merge) {
       const diff = tryMerge(cur, t);
       if (diff === -1) {
         out.merges += 1;

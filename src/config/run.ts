@@ -7,6 +7,7 @@ import { DEFAULT_ENV_ALLOW_LIST } from '../rollouts/spec.js';
 import { agentEnvNameSchema } from '../contracts/env-name.js';
 import { hostedToolsSchema } from '../contracts/hosted-tools.js';
 import { safeIdSchema } from '../contracts/safe-id.js';
+import { teamConfigSchema } from '../contracts/team.js';
 import { taskSetHashSchema } from '../contracts/task.js';
 import { apoConfigSchema } from './apo.js';
 import { parseFrozen } from './errors.js';
@@ -237,6 +238,13 @@ export const runConfigSchema = z
           .default('VOLT_TEACHER_API_KEY'),
       })
       .optional(),
+    /**
+     * Several agents in one harness (a planner and a coder, a solver and a checker): the roles the gateway tells apart
+     * from what the unmodified agent sends (the `model` it asks for, its system message, a header) and the policy
+     * serving each. Only calls of the `trained` role become samples; frozen roles and unmatched calls are served and
+     * recorded, never trained. Absent: every call is the run's policy (one agent).
+     */
+    team: teamConfigSchema.optional(),
     /** How each rollout is scored (see src/rewards/spec.ts for the kinds). */
     reward: rewardSpecSchema,
     /** How rewarded rollouts become a training batch (advantage estimator, group filters, length limits). */

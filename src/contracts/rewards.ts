@@ -23,6 +23,8 @@ export const scoredRolloutRecordSchema = z.object({
   durationMs: z.number().nonnegative().optional(),
   calls: z.number().int().min(0).nullable().optional(),
   completionTokens: z.number().int().min(0).nullable().optional(),
+  /** Rewards the agent posted for single calls (`span`: the call's seq), for credit per turn; absent when none. */
+  turnRewards: z.array(z.object({ span: z.number().int().min(0), value: z.number() })).optional(),
 });
 export type ScoredRolloutRecord = z.output<typeof scoredRolloutRecordSchema>;
 
@@ -39,6 +41,14 @@ export type RewardsFile = z.output<typeof rewardsFileSchema>;
 
 /** keys.agentRewards as the gateway appends it: `{ rewards: [{ value, name, at }] }`. */
 export const agentRewardsFileSchema = z.object({
-  rewards: z.array(z.object({ value: z.number(), name: z.string().nullable().optional(), at: z.string().optional() })),
+  rewards: z.array(
+    z.object({
+      value: z.number(),
+      name: z.string().nullable().optional(),
+      /** The call (its seq) a turn reward is for; absent: a reward of the whole rollout. */
+      span: z.number().int().min(0).nullable().optional(),
+      at: z.string().optional(),
+    }),
+  ),
 });
 export type AgentRewardsFile = z.output<typeof agentRewardsFileSchema>;

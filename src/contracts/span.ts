@@ -38,6 +38,8 @@ export interface Span extends RolloutRef {
   requestedModel: string | null;
   /** What kind of call it was, from the request (src/contracts/call-kind.ts): agent_turn, structured or text. */
   callKind: CallKind;
+  /** The agent role the gateway recognised (run config `team`); null without a team or when no role matched. */
+  role: string | null;
   /** The body actually sent upstream (model rewritten, extension fields added). */
   upstreamRequest: unknown;
   /** The assembled response in the non-streaming OpenAI shape, also for streams. */
@@ -90,6 +92,7 @@ export const spanSchema = z.object({
   request: z.object({ body: z.unknown(), headers: z.record(z.string(), z.string()) }),
   requestedModel: z.string().nullable(),
   callKind: z.enum(CALL_KINDS),
+  role: z.string().nullable().default(null),
   upstreamRequest: z.unknown(),
   response: z.unknown(),
   promptTokenIds: tokenIds.nullable(),

@@ -4,8 +4,9 @@ import type { RewardResult, RolloutEvidence } from './types.js';
 
 /** Reward(s) the agent itself posted to the gateway, aggregated; `missingValue` when it posted none. */
 export function agentEmitted(spec: SpecOf<'agent_emitted'>, _task: Task, evidence: RolloutEvidence): RewardResult {
+  // A reward posted for one call (`span`) is that turn's (credit per turn, src/batches/turn-credit.ts), not the rollout's.
   const values = evidence.agentRewards
-    .filter((r) => spec.name === undefined || r.name === spec.name)
+    .filter((r) => r.span === undefined && (spec.name === undefined || r.name === spec.name))
     .map((r) => r.value);
   if (values.length === 0)
     return {

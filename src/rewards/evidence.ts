@@ -56,8 +56,10 @@ export async function loadEvidence(
   const spans: Span[] = [];
   for await (const span of readSpans(store, result.ref)) spans.push(span);
   const posted = await store.getJsonOrNull(keys.agentRewards(result.ref), agentRewardsFileSchema);
-  const agentRewards = (posted?.rewards ?? []).map((r) =>
-    r.name ? { name: r.name, value: r.value } : { value: r.value },
-  );
+  const agentRewards = (posted?.rewards ?? []).map((r) => ({
+    ...(r.name && { name: r.name }),
+    value: r.value,
+    ...(typeof r.span === 'number' && { span: r.span }),
+  }));
   return evidenceFromSpans(result, spans, { ...extra, agentRewards });
 }

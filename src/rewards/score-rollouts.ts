@@ -169,7 +169,12 @@ async function scoreOne(
     ...(await loadEvidence(deps.store, record.final, { workdir: record.final.workdir, snapshots: record.snapshots })),
     workdirScores: record.workdirScores,
   };
-  const usage = { calls: evidence.turns, completionTokens: evidence.completionTokens };
+  const turns = evidence.agentRewards.flatMap((r) => (r.span === undefined ? [] : [{ span: r.span, value: r.value }]));
+  const usage = {
+    calls: evidence.turns,
+    completionTokens: evidence.completionTokens,
+    ...(turns.length > 0 && { turnRewards: turns }),
+  };
   try {
     const r = await scoreRollout(config.reward, task, evidence, { python: deps.python, env: deps.env, signal });
     return { ...base, ...usage, reward: r.value, parts: r.parts, flags: r.flags, error: null };

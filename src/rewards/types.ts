@@ -15,6 +15,8 @@ export interface RewardResult {
 export interface AgentReward {
   name?: string;
   value: number;
+  /** A turn reward: the seq of the call it is for (credit per turn); such rewards are not the rollout's reward. */
+  span?: number;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { roleRoutes } from '../contracts/team.js';
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { RunConfig } from '../config/run.js';
@@ -144,6 +145,11 @@ export async function runRollouts(
             promptOverlay: input.promptOverlay,
             budget,
             hostedTools: config.agent.hostedTools,
+            // Agent roles: the trained role's calls go to the policy, a frozen role's to the base or its fixed adapter.
+            team: config.team && {
+              roles: roleRoutes(config.team, policy.name, config.model.base),
+              unmatched: config.team.unmatched === 'refuse' ? 'refuse' : { model: config.model.base },
+            },
             // Distillation: the teacher serves the warm-start iterations' training rollouts; evaluation is the student's.
             teacher: mode === 'train' && iteration < config.batch.warmStartIterations ? config.teacher : undefined,
           });

@@ -43,6 +43,8 @@ export type SpanMeta = Pick<
   | 'translation'
   | 'error'
 > & {
+  /** Span.role; absent in records written before roles. */
+  role?: string | null;
   /** servedBy's fallback when the answer names no model. */
   policyModel: string;
   /** A teacher's call: its prompt and answer in the policy's tokens (Span.tokens 'student_tokenizer'). */
@@ -140,6 +142,7 @@ export function spanOf(meta: SpanMeta, upstreamRequest: unknown, response: any):
     request: meta.request,
     requestedModel: requestedModelOf(meta.request.body),
     callKind: callKindOf(meta.api, meta.request.body),
+    role: meta.role ?? null,
     upstreamRequest,
     response: r ?? null,
     promptTokenIds,

@@ -56,6 +56,7 @@ function span(
     request: { body: { model: 'policy', messages }, headers: {} },
     requestedModel: 'policy',
     callKind: 'text',
+    role: null,
     upstreamRequest: { model: 'smollm2', messages },
     response: {
       choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop', ...stopReason }],

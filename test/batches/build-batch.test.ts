@@ -241,6 +241,72 @@ void describe('buildBatch', () => {
     assert.deepEqual(bad.error!.issues[0]!.path, ['excludeCallKinds', 0]);
   });
 
+  void it("trains only the team's trained roles: a frozen role's calls and unmatched calls are counted, not samples", async () => {
+    // A solver and a checker taking turns in one conversation, then a call no role matched.
+    const roleAt = ['solver', 'checker', 'solver', null] as const;
+    const teamSpans = (ref: RolloutRef) =>
+      syntheticRollout(ref, {
+        turns: 4,
+        seed: ref.rolloutId.charCodeAt(1),
+        promptLen: 8,
+        completionLen: 3,
+        gapLen: 2,
+      }).map((s) => ({ ...s, role: roleAt[s.seq]! }));
+    const scored = scoredGroups('run1', 1, [[1, 0]]);
+    const config = { ...batchConfigSchema.parse({ estimator: 'dr_grpo' }), trainedRoles: ['solver'] };
+    const { rows, manifest } = await collect(buildBatch(scored, teamSpans, config));
+    // The solver's two calls merge around the checker's (its answer is context in between, loss mask 0).
+    assert.deepEqual(
+      rows.map((r) => r.span_ids),
+      [
+        ['g0-r0-a0-0', 'g0-r0-a0-2'],
+        ['g0-r1-a0-0', 'g0-r1-a0-2'],
+      ],
+    );
+    assert.equal(manifest.drops.spans.excluded_role, 4);
+    assert.equal(manifest.counts.spans, 8);
+    // Without a team every call is the policy's.
+    const all = await collect(buildBatch(scored, teamSpans, batchConfigSchema.parse({ estimator: 'dr_grpo' })));
+    assert.deepEqual(all.rows[0]!.span_ids, ['g0-r0-a0-0', 'g0-r0-a0-1', 'g0-r0-a0-2', 'g0-r0-a0-3']);
+    assert.equal(all.manifest.drops.spans.excluded_role, undefined);
+  });
+
+  void it('credit per turn: one sample per call, each with its turn advantage against the same turn of the group', async () => {
+    const threeTurns = (ref: RolloutRef) =>
+      syntheticRollout(ref, { turns: 3, seed: ref.rolloutId.charCodeAt(1), promptLen: 8, completionLen: 3, gapLen: 2 });
+    // Equal outcomes (broadcast would drop the group as zero-variance), but r0's first call was rewarded.
+    const scored = [
+      ...scoredGroups('run1', 1, [[1, 1]]).map((s, i) =>
+        i === 0 ? { ...s, turnRewards: [{ span: 0, value: 1 }] } : s,
+      ),
+    ];
+    const config = batchConfigSchema.parse({ estimator: 'dr_grpo', credit: 'per_turn', gamma: 1 });
+    const { rows, manifest } = await collect(buildBatch(scored, threeTurns, config));
+    assert.ok(rows.every((r) => r.span_ids.length === 1));
+    // Returns r0: [2, 1, 1], r1: [1, 1, 1] → turn 0 advantages ±0.5, later turns 0.
+    assert.deepEqual(
+      rows.map((r) => [r.span_ids[0], r.advantage]),
+      [
+        ['g0-r0-a0-0', 0.5],
+        ['g0-r0-a0-1', 0],
+        ['g0-r0-a0-2', 0],
+        ['g0-r1-a0-0', -0.5],
+        ['g0-r1-a0-1', 0],
+        ['g0-r1-a0-2', 0],
+      ],
+    );
+    assert.equal(manifest.mergeRate, 0);
+    // Broadcast counts the turn reward into the rollout's return: r0 2, r1 1, every call merged into one sample.
+    const broadcast = await collect(buildBatch(scored, threeTurns, batchConfigSchema.parse({ estimator: 'dr_grpo' })));
+    assert.deepEqual(
+      broadcast.rows.map((r) => [r.span_ids.length, r.advantage, r.reward]),
+      [
+        [3, 0.5, 2],
+        [3, -0.5, 1],
+      ],
+    );
+  });
+
   void it('rejects a bad batch config naming the field', () => {
     const r = batchConfigSchema.safeParse({ estimator: 'ppo', minGroupSize: 1 });
     assert.equal(r.success, false);

@@ -39,6 +39,8 @@ const ctx = (stream: boolean): CallContext => ({
   upstreamRequest,
   upstreamText: JSON.stringify(upstreamRequest),
   translation: [],
+  role: null,
+  model: 'policy',
 });
 
 /** SSE chunks of one streamed answer as an engine sends them: ids and logprobs per chunk, usage last. */

@@ -73,6 +73,8 @@ export function recordedRollout(
       upstreamRequest,
       upstreamText: JSON.stringify(upstreamRequest),
       translation: [],
+      role: null,
+      model: 'policy',
     };
     const c = s.choices[0]!;
     const response = engineAnswer(s.promptTokenIds!, c.tokenIds!, c.logprobs!);

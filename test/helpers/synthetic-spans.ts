@@ -55,6 +55,7 @@ export function syntheticRollout(ref: RolloutRef, o: SyntheticRolloutOptions): S
       request: { body: { messages: [] }, headers: {} },
       requestedModel: null,
       callKind: 'text',
+      role: null,
       upstreamRequest: {},
       response: {},
       promptTokenIds: missing ? null : context.slice(),

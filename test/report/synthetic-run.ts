@@ -131,6 +131,7 @@ export function span(
     request: { body: { model: 'x', messages }, headers: {} },
     requestedModel: 'x',
     callKind: 'text',
+    role: null,
     upstreamRequest: {},
     response: {},
     promptTokenIds: [1, 2, 3],

@@ -29,6 +29,10 @@ export interface CallContext {
   upstreamText: string;
   /** The rollout's teacher serves this call (run config `teacher`); absent: the model server. */
   teacher?: TeacherCall;
+  /** The agent role the call was recognised as (run config `team`), null without one. */
+  role: string | null;
+  /** The model server's name for the policy serving this call: the role's, else the rollout's policyModel. */
+  model: string;
 }
 
 export interface CallOutcome {
@@ -73,7 +77,8 @@ export function spanMeta(
     endedAt: endedAt.toISOString(),
     durationMs: performance.now() - ctx.startMs,
     request: ctx.request,
-    policyModel: record.policyModel,
+    policyModel: ctx.model,
+    role: ctx.role,
     promptOverlay: record.promptOverlay ? { version: record.promptOverlay.version } : null,
     translation: ctx.translation,
     ...(retokenized && { retokenized }),

@@ -6,6 +6,7 @@ import type { PromptOverlay } from '../../contracts/prompt-overlay.js';
 import { rolloutRefSchema, type RolloutRef } from '../../contracts/rollout.js';
 import { budgetUsageSchema, rolloutBudgetSchema } from './budget.js';
 import { hostedToolsSchema } from '../../contracts/hosted-tools.js';
+import { roleRouteSchema } from '../../contracts/team.js';
 
 export const registerRolloutSchema = z.strictObject({
   ...rolloutRefSchema.shape,
@@ -26,6 +27,17 @@ export const registerRolloutSchema = z.strictObject({
    * base URL (…/v1), model, and the gateway's environment variable with its key; the answers are tokenized with the
    * policy's tokenizer (the model server's /tokenize) for the span.
    */
+  /**
+   * Agent roles (run config `team`): each call goes to the model of the first role it matches, and its span records the
+   * role; a call no role matches goes to `unmatched.model` (role null), or is refused when `unmatched` is 'refuse'.
+   * Absent: every call goes to `policyModel`.
+   */
+  team: z
+    .strictObject({
+      roles: z.array(roleRouteSchema).min(1).max(16),
+      unmatched: z.union([z.literal('refuse'), z.strictObject({ model: z.string().min(1).max(256) })]),
+    })
+    .nullish(),
   teacher: z
     .strictObject({
       baseUrl: z.url({ protocol: /^https?$/ }).max(2048),

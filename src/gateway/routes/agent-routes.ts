@@ -18,6 +18,7 @@ import { GatewayError, gatewayErrors } from './openai-error.js';
 import { applyPromptOverlay } from '../upstream/prompt-overlay.js';
 import { loadRolloutOverlay } from '../upstream/overlay-cache.js';
 import { relayJson, relayStream, type RelayDeps } from './relay.js';
+import { routeByRole } from '../upstream/role-route.js';
 import type { InFlight } from '../registry/in-flight.js';
 import type { PauseGate } from '../registry/pause-gate.js';
 import type { Rollout, RolloutRegistry } from '../registry/rollout-registry.js';
@@ -72,6 +73,8 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
       if (gate.paused && !(await gate.waitOpen(deps.pause.waitMs))) throw gatewayErrors.paused(deps.pause.retryAfterS);
       // Re-checked after the pause: the rollout may have been closed while this call waited.
       const rollout = await openRollout(request.params.token);
+      // Before the budget counts the call: a call refused for matching no role was never made.
+      const routed = routeByRole(rollout.record, request.body, body, request.headers);
       const translation = [...(translated?.translation ?? [])];
       const admitted = admitCall(rollout, body, translation);
       if (admitted.refused) await rollouts.registry.noteBudgetExceeded(rollout, admitted.refused);
@@ -82,13 +85,12 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
       try {
         const overlay =
           rollout.overlay === undefined ? await loadRolloutOverlay(overlayDeps, rollout) : rollout.overlay;
-        // A teacher (distillation) answers in its own tokens, so it is asked without the engine's extensions.
+        // A teacher (distillation) answers in its own tokens, so it is asked without the engine's extensions. It
+        // serves the trained role's calls; a frozen role's stay the model server's.
         const { teacher: teacherRef, sampling } = rollout.record;
-        const teacher = teacherRef ? relay.teachers.for(teacherRef) : undefined;
+        const teacher = teacherRef && routed.trained ? relay.teachers.for(teacherRef) : undefined;
         const upstreamRequest = applyPromptOverlay(
-          teacher
-            ? teacherBody(body, teacher.model, sampling)
-            : upstreamBody(body, endpoint, rollout.record.policyModel, sampling),
+          teacher ? teacherBody(body, teacher.model, sampling) : upstreamBody(body, endpoint, routed.model, sampling),
           endpoint,
           overlay,
         );
@@ -109,6 +111,8 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
           upstreamText: JSON.stringify(upstreamRequest),
           translation,
           teacher,
+          role: routed.role,
+          model: routed.model,
         };
         // Awaited (and its failure answered) where the span is recorded; this only keeps a rejection from being unhandled.
         ctx.seqClaim?.catch(() => undefined);
@@ -139,7 +143,11 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
   app.get('/r/:token/v1/models', async (request: TokenRequest) => {
     const { record } = await openRollout(request.params.token);
     const created = Math.floor(Date.parse(record.createdAt) / 1000);
-    return { object: 'list', data: [{ id: record.policyModel, object: 'model', created, owned_by: 'volt' }] };
+    // With a team, the names its roles are asked by (a role's literal `model`) are listed too.
+    const ids = [record.policyModel, ...(record.team?.roles ?? []).map((r) => r.match.model)].filter(
+      (id, i, all): id is string => id !== undefined && !id.includes('*') && all.indexOf(id) === i,
+    );
+    return { object: 'list', data: ids.map((id) => ({ id, object: 'model', created, owned_by: 'volt' })) };
   });
 
   // Appends are serialised per rollout so two concurrent rewards never overwrite each other.
@@ -152,7 +160,12 @@ export function registerAgentRoutes(app: FastifyInstance, deps: AgentRouteDeps):
       const existing = await store.getJsonOrNull(key);
       // A corrupt file fails the post (500) rather than being overwritten: the rewards already posted are kept.
       const rewards = existing === null ? [] : parseRecord(key, agentRewardsFileSchema, existing).rewards;
-      rewards.push({ value: reward.value, name: reward.name ?? null, at: new Date().toISOString() });
+      rewards.push({
+        value: reward.value,
+        name: reward.name ?? null,
+        ...(reward.span !== undefined && { span: reward.span }),
+        at: new Date().toISOString(),
+      });
       await store.putJson(key, { rewards });
       return rewards.length;
     };

@@ -61,7 +61,7 @@ async function teacherTokens(
   try {
     return await retokenize(
       relay.upstream,
-      ctx.rollout.record.policyModel,
+      ctx.model,
       ctx.endpoint,
       ctx.upstreamRequest,
       answer(),

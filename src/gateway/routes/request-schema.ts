@@ -28,6 +28,11 @@ export const completionRequestSchema = z.looseObject({
 export const rewardSchema = z.strictObject({
   value: z.number().refine(Number.isFinite, 'must be a finite number'),
   name: z.string().min(1).max(128).optional(),
+  /**
+   * Credit per turn: the call this reward is for, as its 0-based index among the rollout's calls (the order the
+   * gateway received them). Such a reward is that turn's (batch.credit), not part of the rollout's own reward.
+   */
+  span: z.number().int().min(0).max(1_000_000).optional(),
 });
 
 export type ChatRequest = z.output<typeof chatRequestSchema>;
