@@ -4,6 +4,7 @@
     .venv/bin/python bench/server.py --groups 8 --rounds 3    # the demo's full iteration (48 rollouts)
     .venv/bin/python bench/server.py --sides hf-off,hf-on,packed-off,packed-on   # every engine x cache combination
     .venv/bin/python bench/server.py --workload decode        # decode tokens/s at concurrency 1 vs 8 (one server)
+    .venv/bin/python bench/server.py --workload adapters      # 2 LoRA adapters in flight vs 1: mixed vs separate steps
 
 The rollouts workload replays the calculator agent (examples/calculator-ts/agent.ts): its system prompt, hint and
 worked example, a train-set question, up to --turns chat calls per rollout where each call extends the previous
@@ -60,11 +61,12 @@ METRICS = (
     "volt_serve_prefix_cache_hits_total",
     "volt_serve_forward_passes_total",
 )
+ADMIN_KEY = "bench-admin-key"
 SIDES = {"hf-off": ("hf", False), "hf-on": ("hf", True), "packed-off": ("packed", False), "packed-on": ("packed", True)}
 
 
 def start_server(
-    model: str, threads: int, max_batch: int, prefix_cache_mb: int, engine: str = "auto"
+    model: str, threads: int, max_batch: int, prefix_cache_mb: int, engine: str = "auto", adapter_steps: str = "mixed"
 ) -> tuple[subprocess.Popen, str]:
     command = [
         sys.executable,
@@ -84,8 +86,11 @@ def start_server(
         str(max_batch),
         "--prefix-cache-mb",
         str(prefix_cache_mb),
+        "--adapter-steps",
+        adapter_steps,
     ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {**os.environ, "VOLT_MODEL_SERVER_ADMIN_KEY": ADMIN_KEY}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert process.stdout is not None
     for line in process.stdout:
         match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
@@ -283,9 +288,89 @@ def bench_decode(args: argparse.Namespace) -> None:
     print(f"throughput ratio c8/c1: {rows[1][1] / rows[0][1]:.2f}x")
 
 
+def make_adapters(model: str, directory: Path, count: int) -> list[Path]:
+    """`count` real LoRA adapters (rank 8 on q_proj and v_proj, the run config's default) with random nonzero B."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from volt_trainer.model import load_model
+
+    base, _ = load_model(model, device="cpu")
+    peft_model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
+    dirs = []
+    for seed in range(count):
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, param in peft_model.named_parameters():
+                if "lora_B" in name:
+                    param.copy_(torch.randn(param.shape, generator=generator) * 0.05)
+        peft_model.save_pretrained(directory / f"adapter-{seed}")
+        dirs.append(directory / f"adapter-{seed}")
+    return dirs
+
+
+def adapters_round(url: str, args: argparse.Namespace, names: list[str]) -> float:
+    """Aggregate completion tokens/s of args.requests requests at args.concurrency, the i-th on names[i % len]."""
+    client = OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=args.timeout)
+    prompts = [f"Write a short story about a robot who learns to paint, part {i}." for i in range(args.requests)]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+        results = list(
+            pool.map(
+                lambda i: one_request(client, names[i % len(names)], prompts[i], args.max_tokens), range(args.requests)
+            )
+        )
+    return sum(r[0] for r in results) / (time.perf_counter() - start)
+
+
+def bench_adapters(args: argparse.Namespace) -> None:
+    """Two adapters in flight vs one at the same concurrency, on a server that mixes them in one forward and one
+    that runs a forward per adapter (--adapter-steps mixed / separate), rounds interleaved, medians printed."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs = make_adapters(args.model, Path(tmp), 2)
+        servers = {
+            steps: start_server(args.model, args.threads, args.max_batch, 0, "packed", steps)
+            for steps in ("separate", "mixed")
+        }
+        loads = {"one adapter": ["a0"], "two adapters": ["a0", "a1"]}
+        rows: dict[tuple[str, str], list[float]] = {(s, w): [] for s in servers for w in loads}
+        try:
+            for _, url in servers.values():
+                for i, d in enumerate(dirs):
+                    loaded = httpx.post(
+                        f"{url}/v1/load_lora_adapter",
+                        json={"lora_name": f"a{i}", "lora_path": str(d)},
+                        headers={"authorization": f"Bearer {ADMIN_KEY}"},
+                        timeout=120,
+                    )
+                    loaded.raise_for_status()
+                adapters_round(url, argparse.Namespace(**{**vars(args), "requests": 2, "max_tokens": 2}), ["a0", "a1"])
+            keys = list(rows)
+            for r in range(args.rounds):
+                for key in keys[r % len(keys) :] + keys[: r % len(keys)]:  # rotate who goes first
+                    rows[key].append(adapters_round(servers[key[0]][1], args, loads[key[1]]))
+                    print(f"round {r + 1} {key[0]:>8} {key[1]}: {rows[key][-1]:.1f} tok/s", flush=True)
+        finally:
+            for process, _ in servers.values():
+                process.terminate()
+                process.wait(timeout=30)
+    med = {key: statistics.median(v) for key, v in rows.items()}
+    print(
+        f"\nadapters: {args.requests} requests of {args.max_tokens} tokens at concurrency {args.concurrency}, "
+        f"{args.threads} thread(s), medians of {args.rounds} rounds (aggregate completion tokens/s)"
+    )
+    print(f"{'steps':>9} {'one adapter':>12} {'two adapters':>13} {'two / one':>10}")
+    for steps in servers:
+        one, two = med[(steps, "one adapter")], med[(steps, "two adapters")]
+        print(f"{steps:>9} {one:>12.1f} {two:>13.1f} {two / one:>9.2f}x")
+    print(f"two adapters, mixed / separate: {med[('mixed', 'two adapters')] / med[('separate', 'two adapters')]:.2f}x")
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", choices=("rollouts", "decode"), default="rollouts")
+    parser.add_argument("--workload", choices=("rollouts", "decode", "adapters"), default="rollouts")
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--groups", type=int, default=2, help="tasks; each is a group of 6 rollouts (the demo: 8)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per side, interleaved")
@@ -304,7 +389,7 @@ def main() -> None:
     )
     parser.add_argument("--timeout", type=float, default=600, help="per-request timeout, seconds")
     args = parser.parse_args()
-    bench_rollouts(args) if args.workload == "rollouts" else bench_decode(args)
+    {"rollouts": bench_rollouts, "decode": bench_decode, "adapters": bench_adapters}[args.workload](args)
 
 
 if __name__ == "__main__":

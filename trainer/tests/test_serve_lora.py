@@ -98,3 +98,36 @@ def test_bad_adapter_requests_are_clear_errors(http: httpx.Client, tmp_path: Pat
     unknown = http.post("/v1/unload_lora_adapter", json={"lora_name": "never-loaded"})
     assert unknown.status_code == 404 and unknown.json()["error"]["param"] == "lora_name"
     assert http.get("/health").json()["status"] == "ok"
+
+
+def _answer(http: httpx.Client, model: str) -> tuple[list[int], list[float]]:
+    body = {"model": model, **PROMPT, "max_tokens": 12, "logprobs": True, "ignore_eos": True}
+    choice = http.post("/v1/chat/completions", json=body).json()["choices"][0]
+    return choice["token_ids"], [t["logprob"] for t in choice["logprobs"]["content"]]
+
+
+def _mixed_passes(http: httpx.Client) -> float:
+    lines = http.get("/metrics").text.splitlines()
+    return float(next(line.split()[1] for line in lines if line.startswith("volt_serve_mixed_adapter_passes_total ")))
+
+
+def test_two_adapters_in_flight_together_each_get_their_own_logprobs(http: httpx.Client, model, tmp_path: Path) -> None:
+    _make_adapters(model, [tmp_path / "solver", tmp_path / "checker"])
+    for name in ("solver", "checker"):
+        loaded = http.post("/v1/load_lora_adapter", json={"lora_name": name, "lora_path": str(tmp_path / name)})
+        assert loaded.status_code == 200, loaded.text
+    try:
+        names = [DEFAULT_MODEL, "solver", "checker"]
+        alone = {name: _answer(http, name) for name in names}
+        assert len({tuple(ids) for ids, _ in alone.values()}) == 3  # three different policies
+        before = _mixed_passes(http)
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            together = list(pool.map(lambda name: _answer(http, name), names * 2))
+        # The requests did share forward passes across adapters, and each still got its own adapter's answer.
+        assert _mixed_passes(http) > before
+        for name, (ids, logprobs) in zip(names * 2, together):
+            assert ids == alone[name][0], name
+            assert max(abs(a - b) for a, b in zip(logprobs, alone[name][1])) <= 1e-3, name
+    finally:
+        for name in ("solver", "checker"):
+            http.post("/v1/unload_lora_adapter", json={"lora_name": name})

@@ -23,6 +23,7 @@ from .server.packed_engine import PackedEngine
 from .server.packed_forward import supports as packed_supported
 
 ENGINES = ("auto", "packed", "hf")
+ADAPTER_STEPS = ("mixed", "separate")
 
 
 @dataclass
@@ -38,6 +39,7 @@ class ServeConfig:
     threads: int | None = None
     prefix_cache_mb: int = 512  # 0 turns prefix caching off
     engine: str = "auto"  # packed steps (Llama models) or the HF left-padded batch; auto = packed where supported
+    adapter_steps: str = "mixed"  # packed: one forward for every adapter in flight, or one forward per adapter
     admin_key: str | None = None
 
     def __post_init__(self) -> None:
@@ -47,6 +49,8 @@ class ServeConfig:
             raise ValueError("max_model_len: must be at least 2")
         if self.threads is not None and self.threads < 1:
             raise ValueError("threads: must be at least 1")
+        if self.adapter_steps not in ADAPTER_STEPS:
+            raise ValueError(f"adapter_steps: must be one of {', '.join(ADAPTER_STEPS)}")
         if self.engine not in ENGINES:
             raise ValueError(f"engine: must be one of {', '.join(ENGINES)}")
         if self.prefix_cache_mb < 0:
@@ -82,6 +86,12 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
         default="auto",
         help="packed: one packed forward per step for all sequences (Llama models); hf: the left-padded HF batch; auto: packed where supported",
     )
+    parser.add_argument(
+        "--adapter-steps",
+        choices=ADAPTER_STEPS,
+        default="mixed",
+        help="packed engine with several adapters in flight: mixed = one forward for all (each LoRA applied to its own rows), separate = one forward per adapter",
+    )
     return ServeConfig(**vars(parser.parse_args(argv)), admin_key=os.environ.get("VOLT_MODEL_SERVER_ADMIN_KEY") or None)
 
 
@@ -95,14 +105,20 @@ def make_engine(config: ServeConfig) -> Engine:
         torch.set_num_threads(config.threads)
     model, tokenizer = load_model(config.model, config.data_dir, config.device)
     packed = config.engine == "packed" or (config.engine == "auto" and packed_supported(model))
-    return (PackedEngine if packed else Engine)(
-        model,
-        tokenizer,
-        config.served_model_name or config.model,
+    options = dict(
         max_batch=config.max_batch,
         max_model_len=config.max_model_len or model_context(model),
         prefix_cache_bytes=config.prefix_cache_mb << 20,
     )
+    if packed:
+        return PackedEngine(
+            model,
+            tokenizer,
+            config.served_model_name or config.model,
+            mix_adapters=config.adapter_steps == "mixed",
+            **options,
+        )
+    return Engine(model, tokenizer, config.served_model_name or config.model, **options)
 
 
 async def serve(config: ServeConfig) -> None:

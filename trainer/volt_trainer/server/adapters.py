@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from peft import PeftModel
+from peft.tuners.lora import LoraLayer
 
 from .errors import ApiError
 
@@ -111,6 +113,29 @@ class AdapterSet:
         return self.peft(**inputs)
 
     @contextmanager
+    def mixed(self, rows: list[str | None]):
+        """The base causal LM with its own adapter for each row of a packed forward (None = the base model).
+
+        peft's mixed-adapter batches (``adapter_names``, one per row): every LoRA layer runs its base linear on all
+        rows once and adds each adapter's low-rank update to that adapter's rows alone, so requests for several
+        adapters share one read of the base weights. Passed to the LoRA layers by forward pre-hooks, removed after.
+        """
+        if self.peft is None:
+            yield self.base
+            return
+        names = [row if row is not None else "__base__" for row in rows]
+        handles = [
+            module.register_forward_pre_hook(partial(_with_adapter_names, names), with_kwargs=True)
+            for module in self.peft.modules()
+            if isinstance(module, LoraLayer)
+        ]
+        try:
+            yield self.base
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    @contextmanager
     def active(self, internal: str | None):
         """The base causal LM with one adapter active (None = the base model), for forwards that call its modules."""
         if self.peft is None:
@@ -121,3 +146,7 @@ class AdapterSet:
         else:
             self.peft.set_adapter(internal)
             yield self.base
+
+
+def _with_adapter_names(names: list[str], _module, args, kwargs):
+    return args, {**kwargs, "adapter_names": names}

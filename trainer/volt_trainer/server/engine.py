@@ -76,6 +76,7 @@ class EngineCounters:
     decode_tokens: int = 0
     decode_seconds: float = 0.0
     forward_passes: int = 0  # model forwards; each costs one read of every weight, however few tokens it runs
+    mixed_adapter_passes: int = 0  # packed forwards that served several adapters (or adapter and base) together
 
 
 @dataclass

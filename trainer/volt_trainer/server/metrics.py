@@ -61,6 +61,12 @@ def render_metrics(engine: Engine) -> str:
             "model forward passes (each reads every weight once)",
             counters.forward_passes,
         ),
+        (
+            "volt_serve_mixed_adapter_passes_total",
+            "counter",
+            "forward passes that served several adapters (or an adapter and the base) at once",
+            counters.mixed_adapter_passes,
+        ),
         ("volt_serve_active_sequences", "gauge", "sequences being decoded", engine.active_count()),
     ]
     return "".join(_line(*row) for row in rows)
