@@ -70,6 +70,8 @@ const descriptions = new Map([
   ...comments('src/batches/config.ts', 'batchConfigSchema', 'batch'),
   ...comments('src/config/apo.ts', 'apoConfigSchema', 'apo'),
   ...comments('src/rollouts/kube-config.ts', 'kubeRunnerConfigSchema', 'rollouts.kubernetes'),
+  ...comments('src/contracts/team.ts', 'teamConfigSchema', 'team'),
+  ...comments('src/contracts/team.ts', 'roleMatchSchema', 'team.roles.match'),
 ]);
 
 const code = (v: unknown) => `\`${JSON.stringify(v)}\``;
@@ -112,9 +114,11 @@ function rows(schema: Json, prefix: string, out: string[]): void {
     const isObject = s.type === 'object' && s.properties;
     const type = isObject ? 'object' : at === 'reward' ? 'reward spec (see [rewards](rewards.md))' : typeOf(s);
     out.push(
-      `| \`${at}\` | ${cell(type)} | ${cell(required)} | ${cell(bounds(s))} | ${cell(descriptions.get(at) ?? '')} |`,
+      `| \`${at}\` | ${cell(type)} | ${cell(required)} | ${cell(bounds(s))} | ${cell(descriptions.get(at.replaceAll('[]', '')) ?? '')} |`,
     );
     if (isObject) rows(s, at, out);
+    // An array of objects (team.roles): its items' fields as `<field>[].<name>`.
+    else if (s.type === 'array' && s.items?.type === 'object' && s.items.properties) rows(s.items, `${at}[]`, out);
   }
 }
 

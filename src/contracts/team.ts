@@ -62,8 +62,18 @@ export const roleNameSchema = z
 
 export const teamConfigSchema = z
   .strictObject({
+    /** The team's agents, tried in order: a call is the first role whose every `match` test holds. */
     roles: z
-      .array(z.strictObject({ name: roleNameSchema, match: roleMatchSchema, policy: rolePolicySchema }))
+      .array(
+        z.strictObject({
+          /** The role's name, recorded on each of its calls' spans (Span.role). */
+          name: roleNameSchema,
+          /** How its calls are told apart: any of `model`, `system`, `header`; all those given must hold. */
+          match: roleMatchSchema,
+          /** `"trained"` (the run's policy; one role), `"base"` (the base model, frozen) or `{ "adapter": name }` (a fixed adapter the model server serves, frozen). */
+          policy: rolePolicySchema,
+        }),
+      )
       .min(1)
       .max(16),
     /**

@@ -112,6 +112,15 @@ void describe('gateway admin API', () => {
     );
     const stored = await store.getJson(keys.agentRewards(input), agentRewardsFileSchema);
     assert.deepEqual(stored.rewards.map((r) => r.value).sort(), [0.5, 1]);
+    // A turn reward names its call by seq; it is stored with it.
+    assert.equal((await post(rewardUrl, JSON.stringify({ value: 2, span: 3 }))).status, 200);
+    const turns = await store.getJson(keys.agentRewards(input), agentRewardsFileSchema);
+    assert.deepEqual(
+      turns.rewards.filter((r) => r.span !== undefined).map((r) => [r.span, r.value]),
+      [[3, 2]],
+    );
+    const badSpan = await post(rewardUrl, JSON.stringify({ value: 1, span: -1 }));
+    assert.equal(((await badSpan.json()) as { error: { param: string } }).error.param, 'span');
     const bad = await post(rewardUrl, JSON.stringify({ value: 'high' }));
     assert.equal(bad.status, 400);
     assert.equal(((await bad.json()) as { error: { param: string } }).error.param, 'value');

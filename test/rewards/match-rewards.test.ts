@@ -109,6 +109,9 @@ void describe('answer-matching rewards', () => {
     assert.equal((await score({ kind: 'agent_emitted', name: 'tests' }, ev)).value, 0.8);
     assert.equal((await score({ kind: 'agent_emitted', name: 'tests', aggregate: 'mean' }, ev)).value, 0.5);
     assert.equal((await score({ kind: 'agent_emitted', aggregate: 'max' }, ev)).value, 5);
+    // A reward posted for one call (span) is that turn's (credit per turn), not the rollout's.
+    const turn = makeEvidence({ agentRewards: [{ value: 1 }, { value: 9, span: 2 }] });
+    assert.equal((await score({ kind: 'agent_emitted', aggregate: 'sum' }, turn)).value, 1);
     assert.deepEqual(await score({ kind: 'agent_emitted', missingValue: -1 }), {
       value: -1,
       parts: { agent_emitted: -1 },
