@@ -477,6 +477,7 @@ export function rolloutPage(view: RolloutView): string {
         )
         .join('\n');
       const meta = [
+        span.role ? `role ${span.role}` : null,
         `${span.api}${span.stream ? ' (streamed)' : ''}`,
         `served by ${turn.servedBy}`,
         span.requestedModel ? `asked for ${span.requestedModel}` : null,

@@ -86,6 +86,10 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
       };
       await store.putJson(keys.rolloutOutcome(RUN, 0, rolloutId), record);
     }
+    // The second rollout's agent posted a reward for its first call (credit per turn) beside one for the rollout.
+    await store.putJson(keys.agentRewards({ runId: RUN, iteration: 0, rolloutId: ids[1]!, attempt: 0 }), {
+      rewards: [{ value: 0.5, span: 0 }, { value: 3 }],
+    });
     const taskSets = new PinnedTaskSets(store, dir);
     const { sha256: taskSet } = await taskSets.pinFile('train.jsonl');
     const deps = { store, runner, taskSets, python: 'python3', env: {} } as unknown as ActivityDeps;
@@ -119,6 +123,11 @@ describe('computeRewards releases the kept workdirs once the rewards file is sto
         [1, 0, 0],
       ],
       'each score records its wall time, and the calls and tokens of its spans (none here)',
+    );
+    assert.deepEqual(
+      file.rollouts.map((r) => r.turnRewards),
+      [undefined, [{ span: 0, value: 0.5 }]],
+      'the turn rewards the agent posted are kept for the batch, the rollout reward is not among them',
     );
     assert.deepEqual(first.byKind, { files: { rewardSum: 1, scored: 2, tasks: 2 } });
     for (const rolloutId of ids)

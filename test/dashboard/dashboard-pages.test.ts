@@ -4,7 +4,8 @@ import type { Client } from '@temporalio/client';
 import type { BatchManifest } from '../../src/contracts/batch-manifest.js';
 import type { ScoredRolloutRecord } from '../../src/contracts/rewards.js';
 import { groupRows, sampleRolloutId, trainedRollouts } from '../../src/dashboard/data.js';
-import { aliasMoves, filterRollouts, iterationPage } from '../../src/dashboard/pages.js';
+import { aliasMoves, filterRollouts, iterationPage, rolloutPage } from '../../src/dashboard/pages.js';
+import { syntheticRollout } from '../helpers/synthetic-spans.js';
 import { buildDashboard } from '../../src/dashboard/server.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 
@@ -176,6 +177,34 @@ void describe('dashboard pages (no services)', () => {
     assert.deepEqual(col('seconds'), ['4.3', '61.0', '0.5', '-']);
     assert.deepEqual(col('calls'), ['3', '1', '-', '-']);
     assert.deepEqual(col('tokens'), ['120', '9', '-', '-']);
+  });
+
+  void it("names each call's agent role, and marks only the trained role's calls trained", () => {
+    const spans = syntheticRollout(
+      { runId: 'r', iteration: 0, rolloutId: 'g0-r0', attempt: 0 },
+      { turns: 2, seed: 1 },
+    ).map((s, i) => ({
+      ...s,
+      role: i === 0 ? 'solver' : 'checker',
+      servedBy: { model: i === 0 ? 'policy-3' : 'base', version: null },
+    }));
+    const html = rolloutPage({
+      runId: 'r',
+      iteration: 0,
+      set: 'train',
+      record: rec('g0-r0', 'g0', 1),
+      spans,
+      trainedSpans: new Set([spans[0]!.spanId]),
+      stdout: null,
+      stderr: null,
+    });
+    const sections = html.split('<section class="span"').slice(1);
+    assert.equal(sections.length, 2);
+    assert.match(
+      sections[0]!,
+      /<h3>call 0 \(trained\)<\/h3>\n<p class="meta">role solver · chat\.completions · served by policy-3/,
+    );
+    assert.match(sections[1]!, /<h3>call 1<\/h3>\n<p class="meta">role checker · chat\.completions · served by base/);
   });
 
   void it('escapes what the agent and its task said', () => {
