@@ -59,14 +59,7 @@ async function teacherTokens(
 ): Promise<Retokenized | null> {
   if (!ctx.teacher) return null;
   try {
-    return await retokenize(
-      relay.upstream,
-      ctx.model,
-      ctx.endpoint,
-      ctx.upstreamRequest,
-      answer(),
-      link,
-    );
+    return await retokenize(relay.upstream, ctx.model, ctx.endpoint, ctx.upstreamRequest, answer(), link);
   } catch (err) {
     relay.log.warn({ err }, 'a teacher answer could not be tokenized for the policy');
     ctx.translation.push(`teacher answer not tokenized for the policy: ${(err as Error).message}`);
