@@ -128,10 +128,10 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: '^\\.\\./(?!contracts/failures\\.js$|config/run-rules\\.js$)',
+              regex: '^\\.\\./(?!contracts/failures\\.js$|contracts/policy-set\\.js$|config/run-rules\\.js$)',
               allowTypeImports: true,
               message:
-                'Workflows import only types from the rest of Volt (their own folder, the failure table and the plain-data run-config rules excepted).',
+                'Workflows import only types from the rest of Volt (their own folder, the failure table, the plain-data team policies and run-config rules excepted).',
             },
           ],
         },

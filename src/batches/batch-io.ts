@@ -54,9 +54,10 @@ export async function writeBatch(
   scored: readonly ScoredRollout[],
   config: BatchBuildConfig,
   spansOf: SpanSource = storeSpanSource(store),
+  role?: string,
 ): Promise<WrittenBatch> {
-  const samplesKey = keys.batch(runId, iteration);
-  const manifestKey = keys.batchManifest(runId, iteration);
+  const samplesKey = keys.batch(runId, iteration, role);
+  const manifestKey = keys.batchManifest(runId, iteration, role);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'volt-batch-'));
   try {
     const file = path.join(dir, 'samples.safetensors');

@@ -17,12 +17,16 @@ export interface IterationBatch {
   dropReasons: string;
 }
 
-/** An iteration's rewarded rollouts → samples.safetensors + manifest.json (deterministic: a re-run rewrites the same). */
+/**
+ * An iteration's rewarded rollouts → samples.safetensors + manifest.json (deterministic: a re-run rewrites the same).
+ * With `role` (a team training an adapter per role) only that role's calls become samples, in the role's own batch.
+ */
 export async function writeIterationBatch(
   store: ObjectStore,
   config: RunConfig,
   iteration: number,
   rewardsKey: string,
+  role?: string,
 ): Promise<IterationBatch> {
   const rewards = await store.getJson(rewardsKey, rewardsFileSchema);
   const scored: ScoredRollout[] = [];
@@ -37,10 +41,15 @@ export async function writeIterationBatch(
     manifest: m,
     samplesKey,
     manifestKey,
-  } = await writeBatch(store, config.runId, iteration, scored, {
-    ...batchConfigFor(config.batch, iteration),
-    trainedRoles: trainedRoles(config.team),
-  });
+  } = await writeBatch(
+    store,
+    config.runId,
+    iteration,
+    scored,
+    { ...batchConfigFor(config.batch, iteration), trainedRoles: role ? [role] : trainedRoles(config.team) },
+    undefined,
+    role,
+  );
   const drops = {
     ...m.drops.rollouts,
     ...Object.fromEntries(Object.entries(m.drops.groups).map(([k, v]) => [`groups_${k}`, v])),

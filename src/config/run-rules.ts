@@ -70,6 +70,7 @@ export interface CrossFieldView {
   lineage?: string | undefined;
   deploy?: unknown;
   teacher?: unknown;
+  team?: { roles: readonly { name: string; policy: unknown }[] } | undefined;
 }
 
 /** Rules across fields, checked once every field is valid on its own; each problem names the field to change. */
@@ -95,6 +96,12 @@ export function crossFieldProblems(c: CrossFieldView): { path: string[]; message
   if (c.deploy && !c.lineage) fail(['deploy'], "a deploy alias serves a lineage's current policy: set `lineage` too");
   if (c.teacher && c.batch.warmStartIterations < 1)
     fail(['batch', 'warmStartIterations'], 'must be >= 1 with a teacher: the teacher serves the warm-start iterations');
+  const trained = c.team?.roles.filter((r) => r.policy === 'trained').map((r) => r.name) ?? [];
+  if (trained.length > 1 && c.lineage)
+    fail(
+      ['lineage'],
+      `a lineage keeps one current policy; this team trains ${trained.length} (${trained.join(', ')}): train one role, or leave lineage out`,
+    );
   if (c.timeouts.rolloutsSec < c.agent.timeoutSec)
     fail(['timeouts', 'rolloutsSec'], `must be >= agent.timeoutSec (${c.agent.timeoutSec})`);
   return problems;

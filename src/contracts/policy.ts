@@ -3,7 +3,7 @@ import { z } from 'zod';
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits');
 
 /** A policy the model server can serve: the base model, or a LoRA adapter stored content-addressed. */
-export const policyRefSchema = z.object({
+const adapterRefSchema = z.object({
   /** Name the model server serves it under (base model name or adapter name). */
   name: z.string().min(1),
   /** Object-store prefix of the adapter (keys.checkpoint), null for the base model. */
@@ -11,6 +11,13 @@ export const policyRefSchema = z.object({
   sha256: sha256.nullable(),
   /** Iteration whose update produced it, null for the base model. */
   iteration: z.number().int().min(0).nullable(),
+});
+/**
+ * A run's policy. A team with several trained roles trains one adapter per role: `roles` holds each trained role's
+ * current adapter (or the base model), and the top-level fields are the first trained role's (src/contracts/policy-set.ts).
+ */
+export const policyRefSchema = adapterRefSchema.extend({
+  roles: z.record(z.string().min(1), adapterRefSchema).optional(),
 });
 export type PolicyRef = z.output<typeof policyRefSchema>;
 

@@ -1,5 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- reads the agent's request body defensively */
 import { z } from 'zod';
+import type { PolicyRef } from './policy.js';
+import { rolePolicy } from './policy-set.js';
 
 /**
  * Agent roles (run config `team`): which agent of a team made a call, told from what an unmodified agent already
@@ -46,7 +48,8 @@ export const roleMatchSchema = z
 export type RoleMatch = z.output<typeof roleMatchSchema>;
 
 /**
- * Who serves a role: `trained` (the run's policy: its adapter is what the run trains, its calls become samples),
+ * Who serves a role: `trained` (a policy the run trains: its calls become samples; with several trained roles each has
+ * its own adapter),
  * `base` (the base model, frozen), or `{ adapter }` (a fixed adapter the model server already serves, frozen).
  */
 export const rolePolicySchema = z.union([
@@ -70,7 +73,7 @@ export const teamConfigSchema = z
           name: roleNameSchema,
           /** How its calls are told apart: any of `model`, `system`, `header`; all those given must hold. */
           match: roleMatchSchema,
-          /** `"trained"` (the run's policy; one role), `"base"` (the base model, frozen) or `{ "adapter": name }` (a fixed adapter the model server serves, frozen). */
+          /** `"trained"` (its calls become samples; several trained roles get an adapter, batch and update each), `"base"` (the base model, frozen) or `{ "adapter": name }` (a fixed adapter the model server serves, frozen). */
           policy: rolePolicySchema,
         }),
       )
@@ -91,12 +94,6 @@ export const teamConfigSchema = z
     const trained = team.roles.filter((r) => r.policy === 'trained');
     if (trained.length === 0)
       ctx.addIssue({ code: 'custom', path: ['roles'], message: 'at least one role must have policy "trained"' });
-    if (trained.length > 1)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['roles'],
-        message: `roles ${trained.map((r) => r.name).join(', ')} are all "trained": a run trains one policy (one adapter) today; serve the others frozen ("base" or { adapter })`,
-      });
   });
 export type TeamConfig = z.output<typeof teamConfigSchema>;
 
@@ -166,11 +163,11 @@ export const roleOf = <R extends { match: RoleMatch }>(roles: readonly R[], prob
 export const trainedRoles = (team: TeamConfig | undefined): string[] | null =>
   team ? team.roles.filter((r) => r.policy === 'trained').map((r) => r.name) : null;
 
-/** Each role's route for a rollout served by `policy` (the trained roles' model) over `base` (the base model's name). */
-export const roleRoutes = (team: TeamConfig, policy: string, base: string): RoleRoute[] =>
+/** Each role's route for a rollout served by `policy` (each trained role's adapter) over `base` (the base model's name). */
+export const roleRoutes = (team: TeamConfig, policy: PolicyRef, base: string): RoleRoute[] =>
   team.roles.map((r) => ({
     name: r.name,
     match: r.match,
-    model: r.policy === 'trained' ? policy : r.policy === 'base' ? base : r.policy.adapter,
+    model: r.policy === 'trained' ? rolePolicy(policy, r.name).name : r.policy === 'base' ? base : r.policy.adapter,
     trained: r.policy === 'trained',
   }));

@@ -5,7 +5,8 @@ import { curveData, type CurveData } from '../report/curve-data.js';
 import { escapeHtml, fmt, STYLE } from '../report/html.js';
 import { reportSections } from '../report/render-html.js';
 import { spanToTurn } from '../report/transcript.js';
-import type { AliasEntry, ModelAlias } from '../contracts/policy.js';
+import type { AliasEntry, ModelAlias, PolicyRef } from '../contracts/policy.js';
+import { policyLabel } from '../contracts/policy-set.js';
 import type { ExtraSetResult } from '../workflows/types.js';
 import { TRAIN_SET, type IterationView, type RolloutView, type RunRow, type RunView } from './data.js';
 
@@ -143,9 +144,14 @@ function checkpointsSection({ report, manifests }: TrainingView): string {
   report.status.history.forEach((h, i) => {
     if (!h.candidate) return;
     const m = manifests[i] ?? null;
-    const adapter = h.candidate.sha256
-      ? `${h.candidate.name} (sha256 ${h.candidate.sha256.slice(0, 12)}…, ${h.candidate.checkpointKey ?? '-'})`
-      : h.candidate.name;
+    const one = (p: PolicyRef) =>
+      p.sha256 ? `${p.name} (sha256 ${p.sha256.slice(0, 12)}…, ${p.checkpointKey ?? '-'})` : p.name;
+    // A team training an adapter per role: each role's adapter and samples.
+    const adapter = h.candidate.roles
+      ? Object.entries(h.candidate.roles)
+          .map(([role, p]) => `${role}: ${one(p)}${h.roles?.[role] ? `, ${h.roles[role].samples} samples` : ''}`)
+          .join('; ')
+      : one(h.candidate);
     rows.push([
       link(iterationUrl(runId, h.iteration), h.iteration),
       escapeHtml(h.objective === 'sft' ? 'SFT (rejection sampling)' : String(m?.config.estimator ?? 'policy gradient')),
@@ -184,7 +190,7 @@ function promotionsSection(alias: ModelAlias | null): string {
       escapeHtml(e.at),
       escapeHtml(move),
       escapeHtml(e.iteration ?? 'base'),
-      escapeHtml(e.policy.name),
+      escapeHtml(policyLabel(e.policy)),
       escapeHtml(fmt(e.score)),
       escapeHtml(i === moves.length - 1 ? `current (served as ${alias.servedAs})` : ''),
     ];
@@ -225,7 +231,7 @@ export function runPage(view: RunView, ctx: PageContext): string {
       escapeHtml(fmt(t.clip_frac, 3)),
       escapeHtml(fmt(t.grad_norm, 3)),
       escapeHtml(fmt(h.timeline.seconds.update ?? null, 0)),
-      escapeHtml(h.candidate ? `${h.candidate.name}${h.promoted ? ' (promoted)' : ''}` : '-'),
+      escapeHtml(h.candidate ? `${policyLabel(h.candidate)}${h.promoted ? ' (promoted)' : ''}` : '-'),
     ];
   });
   const details = rows.length

@@ -2,6 +2,7 @@ import { escapeHtml, fmt, formatDuration, STYLE, table } from './html.js';
 import type { ReportData, SampleRollout } from './report-data.js';
 import { newMessagesOnly } from './transcript.js';
 import type { ScoreCounts } from '../rewards/by-kind.js';
+import { policyLabel, samePolicy } from '../contracts/policy-set.js';
 
 export const CURVE_FILE = 'curve.png';
 
@@ -27,7 +28,7 @@ function summary(data: ReportData): string {
     ['rollout sandbox', config?.sandbox ?? '-'],
     ['reward', config?.rewardKind ?? '-'],
     ['base held-out score', fmt(baseScore)],
-    ['best held-out score', `${fmt(best)}${status.best ? ` (${status.best.policy.name})` : ''}`],
+    ['best held-out score', `${fmt(best)}${status.best ? ` (${policyLabel(status.best.policy)})` : ''}`],
     ['best − base', diff === null ? '-' : `${diff >= 0 ? '+' : ''}${diff.toFixed(1)} points`],
     ...kindGainRows(data),
     ['wall time', `${formatDuration(wallSeconds(data))}${data.timing.closedAt ? '' : ' so far'}`],
@@ -49,7 +50,9 @@ export function headlineLines(data: ReportData): string[] {
     b !== null && a !== null ? ` (${a >= b ? '+' : ''}${((a - b) * 100).toFixed(1)} points)` : '';
   const lines = [`held-out score, base → best: ${fmt(baseScore)} → ${fmt(best)}${points(baseScore, best)}`];
   for (const [label, value] of kindGainRows(data)) lines.push(`${label}: ${String(value)}`);
-  const bestEval = status.history.find((h) => h.candidate && h.candidate.sha256 === status.best?.policy.sha256)?.eval;
+  const bestEval = status.history.find(
+    (h) => h.candidate && status.best && samePolicy(h.candidate, status.best.policy),
+  )?.eval;
   for (const set of status.baseEval?.extraSets ?? []) {
     const after = bestEval ? (bestEval.extraSets?.find((x) => x.name === set.name)?.score ?? null) : set.score;
     lines.push(
@@ -65,7 +68,9 @@ function kindGainRows(data: ReportData): [string, unknown][] {
   const base = status.baseEval?.byKind;
   if (!base) return [];
   // "best" after promotions and rollbacks; a policy that is no candidate of this run is the one the base eval measured.
-  const bestIteration = status.history.find((h) => h.candidate && h.candidate.sha256 === status.best?.policy.sha256);
+  const bestIteration = status.history.find(
+    (h) => h.candidate && status.best && samePolicy(h.candidate, status.best.policy),
+  );
   const best = bestIteration ? bestIteration.eval?.byKind : base;
   if (!best) return [];
   const rate = (c: ScoreCounts | undefined) => (c && c.scored ? c.rewardSum / c.scored : null);

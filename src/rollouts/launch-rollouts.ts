@@ -1,3 +1,4 @@
+import { adaptersOf } from '../contracts/policy-set.js';
 import type { RunConfig } from '../config/run.js';
 import type { PolicyRef } from '../contracts/policy.js';
 import type { LaunchedRollout, RolloutOutcomeRecord } from '../contracts/rollout-outcome.js';
@@ -69,7 +70,7 @@ export async function launchRollouts(
   // A retried launch may follow a model server restart (which drops adapters) that the workflow's servePolicy
   // preceded. The base model needs no re-serving: if the server is still down, the attempts fail upstream and
   // each retried attempt waits for it (run-rollouts.ts), so a launch retried for another reason starts at once.
-  if (opts.retried && input.policy.sha256) await deps.servePolicy(input.policy, opts.signal);
+  if (opts.retried && adaptersOf(input.policy).length > 0) await deps.servePolicy(input.policy, opts.signal);
   const { reused, pending } = await priorOutcomes(deps.store, config.runId, iteration, jobs, input.rerun ?? []);
   progress.reused = reused.size;
   for (const record of reused.values()) count(record);

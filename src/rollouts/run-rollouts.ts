@@ -145,9 +145,9 @@ export async function runRollouts(
             promptOverlay: input.promptOverlay,
             budget,
             hostedTools: config.agent.hostedTools,
-            // Agent roles: the trained role's calls go to the policy, a frozen role's to the base or its fixed adapter.
+            // Agent roles: a trained role's calls go to its policy, a frozen role's to the base or its fixed adapter.
             team: config.team && {
-              roles: roleRoutes(config.team, policy.name, config.model.base),
+              roles: roleRoutes(config.team, policy, config.model.base),
               unmatched: config.team.unmatched === 'refuse' ? 'refuse' : { model: config.model.base },
             },
             // Distillation: the teacher serves the warm-start iterations' training rollouts; evaluation is the student's.

@@ -1,5 +1,6 @@
 import type { RunConfig } from '../config/run.js';
 import type { PolicyRef } from '../contracts/policy.js';
+import { samePolicy, separatelyTrained } from '../contracts/policy-set.js';
 import { claimDeployAlias, listDeployAliases, moveDeployAlias } from '../lineage/deploy-alias.js';
 import { setLineageCurrent } from '../lineage/lineage-record.js';
 import { bestAliasName, readRunAlias, writeAlias } from './run-alias.js';
@@ -14,20 +15,28 @@ export interface AliasTarget {
 
 /**
  * Promotion or rollback: the run's `best` alias moves to `to` and the server serves it as `<run>-best` (the base model
- * is served under its own name, so `<run>-best` is unloaded); then the lineage moves. Idempotent: a retry after the
+ * is served under its own name, so `<run>-best` is unloaded), a team's role adapters as `<run>-best-<role>`; then the
+ * lineage moves. Idempotent: a retry after the
  * alias was written only reloads (or unloads) the adapter.
  */
 export async function moveBest(deps: ServingDeps, config: RunConfig, to: AliasTarget): Promise<void> {
   const existing = await readRunAlias(deps.store, config.runId);
-  if (existing?.current.policy.sha256 !== to.policy.sha256 || existing.current.iteration !== to.iteration)
+  if (!existing || !samePolicy(existing.current.policy, to.policy) || existing.current.iteration !== to.iteration)
     await writeAlias(deps.store, config.runId, {
       policy: to.policy,
       score: to.score,
       iteration: to.iteration,
       at: new Date().toISOString(),
     });
-  if (to.policy.sha256) await servePolicy(deps, to.policy, bestAliasName(config.runId));
-  else await deps.server.unloadAdapter(bestAliasName(config.runId));
+  const best = bestAliasName(config.runId);
+  if (to.policy.sha256) await servePolicy(deps, to.policy, best);
+  else await deps.server.unloadAdapter(best);
+  // A team's trained roles: each served as `<run>-best-<role>` (the base model has no alias to serve).
+  for (const role of separatelyTrained(config.team) ?? []) {
+    const p = to.policy.roles?.[role];
+    if (p?.sha256) await servePolicy(deps, p, `${best}-${role}`);
+    else await deps.server.unloadAdapter(`${best}-${role}`);
+  }
   // The run's validator refuses a rollback to the bare base model when a deploy alias would have nothing to serve.
   await moveLineage(deps, config, to.policy, to.score);
 }

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PolicyRef } from '../contracts/policy.js';
+import { adaptersOf } from '../contracts/policy-set.js';
 import type { VoltEnv } from '../config/env.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { checkpointUri } from './adapter-uri.js';
@@ -59,8 +60,18 @@ export class CheckpointNotFoundError extends Error {
   }
 }
 
-/** Make the model server serve `policy` under `name`, downloading its adapter first; the base model is always served. */
+/**
+ * Make the model server serve `policy` under `name`, downloading its adapter first; the base model is always served.
+ * A team policy's role adapters are served too: under their own names, or (for an alias `name`) as `<name>-<role>`.
+ */
 export async function servePolicy(deps: ServingDeps, policy: PolicyRef, name = policy.name): Promise<void> {
+  await serveAdapter(deps, policy, name);
+  for (const [role, p] of Object.entries(policy.roles ?? {}))
+    if (p.name !== policy.name || name !== policy.name)
+      await serveAdapter(deps, p, name === policy.name ? p.name : `${name}-${role}`);
+}
+
+async function serveAdapter(deps: ServingDeps, policy: PolicyRef, name: string): Promise<void> {
   if (!policy.sha256) return;
   if (deps.adapterSource === 'store') {
     if (!deps.bucket) throw new Error('servePolicy: the store source needs the bucket');
@@ -96,7 +107,7 @@ export async function serveAgain(
 ): Promise<void> {
   for (let waitMs = 500, t0 = Date.now(); ; waitMs = Math.min(waitMs * 2, 5_000)) {
     try {
-      if (policy.sha256) return await servePolicy(deps, policy);
+      if (adaptersOf(policy).length > 0) return await servePolicy(deps, policy);
       if (await deps.server.ready(signal)) return;
       throw new Error(`model server ${deps.server.url}/v1/models does not answer`);
     } catch (err) {

@@ -91,8 +91,11 @@ export const keys = {
     `${keys.seqClaims(r)}${pad(assertIndex('seq', seq), 8)}.${assertId('claim', claimId)}`,
   rewards: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}rewards.json`,
   /** The iteration's training samples as one safetensors file (src/batches/batch-file.ts, schemas/sample.schema.json). */
-  batch: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}batch/samples.safetensors`,
-  batchManifest: (runId: string, iteration: number) => `${keys.iteration(runId, iteration)}batch/manifest.json`,
+  batch: (runId: string, iteration: number, role?: string) =>
+    `${keys.iteration(runId, iteration)}batch/${role ? `${assertId('role', role)}/` : ''}samples.safetensors`,
+  /** A team with several trained roles writes one batch per role (under batch/<role>/). */
+  batchManifest: (runId: string, iteration: number, role?: string) =>
+    `${keys.iteration(runId, iteration)}batch/${role ? `${assertId('role', role)}/` : ''}manifest.json`,
   evaluation: (runId: string, iteration: number, name: string) =>
     `${keys.iteration(runId, iteration)}eval/${assertId('evaluation', name)}.json`,
   /** Checkpoints are content-addressed: the same adapter bytes land on the same key. */

@@ -13,6 +13,8 @@ export interface TrainPolicyInput {
   iteration: number;
   policy: PolicyRef;
   batchKey: string;
+  /** A team training an adapter per role: the role this update trains (its own work dir, its adapter named after it). */
+  role?: string;
 }
 
 export interface TrainPolicyDeps {
@@ -63,8 +65,8 @@ export async function trainPolicy(
   deps: TrainPolicyDeps,
   opts: { signal: AbortSignal; onStep: (step: Record<string, unknown>) => void },
 ): Promise<{ policy: PolicyRef; metrics: Record<string, number> }> {
-  const { config, iteration, policy } = input;
-  const work = path.join(deps.dataDir, 'trainer', config.runId, String(iteration));
+  const { config, iteration, policy, role } = input;
+  const work = path.join(deps.dataDir, 'trainer', config.runId, String(iteration), ...(role ? [role] : []));
   const out = path.join(work, 'out');
   const batch = path.join(work, 'samples.safetensors');
   await mkdir(out, { recursive: true });
@@ -85,7 +87,7 @@ export async function trainPolicy(
   const trainerSeconds = (performance.now() - t0) / 1000;
   const stored = await deps.store.putDirContentAddressed(done.adapter_dir);
   const trained: PolicyRef = {
-    name: `${config.runId}-${stored.sha256.slice(0, 12)}`,
+    name: `${config.runId}${role ? `-${role}` : ''}-${stored.sha256.slice(0, 12)}`,
     checkpointKey: stored.prefix,
     sha256: stored.sha256,
     iteration,

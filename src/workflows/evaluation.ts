@@ -2,6 +2,7 @@ import { ApplicationFailure, setCurrentDetails } from '@temporalio/workflow';
 import type { RunConfig } from '../config/run.js';
 import { FailureType } from '../contracts/failures.js';
 import type { PolicyRef } from '../contracts/policy.js';
+import { policyLabel } from '../contracts/policy-set.js';
 import type { ExtraSetResult, EvalResult, EvaluationInput } from './types.js';
 import { activitiesFor, validation } from './proxies.js';
 import { evalSetOf, scoringSampling } from './rollout-inputs.js';
@@ -38,7 +39,9 @@ export async function evaluation(input: EvaluationInput): Promise<EvalResult> {
     });
   }
   const r = main.rewards;
-  setCurrentDetails(`${policy.name}: score ${r.meanReward.toFixed(3)} (${r.scored}/${main.tasks} tasks scored)`);
+  setCurrentDetails(
+    `${policyLabel(policy)}: score ${r.meanReward.toFixed(3)} (${r.scored}/${main.tasks} tasks scored)`,
+  );
   const result: EvalResult = {
     label,
     policy,
@@ -76,7 +79,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvalResult> {
       };
       result.extraSets.push(one);
       setCurrentDetails(
-        `${policy.name}: set ${x.name} ${one.score === null ? 'incomplete' : one.score.toFixed(3)} (${s.scored}/${scored.tasks} tasks scored)`,
+        `${policyLabel(policy)}: set ${x.name} ${one.score === null ? 'incomplete' : one.score.toFixed(3)} (${s.scored}/${scored.tasks} tasks scored)`,
       );
     }
   }
@@ -105,7 +108,7 @@ async function scoreSet(config: RunConfig, s: SetToScore) {
     groupId: `${label}-${taskId}`,
     rolloutIds: [`${s.rolloutPrefix}-${i}`],
   }));
-  setCurrentDetails(`evaluating ${policy.name} on ${tasks.length} ${s.what} tasks`);
+  setCurrentDetails(`evaluating ${policyLabel(policy)} on ${tasks.length} ${s.what} tasks`);
   const base = {
     config,
     iteration,

@@ -7,6 +7,9 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { policyLabel, rolePolicy, separatelyTrained, teamPolicy } from '../contracts/policy-set.js';
+import type { PolicyRef } from '../contracts/policy.js';
+import type { IterationBatch } from '../batches/iteration-batch.js';
 import { sampleUntilInformative } from './dynamic-sampling.js';
 import { evaluation } from './evaluation.js';
 import { FailureType } from '../contracts/failures.js';
@@ -29,6 +32,8 @@ import type {
  * volt-gpu → evaluate the candidate on held-out tasks. Rollouts always come from the latest policy (on-policy); the
  * run, which owns "best", decides whether the candidate is promoted.
  */
+type RoleBatch = IterationBatch & { role: string | undefined };
+
 export async function trainingIteration(input: TrainingIterationInput): Promise<TrainingIterationResult> {
   const { config, iteration, policy } = input;
   const act = activitiesFor(config);
@@ -76,7 +81,7 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
       : '';
   await phase(
     'rollouts',
-    `${tasks.length} tasks × ${config.rollouts.groupSize} rollouts with ${policy.name}${unsandboxed}`,
+    `${tasks.length} tasks × ${config.rollouts.groupSize} rollouts with ${policyLabel(policy)}${unsandboxed}`,
   );
   await act.servePolicy({ policy });
   const launched = await act.launchRollouts({
@@ -112,15 +117,22 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
   }
 
   await phase('batch', `mean reward ${rewards.meanReward.toFixed(3)}; building batch`);
-  const batch = await act.buildBatch({ config, iteration, rewardsKey: rewards.rewardsKey });
+  // A team with several trained roles: a batch and an update per role (each its own adapter); else one of each.
+  const roles = separatelyTrained(config.team);
+  const batches: RoleBatch[] = [];
+  for (const role of roles ?? [undefined]) {
+    const batch = await act.buildBatch({ config, iteration, rewardsKey: rewards.rewardsKey, role });
+    batches.push({ role, ...batch });
+  }
+  const samples = batches.reduce((n, b) => n + b.samples, 0);
 
   const summary: IterationSummary = {
     iteration,
     rollouts,
     infraFailed: rewards.infraFailed,
     meanReward: rewards.meanReward,
-    samples: batch.samples,
-    tokens: batch.tokens,
+    samples,
+    tokens: batches.reduce((n, b) => n + b.tokens, 0),
     candidate: null,
     evalScore: null,
     eval: null,
@@ -134,25 +146,67 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
         : 'policy_gradient',
     dynamicSampling,
     timeline,
+    ...(roles && {
+      roles: Object.fromEntries(
+        batches.map((b) => [b.role!, { samples: b.samples, tokens: b.tokens, candidate: null, trainMetrics: null }]),
+      ),
+    }),
   };
-  if (batch.samples === 0) {
+  if (samples === 0) {
     // Every group had zero reward variance (or was dropped): no signal to learn from, keep the policy.
-    await phase('done', `no trainable samples (${batch.dropReasons}); policy unchanged`);
+    await phase('done', `no trainable samples (${batches.map((b) => b.dropReasons).join('; ')}); policy unchanged`);
     return { summary, policy };
   }
 
   const how = summary.objective === 'sft' ? 'supervised update (rejection sampling)' : 'update';
-  await phase('update', `${how} on ${batch.samples} samples, ${batch.tokens} tokens`);
-  const trained = await act.trainPolicy({ config, iteration, policy, batchKey: batch.batchKey });
-  summary.candidate = trained.policy;
-  summary.trainMetrics = trained.metrics;
+  const what = batches
+    .filter((b) => b.samples > 0)
+    .map((b) => `${b.role ? `${b.role}: ` : ''}${b.samples} samples, ${b.tokens} tokens`)
+    .join('; ');
+  await phase('update', `${how} on ${what}`);
+  // Independent updates (volt-gpu activities), one per trained policy with samples; a role without keeps its adapter.
+  const updates = await Promise.all(
+    batches.map((b) =>
+      b.samples === 0
+        ? null
+        : act.trainPolicy({
+            config,
+            iteration,
+            policy: b.role ? rolePolicy(policy, b.role) : policy,
+            batchKey: b.batchKey,
+            role: b.role,
+          }),
+    ),
+  );
+  let candidate: PolicyRef;
+  if (roles) {
+    const next: Record<string, PolicyRef> = {};
+    batches.forEach((b, i) => {
+      const u = updates[i];
+      next[b.role!] = u?.policy ?? rolePolicy(policy, b.role!);
+      summary.roles![b.role!] = {
+        ...summary.roles![b.role!]!,
+        candidate: u?.policy ?? null,
+        trainMetrics: u?.metrics ?? null,
+      };
+    });
+    candidate = teamPolicy(next, roles);
+    summary.trainMetrics = Object.fromEntries(
+      updates.flatMap((u, i) => Object.entries(u?.metrics ?? {}).map(([k, v]) => [`${batches[i]!.role}/${k}`, v])),
+    );
+  } else {
+    candidate = updates[0]!.policy;
+    summary.trainMetrics = updates[0]!.metrics;
+  }
+  summary.candidate = candidate;
+  const trained = { policy: candidate };
 
-  await phase('evaluating', `evaluating ${trained.policy.name}`);
+  await phase('evaluating', `evaluating ${policyLabel(trained.policy)}`);
   if (config.eval.everyIterations > 0 && (iteration + 1) % config.eval.everyIterations === 0) {
     const result = await executeChild(evaluation, {
       workflowId: `${workflowInfo().workflowId}-eval`,
       args: [{ config, iteration, label: 'candidate', policy: trained.policy }],
-      staticSummary: `held-out evaluation of ${trained.policy.name}`,
+      staticSummary: `held-out evaluation of ${policyLabel(trained.policy)}`,
     }).catch((err: unknown) => {
       // Too few tasks scored: the candidate is kept as the policy but never promoted on a score that would lie.
       const cause = err instanceof ChildWorkflowFailure ? err.cause : null;

@@ -1,6 +1,7 @@
 import { condition, continueAsNew, executeChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RunConfig } from '../config/run.js';
 import type { PolicyRef } from '../contracts/policy.js';
+import { policyLabel } from '../contracts/policy-set.js';
 import { BestScoreKey, IterationKey, RunIdKey } from './definitions.js';
 import { evaluation } from './evaluation.js';
 import { beatsBest } from './promotion.js';
@@ -120,7 +121,7 @@ async function promoteIfBetter(run: RunContext, summary: IterationSummary): Prom
     run.phase = 'promoting';
     setRunDetails(
       run.config.runId,
-      `iteration ${iteration}: promoting ${candidate.name}: ${evalScore.toFixed(3)} > ${s.best.score.toFixed(3)}`,
+      `iteration ${iteration}: promoting ${policyLabel(candidate)}: ${evalScore.toFixed(3)} > ${s.best.score.toFixed(3)}`,
     );
     await activitiesFor(run.config).promoteCheckpoint({
       config: run.config,
@@ -142,7 +143,7 @@ function recordIteration(runId: string, state: RunState, { summary, policy }: Tr
   setRunDetails(
     runId,
     `iteration ${summary.iteration} done: mean reward ${summary.meanReward.toFixed(3)}, ` +
-      `eval ${summary.evalScore?.toFixed(3) ?? '-'}, best ${next.best.score.toFixed(3)} (${next.best.policy.name})`,
+      `eval ${summary.evalScore?.toFixed(3) ?? '-'}, best ${next.best.score.toFixed(3)} (${policyLabel(next.best.policy)})`,
   );
   return next;
 }

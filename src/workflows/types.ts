@@ -54,6 +54,16 @@ export interface IterationSummary {
   dynamicSampling: DynamicSamplingSummary | null;
   /** Seconds spent in each phase (workflow time; dynamic sampling's extra rounds count as rollouts) and when the iteration ended. */
   timeline: IterationTimeline;
+  /** A team training an adapter per role: each trained role's batch and update (candidate null: no samples, adapter kept). */
+  roles?: Record<string, RoleUpdate>;
+}
+
+/** One trained role's part of an iteration. */
+export interface RoleUpdate {
+  samples: number;
+  tokens: number;
+  candidate: PolicyRef | null;
+  trainMetrics: Record<string, number> | null;
 }
 
 /** The phases of an iteration that take time, timed from the workflow's own clock (replay-safe). */

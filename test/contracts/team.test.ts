@@ -43,7 +43,11 @@ void describe('agent roles (run config team)', () => {
   void it('routes trained roles to the policy, base to the base model, a fixed adapter to itself', () => {
     const team = teamConfigSchema.parse({ roles });
     assert.deepEqual(
-      roleRoutes(team, 'policy-7', 'smollm2').map((r) => [r.name, r.model, r.trained]),
+      roleRoutes(team, { name: 'policy-7', checkpointKey: null, sha256: null, iteration: null }, 'smollm2').map((r) => [
+        r.name,
+        r.model,
+        r.trained,
+      ]),
       [
         ['planner', 'smollm2', false],
         ['coder', 'policy-7', true],
@@ -86,15 +90,20 @@ void describe('agent roles (run config team)', () => {
       bad({ roles: [{ name: 'a', match: { model: 'x' }, policy: 'base' }] }),
       /team\.roles.*at least one role must have policy "trained"/,
     );
-    assert.match(
-      bad({
-        roles: [
-          { name: 'a', match: { model: 'x' }, policy: 'trained' },
-          { name: 'b', match: { model: 'y' }, policy: 'trained' },
-        ],
-      }),
-      /team\.roles.*a, b are all "trained"/,
-    );
+    const two = [
+      { name: 'a', match: { model: 'x' }, policy: 'trained' },
+      { name: 'b', match: { model: 'y' }, policy: 'trained' },
+    ];
+    const config = (extra: object) => ({
+      runId: 'r',
+      agent: { command: ['node', 'a.mjs'] },
+      reward: { kind: 'numeric_match' },
+      tasks: { trainFile: 't.jsonl', evalFile: 'e.jsonl' },
+      team: { roles: two },
+      ...extra,
+    });
+    assert.equal(parseRunConfig(config({})).team?.roles.length, 2, 'two trained roles: an adapter each');
+    assert.throws(() => parseRunConfig(config({ lineage: 'nightly' })), /lineage.*keeps one current policy.*a, b/);
     assert.match(bad({ roles: [{ name: 'A b', match: { model: 'x' }, policy: 'trained' }] }), /team\.roles\.0\.name/);
     assert.match(
       bad({ roles: [{ name: 'a', match: { model: 'x' }, policy: 'trained' }], unmatched: 'drop' }),

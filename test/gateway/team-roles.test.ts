@@ -57,7 +57,7 @@ const registration = (unmatched: 'base' | 'refuse') => {
   return rolloutInput({
     policyModel: POLICY,
     team: {
-      roles: roleRoutes(t, POLICY, SERVED_MODEL),
+      roles: roleRoutes(t, { name: POLICY, checkpointKey: null, sha256: null, iteration: null }, SERVED_MODEL),
       unmatched: unmatched === 'refuse' ? 'refuse' : { model: SERVED_MODEL },
     },
   });

@@ -98,6 +98,10 @@ export const runStatusCommand: Command = {
         ctx.out(
           `  iter ${h.iteration}${h.objective === 'sft' ? ' (sft)' : ''}: reward ${h.meanReward.toFixed(3)}, samples ${h.samples}, eval ${evalText}${h.promoted ? ' promoted' : ''}`,
         );
+        for (const [role, r] of Object.entries(h.roles ?? {}))
+          ctx.out(
+            `    role ${role}: samples ${r.samples}, ${r.candidate ? `adapter ${r.candidate.name}` : 'no update (adapter kept)'}`,
+          );
         if (h.dynamicSampling) ctx.out(`    dynamic sampling: ${dynamicSamplingText(h.dynamicSampling)}`);
         ctx.out(`    seconds: ${timelineText(h.timeline)}`);
         if (h.eval?.byKind) ctx.out(`    eval by task kind: ${formatByKind(h.eval.byKind)}`);
