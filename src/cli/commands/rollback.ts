@@ -1,3 +1,4 @@
+import { policyLabel } from '../../contracts/policy-set.js';
 import { connectClient } from '../../client/connect.js';
 import { rollbackRun } from '../../client/runs.js';
 import type { RollbackRequest } from '../../workflows/definitions.js';
@@ -29,7 +30,7 @@ export const rollbackCommand: Command = {
     try {
       const { best, iteration } = await rollbackRun(client, runId, request);
       ctx.out(
-        `${runId}: best is now ${best.policy.name} (${iteration === null ? 'base model' : `promoted at iteration ${iteration}`}, score ${best.score.toFixed(3)})`,
+        `${runId}: best is now ${policyLabel(best.policy)} (${iteration === null ? 'base model' : `promoted at iteration ${iteration}`}, score ${best.score.toFixed(3)})`,
       );
       return 0;
     } finally {

@@ -4,6 +4,7 @@ import { pauseRun, queryStatus, resumeRun, runHandle, setHyperParameters } from 
 import type { HyperParameterPatch } from '../../workflows/definitions.js';
 import type { DynamicSamplingSummary, ExtraSetResult, IterationTimeline } from '../../workflows/types.js';
 import { formatByKind } from '../../rewards/by-kind.js';
+import { policyLabel } from '../../contracts/policy-set.js';
 import { UsageError, type Command, type CommandContext } from '../command.js';
 
 async function withRun(
@@ -71,7 +72,7 @@ export const runStatusCommand: Command = {
       ctx.out(
         `run ${s.runId}: iteration ${s.iteration}/${s.iterations}, phase ${s.phase}${s.paused ? ' (paused)' : ''}`,
       );
-      ctx.out(`best: ${s.best ? `${s.best.policy.name} score ${s.best.score.toFixed(3)}` : '-'}`);
+      ctx.out(`best: ${s.best ? `${policyLabel(s.best.policy)} score ${s.best.score.toFixed(3)}` : '-'}`);
       if (s.baseEval) ctx.out(`base eval: ${evalLine(s.baseEval.score, s.baseEval)}`);
       if (s.baseEval?.byKind) ctx.out(`  by task kind: ${formatByKind(s.baseEval.byKind)}`);
       for (const line of extraSetLines(s.baseEval?.extraSets)) ctx.out(`  ${line}`);

@@ -1,3 +1,4 @@
+import { policyLabel } from '../../contracts/policy-set.js';
 import { connectClient } from '../../client/connect.js';
 import { followRun } from '../../client/progress.js';
 import { pinTaskSets, readRunConfig, startTrainingRun } from '../../client/runs.js';
@@ -46,7 +47,7 @@ export const trainCommand: Command = {
         process.stdout.isTTY === true,
       );
       ctx.out(
-        `run ${final.runId} done: best ${final.best?.policy.name ?? '-'} with score ${final.best?.score.toFixed(3) ?? '-'}`,
+        `run ${final.runId} done: best ${final.best ? policyLabel(final.best.policy) : '-'} with score ${final.best?.score.toFixed(3) ?? '-'}`,
       );
       return 0;
     } finally {
