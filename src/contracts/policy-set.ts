@@ -7,9 +7,13 @@ import type { TeamConfig } from './team.js';
  * in `roles` (its top-level fields are the first trained role's, so code that serves one policy keeps working).
  */
 
+/** The names of a team's trained roles (the only ones whose calls become samples); null without a team. */
+export const trainedRoles = (team: TeamConfig | undefined): string[] | null =>
+  team ? team.roles.filter((r) => r.policy === 'trained').map((r) => r.name) : null;
+
 /** The trained roles that get adapters of their own: a team's trained roles when there are two or more, else null. */
 export function separatelyTrained(team: TeamConfig | undefined): string[] | null {
-  const trained = team?.roles.filter((r) => r.policy === 'trained').map((r) => r.name) ?? [];
+  const trained = trainedRoles(team) ?? [];
   return trained.length > 1 ? trained : null;
 }
 

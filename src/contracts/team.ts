@@ -159,9 +159,7 @@ export function matchesRole(match: RoleMatch, probe: RoleProbe): boolean {
 export const roleOf = <R extends { match: RoleMatch }>(roles: readonly R[], probe: RoleProbe): R | null =>
   roles.find((r) => matchesRole(r.match, probe)) ?? null;
 
-/** The names of a team's trained roles (the only ones whose calls become samples); null without a team. */
-export const trainedRoles = (team: TeamConfig | undefined): string[] | null =>
-  team ? team.roles.filter((r) => r.policy === 'trained').map((r) => r.name) : null;
+export { trainedRoles } from './policy-set.js';
 
 /** Each role's route for a rollout served by `policy` (each trained role's adapter) over `base` (the base model's name). */
 export const roleRoutes = (team: TeamConfig, policy: PolicyRef, base: string): RoleRoute[] =>

@@ -20,6 +20,7 @@ import { sampleTaskIds } from './sampling.js';
 import type {
   DynamicSamplingSummary,
   IterationSummary,
+  RoleUpdate,
   IterationTimeline,
   Phase,
   TimedPhase,
@@ -33,6 +34,15 @@ import type {
  * run, which owns "best", decides whether the candidate is promoted.
  */
 type RoleBatch = IterationBatch & { role: string | undefined };
+type Update = { policy: PolicyRef; metrics: Record<string, number> } | null;
+
+/** One trained role's line of the summary: its batch, and its update (null: no samples, its adapter kept). */
+const roleUpdate = (b: RoleBatch, u: Update): RoleUpdate => ({
+  samples: b.samples,
+  tokens: b.tokens,
+  candidate: u?.policy ?? null,
+  trainMetrics: u?.metrics ?? null,
+});
 
 export async function trainingIteration(input: TrainingIterationInput): Promise<TrainingIterationResult> {
   const { config, iteration, policy } = input;
@@ -146,11 +156,7 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
         : 'policy_gradient',
     dynamicSampling,
     timeline,
-    ...(roles && {
-      roles: Object.fromEntries(
-        batches.map((b) => [b.role!, { samples: b.samples, tokens: b.tokens, candidate: null, trainMetrics: null }]),
-      ),
-    }),
+    ...(roles && { roles: Object.fromEntries(batches.map((b) => [b.role!, roleUpdate(b, null)])) }),
   };
   if (samples === 0) {
     // Every group had zero reward variance (or was dropped): no signal to learn from, keep the policy.
@@ -180,17 +186,9 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
   );
   let candidate: PolicyRef;
   if (roles) {
-    const next: Record<string, PolicyRef> = {};
-    batches.forEach((b, i) => {
-      const u = updates[i];
-      next[b.role!] = u?.policy ?? rolePolicy(policy, b.role!);
-      summary.roles![b.role!] = {
-        ...summary.roles![b.role!]!,
-        candidate: u?.policy ?? null,
-        trainMetrics: u?.metrics ?? null,
-      };
-    });
-    candidate = teamPolicy(next, roles);
+    summary.roles = Object.fromEntries(batches.map((b, i) => [b.role!, roleUpdate(b, updates[i] ?? null)]));
+    const next = batches.map((b, i) => [b.role!, updates[i]?.policy ?? rolePolicy(policy, b.role!)] as const);
+    candidate = teamPolicy(Object.fromEntries(next), roles);
     summary.trainMetrics = Object.fromEntries(
       updates.flatMap((u, i) => Object.entries(u?.metrics ?? {}).map(([k, v]) => [`${batches[i]!.role}/${k}`, v])),
     );
@@ -199,14 +197,13 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     summary.trainMetrics = updates[0]!.metrics;
   }
   summary.candidate = candidate;
-  const trained = { policy: candidate };
 
-  await phase('evaluating', `evaluating ${policyLabel(trained.policy)}`);
+  await phase('evaluating', `evaluating ${policyLabel(candidate)}`);
   if (config.eval.everyIterations > 0 && (iteration + 1) % config.eval.everyIterations === 0) {
     const result = await executeChild(evaluation, {
       workflowId: `${workflowInfo().workflowId}-eval`,
-      args: [{ config, iteration, label: 'candidate', policy: trained.policy }],
-      staticSummary: `held-out evaluation of ${policyLabel(trained.policy)}`,
+      args: [{ config, iteration, label: 'candidate', policy: candidate }],
+      staticSummary: `held-out evaluation of ${policyLabel(candidate)}`,
     }).catch((err: unknown) => {
       // Too few tasks scored: the candidate is kept as the policy but never promoted on a score that would lie.
       const cause = err instanceof ChildWorkflowFailure ? err.cause : null;
@@ -229,5 +226,5 @@ export async function trainingIteration(input: TrainingIterationInput): Promise<
     'done',
     `mean reward ${rewards.meanReward.toFixed(3)}, eval ${summary.evalError ? 'incomplete' : (summary.evalScore?.toFixed(3) ?? 'skipped')}`,
   );
-  return { summary, policy: trained.policy };
+  return { summary, policy: candidate };
 }

@@ -4,19 +4,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { connectClient } from '../../src/client/connect.js';
-import { startTrainingRun } from '../../src/client/runs.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import { rewardsFileSchema } from '../../src/contracts/rewards.js';
-import type { Span } from '../../src/contracts/span.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore } from '../../src/storage/object-store.js';
-import { spanObjectText } from '../../src/storage/span-compression.js';
-import { spanOfStoredLine } from '../../src/storage/spans.js';
-import type { RunStatus } from '../../src/workflows/types.js';
 import { MODEL_ADMIN_KEY, startModelServer } from '../gateway/model-server.js';
 import { makeMarkerAdapter } from '../helpers/lora-adapters.js';
-import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
+import { iterationSpans, root, startPipelineStack, tinyRunConfig, trainToEnd, type PipelineStack } from './harness.js';
 
 // Distillation end to end on real parts: the teacher is a second model server serving a real LoRA adapter of the same
 // base with a habit the base lacks (it answers "VOLT"); the run's one warm-start iteration is served by it through the
@@ -114,21 +108,9 @@ describe('a run distilled from a teacher (one SFT warm-start iteration)', { time
       trainer: { lr: 3e-3, epochs: 3, minibatchSize: 4, microBatchSize: 4 },
       eval: { tasks: HELD_OUT.length, everyIterations: 1, promoteMargin: 0 },
     });
-    const { client, close } = await connectClient(stack.env);
-    let status: RunStatus;
-    try {
-      const { handle } = await startTrainingRun(client, config);
-      status = await handle.result();
-    } finally {
-      await close();
-    }
+    const status = await trainToEnd(stack.env, config);
     const store = createObjectStore(stack.env);
-    const spans: Span[] = [];
-    for await (const o of store.list(keys.iteration('distill-run', 0))) {
-      if (!o.key.includes('/spans/')) continue;
-      for (const line of spanObjectText(await store.getBytes(o.key)).split('\n'))
-        if (line) spans.push(spanOfStoredLine(line) as Span);
-    }
+    const spans = await iterationSpans(stack.env, 'distill-run', 0);
     const it0 = status.history[0]!;
     const seen = `history ${JSON.stringify(it0)}; ${spans.length} spans`;
     assert.equal(status.phase, 'done', seen);

@@ -3,7 +3,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadEnv, type VoltEnv } from '../../src/config/env.js';
-import type { RunConfigInput } from '../../src/config/run.js';
+import { connectClient } from '../../src/client/connect.js';
+import { startTrainingRun } from '../../src/client/runs.js';
+import type { RunConfig, RunConfigInput } from '../../src/config/run.js';
+import type { Span } from '../../src/contracts/span.js';
+import { keys } from '../../src/storage/keys.js';
+import { createObjectStore } from '../../src/storage/object-store.js';
+import { spanObjectText } from '../../src/storage/span-compression.js';
+import { spanOfStoredLine } from '../../src/storage/spans.js';
+import type { RunStatus } from '../../src/workflows/types.js';
 import { stablePort } from '../helpers/stable-port.js';
 import { temporalAnswers } from '../../src/stack/readiness.js';
 import { devServerArgs } from '../../src/stack/temporal-config.js';
@@ -205,4 +213,27 @@ export function tinyRunConfig(runId: string, overrides: Partial<RunConfigInput> 
     timeouts: { heartbeatSec: 30, rolloutsSec: 900, updateSec: 900 },
     ...overrides,
   } as RunConfigInput;
+}
+
+/** Start a training run on the stack and wait for its result. */
+export async function trainToEnd(env: Readonly<VoltEnv>, config: RunConfig): Promise<RunStatus> {
+  const { client, close } = await connectClient(env);
+  try {
+    const { handle } = await startTrainingRun(client, config);
+    return await handle.result();
+  } finally {
+    await close();
+  }
+}
+
+/** Every span stored under an iteration (training and evaluation rollouts), decoded the way readSpans does. */
+export async function iterationSpans(env: Readonly<VoltEnv>, runId: string, iteration: number): Promise<Span[]> {
+  const store = createObjectStore(env);
+  const spans: Span[] = [];
+  for await (const o of store.list(keys.iteration(runId, iteration))) {
+    if (!o.key.includes('/spans/')) continue;
+    for (const line of spanObjectText(await store.getBytes(o.key)).split('\n'))
+      if (line) spans.push(spanOfStoredLine(line) as Span);
+  }
+  return spans;
 }

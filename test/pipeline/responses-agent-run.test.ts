@@ -2,16 +2,10 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { connectClient } from '../../src/client/connect.js';
-import { startTrainingRun } from '../../src/client/runs.js';
 import { parseRunConfig } from '../../src/config/run.js';
-import type { Span } from '../../src/contracts/span.js';
 import { keys } from '../../src/storage/keys.js';
-import { spanOfStoredLine } from '../../src/storage/spans.js';
-import { spanObjectText } from '../../src/storage/span-compression.js';
 import { createObjectStore } from '../../src/storage/object-store.js';
-import type { RunStatus } from '../../src/workflows/types.js';
-import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
+import { iterationSpans, root, startPipelineStack, tinyRunConfig, trainToEnd, type PipelineStack } from './harness.js';
 
 // The Responses API calculator agent, unchanged, through one real iteration: its spans -> samples -> an update.
 describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 1_500_000 }, () => {
@@ -42,22 +36,9 @@ describe('trainingRun with the Responses API agent (tiny settings)', { timeout: 
       // What is under test is spans -> samples -> update; evaluation is the same for every API (training-run.test.ts).
       eval: { ...base.eval, everyIterations: 0 },
     });
-    const { client, close } = await connectClient(stack.env);
-    let status: RunStatus;
-    try {
-      const { handle } = await startTrainingRun(client, config);
-      status = await handle.result();
-    } finally {
-      await close();
-    }
+    const status = await trainToEnd(stack.env, config);
     const store = createObjectStore(stack.env);
-    const spans: Span[] = [];
-    for await (const o of store.list(keys.iteration('responses-run', 0))) {
-      if (!o.key.includes('/spans/')) continue;
-      // Segments are compressed call records: decode them the way readSpans does.
-      for (const line of spanObjectText(await store.getBytes(o.key)).split('\n'))
-        if (line) spans.push(spanOfStoredLine(line) as Span);
-    }
+    const spans = await iterationSpans(stack.env, 'responses-run', 0);
     const train = spans.filter((s) => s.mode === 'train');
     const failed = train.filter((s) => s.status !== 'ok');
     // Said on failure: a model server too slow for the agent's 120 s timeout shows up as error spans, not as a mystery.

@@ -3,18 +3,12 @@ import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { connectClient } from '../../src/client/connect.js';
-import { startTrainingRun } from '../../src/client/runs.js';
 import { parseRunConfig } from '../../src/config/run.js';
 import { batchManifestSchema } from '../../src/contracts/batch-manifest.js';
 import { modelAliasSchema } from '../../src/contracts/policy.js';
-import type { Span } from '../../src/contracts/span.js';
 import { keys } from '../../src/storage/keys.js';
 import { createObjectStore } from '../../src/storage/object-store.js';
-import { spanObjectText } from '../../src/storage/span-compression.js';
-import { spanOfStoredLine } from '../../src/storage/spans.js';
-import type { RunStatus } from '../../src/workflows/types.js';
-import { root, startPipelineStack, tinyRunConfig, type PipelineStack } from './harness.js';
+import { iterationSpans, root, startPipelineStack, tinyRunConfig, trainToEnd, type PipelineStack } from './harness.js';
 
 // A team training an adapter per role, end to end on real parts (Temporal, S3, the model server, gateway, workers and
 // the unmodified examples/team agent on the openai SDK): each trained role gets its own batch of its own calls, its
@@ -59,14 +53,7 @@ describe('a team with two trained roles: an adapter, batch and update per role',
         eval: { tasks: 4, everyIterations: 1, promoteMargin: -1 },
       }),
     );
-    const { client, close } = await connectClient(stack.env);
-    let status: RunStatus;
-    try {
-      const { handle } = await startTrainingRun(client, config);
-      status = await handle.result();
-    } finally {
-      await close();
-    }
+    const status = await trainToEnd(stack.env, config);
     const it0 = status.history[0]!;
     const seen = `history ${JSON.stringify(it0)}`;
     assert.equal(status.phase, 'done', seen);
@@ -100,12 +87,7 @@ describe('a team with two trained roles: an adapter, batch and update per role',
     assert.equal(it0.candidate!.sha256, solver.sha256, "the top-level fields are the first trained role's");
 
     // The candidate's evaluation served each role's calls by that role's adapter.
-    const spans: Span[] = [];
-    for await (const o of store.list(keys.iteration(RUN, 0))) {
-      if (!o.key.includes('/spans/')) continue;
-      for (const line of spanObjectText(await store.getBytes(o.key)).split('\n'))
-        if (line) spans.push(spanOfStoredLine(line) as Span);
-    }
+    const spans = await iterationSpans(stack.env, RUN, 0);
     const served = (mode: string, role: string) =>
       new Set(spans.filter((s) => s.mode === mode && s.role === role).map((s) => s.servedBy.model));
     assert.deepEqual([...served('train', 'solver')], [config.model.base], 'iteration 0 samples the base for both');
